@@ -1,0 +1,97 @@
+"""xgrammar's compile step: a grammar plus a vocabulary become a `CompiledGrammar`.
+
+Compiling runs the normalization passes (`xg2ref/grammar/passes.py`), builds one byte FSM
+per rule (XGrammar-2 §3.3, `xg2ref/fsm/build.py`) and flattens them into the arrays the
+Earley kernels read. `GrammarCompiler` keeps a grammar-level cache keyed by the printed
+grammar, as xgrammar does, bounded by `cache_limit_bytes`.
+
+What it leaves out: the adaptive token-mask cache (XGrammar-2 §3.4) and the cross-grammar
+cache (§3.3) arrive with later issues; `max_threads` is accepted and ignored.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Union
+
+from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
+from .grammar.grammar import Grammar
+from .grammar.passes import normalize
+from .tokenizer_info import TokenizerInfo
+
+
+class CompiledGrammar:
+    """A grammar compiled against one tokenizer: what `GrammarMatcher` runs on.
+
+    Attributes: `grammar` (the source `Grammar`), `tokenizer_info`, `fsms` (per-rule FSMs),
+    `arrays` (their flat form), `memory_size_bytes`.
+    """
+
+    def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo, fsms: GrammarFSMs, arrays: FSMArrays):
+        self.grammar = grammar
+        self.tokenizer_info = tokenizer_info
+        self.fsms = fsms
+        self.arrays = arrays
+
+    @property
+    def memory_size_bytes(self) -> int:
+        """Bytes held by the compiled arrays."""
+        return int(sum(a.nbytes for a in self.arrays))
+
+    def __repr__(self) -> str:
+        return (f"CompiledGrammar({len(self.fsms.rule_names)} rules, {self.fsms.num_states} FSM states, "
+                f"vocab_size={self.tokenizer_info.vocab_size})")
+
+
+def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo) -> CompiledGrammar:
+    """Normalize, build the FSMs, flatten: no caching."""
+    fsms = build_grammar_fsms(normalize(grammar.ir))
+    return CompiledGrammar(grammar, tokenizer_info, fsms, fsms.to_arrays())
+
+
+class GrammarCompiler:
+    """Compiles grammars for one tokenizer, caching results (xgrammar's `GrammarCompiler`)."""
+
+    def __init__(self, tokenizer_info: TokenizerInfo, *, max_threads: int = 8, cache_enabled: bool = True,
+                 cache_limit_bytes: int = -1):
+        if not isinstance(tokenizer_info, TokenizerInfo):
+            raise TypeError(f"GrammarCompiler needs a TokenizerInfo, got {type(tokenizer_info).__name__}")
+        self.tokenizer_info = tokenizer_info
+        self.max_threads = max_threads
+        self.cache_enabled = cache_enabled
+        self.cache_limit_bytes = cache_limit_bytes
+        self._cache: "OrderedDict[str, CompiledGrammar]" = OrderedDict()
+
+    def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root") -> CompiledGrammar:
+        """Compile EBNF text or a `Grammar`."""
+        if isinstance(grammar, str):
+            grammar = Grammar.from_ebnf(grammar, root_rule_name=root_rule_name)
+        elif not isinstance(grammar, Grammar):
+            raise TypeError(f"compile_grammar needs EBNF text or a Grammar, got {type(grammar).__name__}")
+        if not self.cache_enabled:
+            return compile_ir_grammar(grammar, self.tokenizer_info)
+        key = str(grammar) + "\x00" + grammar.ir.root
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        compiled = compile_ir_grammar(grammar, self.tokenizer_info)
+        self._cache[key] = compiled
+        self._evict()
+        return compiled
+
+    def compile_builtin_json_grammar(self) -> CompiledGrammar:
+        """The builtin JSON grammar (`Grammar.builtin_json_grammar()`)."""
+        return self.compile_grammar(Grammar.builtin_json_grammar())
+
+    def get_cache_size_bytes(self) -> int:
+        return sum(c.memory_size_bytes for c in self._cache.values())
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def _evict(self) -> None:
+        if self.cache_limit_bytes < 0:
+            return
+        while self._cache and self.get_cache_size_bytes() > self.cache_limit_bytes:
+            self._cache.popitem(last=False)

@@ -1,0 +1,210 @@
+"""XGrammar-2 §3.4 and Appendix D: the Earley parser that drives masks, readable layer.
+
+`EarleyParser` owns a chart (`xg2ref/kernels/earley.py`, where the predict / scan /
+complete rules are written above the code that performs them) and grows its flat arrays
+when a kernel asks for room. It gives the operations the matcher needs: advance over
+bytes (all or nothing), roll back bytes exactly (XGrammar §3.3: the chart is its own
+history), test completion, list the bytes that may come next, and fill a token mask.
+
+Items print as dotted rules for people. A minimized FSM state is not a position inside the
+rule's text, so an item is shown by the shortest path of symbols that reaches its state,
+a dot, and the symbols that may follow:
+
+    array ::= "[" ws value • ( "," | "]" )          @3
+    value ::= • ( "{" | "[" | "\\"" | <number> | ... ) @5
+
+(`@3` is the origin: the byte position where this rule's match began).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .fsm.build import FSMArrays, GrammarFSMs
+from .fsm.fsm import format_byte_range
+from .kernels import earley as K
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """An Earley item: global FSM `state` of rule `rule`, match begun at byte `origin`."""
+
+    rule: int
+    state: int
+    local_state: int
+    origin: int
+
+
+class ItemPrinter:
+    """Turns items into dotted-rule strings (see the module docstring)."""
+
+    def __init__(self, fsms: GrammarFSMs):
+        self.fsms = fsms
+        self._paths = [self._shortest_paths(r) for r in range(len(fsms.fsms))]
+
+    def _symbol(self, edge) -> str:
+        if edge[0] == "byte":
+            lo, hi = edge[1], edge[2]
+            if lo == hi and 0x20 <= lo < 0x7F and lo not in (0x22, 0x5C):
+                return f'"{chr(lo)}"'
+            return format_byte_range(lo, hi)
+        return self.fsms.rule_names[edge[1]]
+
+    def _shortest_paths(self, rule: int) -> dict[int, list]:
+        fsm = self.fsms.fsms[rule]
+        bytes_out, rules_out, _ = fsm.out_edges()
+        paths = {fsm.start: []}
+        queue = deque([fsm.start])
+        while queue:
+            s = queue.popleft()
+            nxt = [(("byte", lo, hi), d) for lo, hi, d in bytes_out[s]] + [(("rule", r), d) for r, d in rules_out[s]]
+            for edge, d in nxt:
+                if d not in paths:
+                    paths[d] = paths[s] + [edge]
+                    queue.append(d)
+        return paths
+
+    def _join(self, edges: list) -> str:
+        parts: list[str] = []
+        for e in edges:
+            sym = self._symbol(e)
+            if parts and sym.startswith('"') and parts[-1].startswith('"') and len(sym) == 3:
+                parts[-1] = parts[-1][:-1] + sym[1:]
+            else:
+                parts.append(sym)
+        return " ".join(parts)
+
+    def format(self, item: Item) -> str:
+        fsm = self.fsms.fsms[item.rule]
+        bytes_out, rules_out, _ = fsm.out_edges()
+        before = self._join(self._paths[item.rule].get(item.local_state, []))
+        after = [self._symbol(("byte", lo, hi)) for lo, hi, _ in bytes_out[item.local_state]]
+        after += [self.fsms.rule_names[r] for r, _ in rules_out[item.local_state]]
+        if item.local_state in fsm.finals:
+            after.append("<end>")
+        nxt = after[0] if len(after) == 1 else "( " + " | ".join(after) + " )"
+        lhs = f"{self.fsms.rule_names[item.rule]} ::= "
+        return f"{lhs}{before + ' ' if before else ''}• {nxt}  @{item.origin}"
+
+
+class EarleyParser:
+    """An Earley recognizer over a grammar's FSM arrays, with exact byte-level rollback."""
+
+    def __init__(self, fsms: GrammarFSMs, arrays: Optional[FSMArrays] = None):
+        self.fsms = fsms
+        self.arrays = arrays if arrays is not None else fsms.to_arrays()
+        self._global_to_local = fsms.state_offsets()
+        self.chart = K.new_chart()
+        self.reset()
+
+    # ---- chart management ---------------------------------------------------------------
+
+    def _grow(self, status: int) -> None:
+        c = self.chart
+        if status == K.NEED_TABLE:
+            size = len(c.tbl_key) * 4
+            self.chart = c._replace(tbl_key=np.zeros(size, np.int64), tbl_gen=np.zeros(size, np.int64))
+            return
+        if status != K.NEED_ITEMS:
+            raise AssertionError(f"unexpected kernel status {status}")
+        cap, sets = len(c.item_state) * 2, len(c.set_start) * 2
+        item_state = np.zeros(cap, np.int32)
+        item_origin = np.zeros(cap, np.int32)
+        set_start = np.zeros(sets, np.int64)
+        item_state[: len(c.item_state)] = c.item_state
+        item_origin[: len(c.item_origin)] = c.item_origin
+        set_start[: len(c.set_start)] = c.set_start
+        self.chart = c._replace(item_state=item_state, item_origin=item_origin, set_start=set_start)
+
+    def reset(self) -> None:
+        """Back to set 0 (nothing read)."""
+        while (status := K.init_chart(self.arrays, self.chart)) != K.OK:
+            self._grow(status)
+
+    def copy(self) -> "EarleyParser":
+        """An independent parser in the same state (for `GrammarMatcher.fork`)."""
+        other = object.__new__(EarleyParser)
+        other.fsms, other.arrays, other._global_to_local = self.fsms, self.arrays, self._global_to_local
+        other.chart = K.Chart(*(a.copy() for a in self.chart))
+        return other
+
+    @property
+    def position(self) -> int:
+        """Number of bytes read (the index of the current Earley set)."""
+        return int(self.chart.meta[0]) - 1
+
+    # ---- the operations -----------------------------------------------------------------
+
+    def advance(self, data: bytes) -> bool:
+        """Read `data`; all or nothing: on rejection nothing is consumed and False returned."""
+        start = self.chart.meta[0]
+        buf = np.frombuffer(bytes(data), dtype=np.uint8)
+        done = 0
+        while done < len(buf):
+            status, n = K.advance_bytes(self.arrays, self.chart, buf[done:])
+            done += n
+            if status == K.OK:
+                break
+            if status == K.EMPTY:
+                self.chart.meta[0] = start
+                return False
+            self._grow(status)
+        return True
+
+    def accepts_byte_at(self, data: bytes) -> int:
+        """Read as much of `data` as possible, then restore; return the bytes accepted."""
+        start = self.chart.meta[0]
+        accepted = 0
+        for b in data:
+            if not self.advance(bytes([b])):
+                break
+            accepted += 1
+        self.chart.meta[0] = start
+        return accepted
+
+    def rollback(self, num_bytes: int) -> None:
+        """Forget the last `num_bytes` bytes (exact: earlier sets are untouched)."""
+        if not 0 <= num_bytes <= self.position:
+            raise ValueError(f"cannot roll back {num_bytes} bytes: only {self.position} have been read")
+        self.chart.meta[0] -= num_bytes
+
+    def is_completed(self) -> bool:
+        """The bytes read so far form a sentence of the root rule."""
+        return bool(K.is_completed(self.arrays, self.chart))
+
+    def next_bytes(self) -> np.ndarray:
+        """bool[256]: bytes that keep the input a viable prefix."""
+        out = np.zeros(256, dtype=np.bool_)
+        K.next_byte_set(self.arrays, self.chart, out)
+        return out
+
+    def fill_mask(self, token_bytes, token_offsets, sorted_ids, sorted_lcp, out: np.ndarray) -> None:
+        """out[t] = token t's bytes keep the input a viable prefix, for t in `sorted_ids`."""
+        j = 0
+        while True:
+            status, j = K.fill_token_mask(self.arrays, self.chart, token_bytes, token_offsets,
+                                          sorted_ids, sorted_lcp, j, out)
+            if status == K.OK:
+                return
+            self._grow(status)
+
+    # ---- for people ---------------------------------------------------------------------
+
+    def items(self, k: Optional[int] = None) -> list[Item]:
+        """Items of set k (default: the current set)."""
+        k = self.position if k is None else k
+        c = self.chart
+        out = []
+        for p in range(int(c.set_start[k]), int(c.set_start[k + 1])):
+            s = int(c.item_state[p])
+            rule = int(self.arrays.state_rule[s])
+            out.append(Item(rule, s, s - int(self._global_to_local[rule]), int(c.item_origin[p])))
+        return out
+
+    def format_set(self, k: Optional[int] = None, printer: Optional[ItemPrinter] = None) -> str:
+        printer = printer or ItemPrinter(self.fsms)
+        return "\n".join(printer.format(it) for it in self.items(k))

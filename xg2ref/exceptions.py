@@ -1,0 +1,54 @@
+"""Errors raised by xg2ref.
+
+xgrammar 0.2.8 raises `RuntimeError` for bad grammars and bad matcher calls; xg2ref's errors
+subclass both `ValueError` and `RuntimeError`, so code written for either catches them.
+"""
+
+from __future__ import annotations
+
+
+class XG2RefError(ValueError, RuntimeError):
+    """Base class of every error xg2ref raises on bad input."""
+
+
+class EBNFError(XG2RefError):
+    """A grammar text that is not valid EBNF in xgrammar's dialect.
+
+    Carries `line` and `column` (1-based) and `excerpt`, the offending source line with a
+    caret under the column. `str(err)` reads
+    "EBNF parser error at line 2, column 7: <message>" followed by the excerpt.
+    """
+
+    def __init__(self, message: str, line: int = 0, column: int = 0, source: str = "", kind: str = "parser"):
+        self.message = message
+        self.line = line
+        self.column = column
+        self.excerpt = caret_excerpt(source, line, column) if source and line else ""
+        text = f"EBNF {kind} error at line {line}, column {column}: {message}" if line else f"EBNF {kind} error: {message}"
+        if self.excerpt:
+            text += "\n" + self.excerpt
+        super().__init__(text)
+
+
+class GrammarLimitError(XG2RefError):
+    """A grammar past a documented size or depth limit (see specs/01-ebnf.md, "Limits")."""
+
+
+class MatcherError(XG2RefError):
+    """A matcher call that cannot be honoured (rollback past the start, mask after termination...)."""
+
+
+class TokenizerError(XG2RefError):
+    """A vocabulary or tokenizer file that cannot be read."""
+
+
+def caret_excerpt(source: str, line: int, column: int) -> str:
+    """The `line`-th line of `source` with a caret under `column` (both 1-based).
+
+    Example: caret_excerpt('a ::= b\\nroot ::= "x" %', 2, 14) == 'root ::= "x" %\\n             ^'
+    """
+    lines = source.splitlines() or [""]
+    if not 1 <= line <= len(lines):
+        return ""
+    text = lines[line - 1].replace("\t", " ")
+    return f"{text}\n{' ' * max(column - 1, 0)}^"

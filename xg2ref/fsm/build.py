@@ -1,0 +1,266 @@
+"""XGrammar-2 §3.3: from a rule body to its byte-level FSM, and from a grammar to flat arrays.
+
+`rule_fsm` is Thompson's construction over the IR, one fragment per node:
+
+    "ab"        s -a-> . -b-> f
+    [a-c]       s -[a-c]-> f          (multi-byte classes: one byte-range path per UTF-8 piece)
+    value       s -<value>-> f        (a rule-reference edge)
+    x y         frag(x) -eps-> frag(y)
+    x | y       s -eps-> frag(x), s -eps-> frag(y), both -eps-> f
+    x{m,n}      m copies of x, then n-m nested optional copies; x{m,} ends in a loop
+
+then `FSM.simplified` removes epsilons, determinizes and minimizes when the machine stays
+small. `build_grammar_fsms` does this for every rule, finds the productive and the nullable
+rules, cuts edges into unproductive rules (a rule with an empty language can never be
+completed, so an item waiting on it is dead) and trims again. `GrammarFSMs.to_arrays()`
+flattens all machines into one `FSMArrays` of CSR arrays with global state numbers: the only
+form the Earley kernels see.
+
+What it leaves out: repetition counters (§3.6) — `x{m,n}` is unrolled, within the limits below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from ..exceptions import GrammarLimitError
+from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence
+from ..util import deep_recursion
+from .fsm import FSM
+from .utf8 import class_sequences
+
+# Documented limits (specs/02-fsm.md): states of one rule's unrolled NFA, and of a grammar.
+MAX_RULE_NFA_STATES = 200_000
+MAX_GRAMMAR_STATES = 2_000_000
+MAX_DFA_STATES = 4096
+
+
+class _NFABuilder:
+    """Accumulates states and edges of one rule's NFA during Thompson's construction."""
+
+    def __init__(self, rule_ids: dict[str, int], rule_name: str):
+        self.rule_ids = rule_ids
+        self.rule_name = rule_name
+        self.num_states = 0
+        self.byte_edges: list[tuple[int, int, int, int]] = []
+        self.rule_edges: list[tuple[int, int, int]] = []
+        self.eps_edges: list[tuple[int, int]] = []
+
+    def new_state(self) -> int:
+        self.num_states += 1
+        if self.num_states > MAX_RULE_NFA_STATES:
+            raise GrammarLimitError(
+                f"rule {self.rule_name!r} needs more than {MAX_RULE_NFA_STATES} FSM states once its "
+                "repetitions are unrolled; lower the {m,n} bounds or split the rule")
+        return self.num_states - 1
+
+    def fragment(self, expr: Expr, src: int) -> int:
+        """Add a fragment for `expr` starting at `src`; return its end state."""
+        if isinstance(expr, ByteString):
+            for b in expr.value:
+                dst = self.new_state()
+                self.byte_edges.append((src, b, b, dst))
+                src = dst
+            return src
+        if isinstance(expr, CharClass):
+            end = self.new_state()
+            for seq in class_sequences(expr.codepoint_ranges()):
+                cur = src
+                for k, (lo, hi) in enumerate(seq):
+                    dst = end if k == len(seq) - 1 else self.new_state()
+                    self.byte_edges.append((cur, lo, hi, dst))
+                    cur = dst
+            return end
+        if isinstance(expr, RuleRef):
+            dst = self.new_state()
+            self.rule_edges.append((src, self.rule_ids[expr.name], dst))
+            return dst
+        if isinstance(expr, Sequence):
+            for item in expr.items:
+                src = self.fragment(item, src)
+            return src
+        if isinstance(expr, Choice):
+            end = self.new_state()
+            for alt in expr.alternatives:
+                start = self.new_state()
+                self.eps_edges.append((src, start))
+                self.eps_edges.append((self.fragment(alt, start), end))
+            return end
+        if isinstance(expr, Repeat):
+            return self.repeat(expr, src)
+        raise TypeError(f"unknown grammar node {expr!r}")
+
+    def repeat(self, expr: Repeat, src: int) -> int:
+        # x{m,n}: m mandatory copies ...
+        for _ in range(expr.min):
+            src = self.fragment(expr.body, src)
+        if expr.max is None:
+            # ... then a loop: src -eps-> body -eps-> src, leaving from src.
+            start = self.new_state()
+            self.eps_edges.append((src, start))
+            self.eps_edges.append((self.fragment(expr.body, start), src))
+            return src
+        # ... then n-m optional copies, each able to skip to the end.
+        end = self.new_state()
+        self.eps_edges.append((src, end))
+        for _ in range(expr.max - expr.min):
+            src = self.fragment(expr.body, src)
+            self.eps_edges.append((src, end))
+        return end
+
+
+def rule_fsm(body: Expr, rule_ids: dict[str, int], rule_name: str = "?") -> FSM:
+    """The epsilon-NFA of one rule body (not yet simplified)."""
+    builder = _NFABuilder(rule_ids, rule_name)
+    start = builder.new_state()
+    with deep_recursion():
+        end = builder.fragment(body, start)
+    return FSM(builder.num_states, start, frozenset([end]), tuple(builder.byte_edges),
+               tuple(builder.rule_edges), tuple(builder.eps_edges))
+
+
+class FSMArrays(NamedTuple):
+    """All rule FSMs of a grammar as flat arrays (S = total states, R = rules).
+
+    state_rule : int32[S]      rule owning each global state
+    rule_start : int32[R]      global start state of each rule
+    is_final : bool_[S]
+    byte_indptr : int32[S+1]   CSR over byte edges: edges of s are byte_indptr[s]:byte_indptr[s+1]
+    byte_lo, byte_hi : int32[E]  inclusive byte range of each edge
+    byte_dst : int32[E]
+    ref_indptr : int32[S+1]    CSR over rule-reference edges
+    ref_rule : int32[F]        referenced rule
+    ref_dst : int32[F]
+    rule_nullable : bool_[R]   rule derives the empty string
+    root_rule : int32[1]       the root rule
+    """
+
+    state_rule: np.ndarray
+    rule_start: np.ndarray
+    is_final: np.ndarray
+    byte_indptr: np.ndarray
+    byte_lo: np.ndarray
+    byte_hi: np.ndarray
+    byte_dst: np.ndarray
+    ref_indptr: np.ndarray
+    ref_rule: np.ndarray
+    ref_dst: np.ndarray
+    rule_nullable: np.ndarray
+    root_rule: np.ndarray
+
+
+@dataclass(frozen=True)
+class GrammarFSMs:
+    """One simplified FSM per rule, with the facts the Earley engine needs."""
+
+    rule_names: tuple[str, ...]
+    fsms: tuple[FSM, ...]
+    root: int
+    nullable: tuple[bool, ...]
+    productive: tuple[bool, ...]
+
+    @property
+    def num_states(self) -> int:
+        return sum(f.num_states for f in self.fsms)
+
+    def state_offsets(self) -> np.ndarray:
+        """offsets[r] = global number of rule r's state 0."""
+        return np.concatenate([[0], np.cumsum([f.num_states for f in self.fsms])]).astype(np.int64)
+
+    def to_arrays(self) -> FSMArrays:
+        """Intern every machine into one `FSMArrays` (global state numbers)."""
+        offsets = self.state_offsets()
+        total = int(offsets[-1])
+        state_rule = np.repeat(np.arange(len(self.fsms), dtype=np.int32), [f.num_states for f in self.fsms])
+        is_final = np.zeros(total, dtype=np.bool_)
+        byte_rows: list[tuple[int, int, int, int]] = []
+        ref_rows: list[tuple[int, int, int]] = []
+        for r, fsm in enumerate(self.fsms):
+            base = int(offsets[r])
+            for s in fsm.finals:
+                is_final[base + s] = True
+            byte_rows.extend((base + s, lo, hi, base + d) for s, lo, hi, d in fsm.byte_edges)
+            ref_rows.extend((base + s, rule, base + d) for s, rule, d in fsm.rule_edges)
+        byte_rows.sort()
+        ref_rows.sort()
+        b = np.array(byte_rows, dtype=np.int32).reshape(-1, 4)
+        f = np.array(ref_rows, dtype=np.int32).reshape(-1, 3)
+        return FSMArrays(
+            state_rule=state_rule,
+            rule_start=np.array([offsets[r] + fsm.start for r, fsm in enumerate(self.fsms)], dtype=np.int32),
+            is_final=is_final,
+            byte_indptr=_indptr(b[:, 0], total),
+            byte_lo=np.ascontiguousarray(b[:, 1]),
+            byte_hi=np.ascontiguousarray(b[:, 2]),
+            byte_dst=np.ascontiguousarray(b[:, 3]),
+            ref_indptr=_indptr(f[:, 0], total),
+            ref_rule=np.ascontiguousarray(f[:, 1]),
+            ref_dst=np.ascontiguousarray(f[:, 2]),
+            rule_nullable=np.array(self.nullable, dtype=np.bool_),
+            root_rule=np.array([self.root], dtype=np.int32),
+        )
+
+
+def _indptr(sources: np.ndarray, num_states: int) -> np.ndarray:
+    counts = np.bincount(sources, minlength=num_states) if len(sources) else np.zeros(num_states, dtype=np.int64)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+
+
+def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES) -> GrammarFSMs:
+    """Build, simplify and clean the FSM of every rule of `ir` (rules keep their order)."""
+    names = tuple(r.name for r in ir.rules)
+    rule_ids = {name: i for i, name in enumerate(names)}
+    fsms = [rule_fsm(rule.body, rule_ids, rule.name).without_epsilon() for rule in ir.rules]
+    if sum(f.num_states for f in fsms) > MAX_GRAMMAR_STATES:
+        raise GrammarLimitError(f"the grammar needs more than {MAX_GRAMMAR_STATES} FSM states")
+    productive = _productive_rules(fsms)
+    dead = {r for r, ok in enumerate(productive) if not ok}
+    fsms = [f.without_rules(dead).simplified(max_dfa_states) for f in fsms]
+    nullable = _nullable_rules(fsms)
+    return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive))
+
+
+def _productive_rules(fsms: list[FSM]) -> list[bool]:
+    """Fixpoint: a rule is productive when a path start -> final uses only bytes and
+    references to productive rules (its language is non-empty)."""
+    productive = [False] * len(fsms)
+    changed = True
+    while changed:
+        changed = False
+        for r, fsm in enumerate(fsms):
+            if not productive[r] and _path_exists(fsm, lambda rule: productive[rule], allow_bytes=True):
+                productive[r] = changed = True
+    return productive
+
+
+def _nullable_rules(fsms: list[FSM]) -> list[bool]:
+    """Fixpoint: a rule is nullable when a path start -> final uses only references to
+    nullable rules (no byte edge)."""
+    nullable = [False] * len(fsms)
+    changed = True
+    while changed:
+        changed = False
+        for r, fsm in enumerate(fsms):
+            if not nullable[r] and _path_exists(fsm, lambda rule: nullable[rule], allow_bytes=False):
+                nullable[r] = changed = True
+    return nullable
+
+
+def _path_exists(fsm: FSM, rule_ok, allow_bytes: bool) -> bool:
+    bytes_out, rules_out, eps_out = fsm.out_edges()
+    seen, stack = {fsm.start}, [fsm.start]
+    while stack:
+        s = stack.pop()
+        if s in fsm.finals:
+            return True
+        nxt = [d for r, d in rules_out[s] if rule_ok(r)] + eps_out[s]
+        if allow_bytes:
+            nxt += [d for _, _, d in bytes_out[s]]
+        for d in nxt:
+            if d not in seen:
+                seen.add(d)
+                stack.append(d)
+    return False

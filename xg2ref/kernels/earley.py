@@ -1,0 +1,272 @@
+"""XGrammar-2 §3.4 and Appendix D (Table 6): the Earley recognizer over per-rule byte FSMs.
+
+An Earley item is `(state, origin)`: a global FSM state (which fixes its rule, see
+`FSMArrays.state_rule`) and the byte position where that rule's match began. In the paper's
+notation the item `[i, k, A -> mu . nu]` has origin i, lives in set k, and the FSM state plays
+the role of the dot. Set k holds every item reachable after reading k bytes. The three
+inference rules, with `A -x-> t` meaning an FSM edge of A's machine:
+
+    PREDICT   [i, k, A -> s]   and  s -B-> t         |-  [k, k, B -> start(B)]
+              (Aycock-Horspool)     and  B nullable   |-  [i, k, A -> t]
+    SCAN      [i, k, A -> s]   and  s -byte-> t       |-  [i, k+1, A -> t]
+    COMPLETE  [j, k, B -> f]   with f final, j < k,
+              and  [i, j, A -> s]   with s -B-> t     |-  [i, k, A -> t]
+
+Completion with j == k never has to look back: such a B derives the empty string, and the
+nullable half of PREDICT already advanced every item waiting on it, including items added to
+set k later (the Aycock-Horspool fix for nullable rules). Left recursion is harmless
+(`[k, k, A -> start(A)]` is predicted once per set), right recursion and ambiguity only add
+items, and each set is deduplicated through an open-addressing hash table.
+
+Sets are never modified once complete, so the chart is its own history: rolling back n bytes
+is `n_sets -= n`. Everything here is a module-level function over flat numpy arrays
+(`FSMArrays`, `Chart`), compiled with `numba.njit(cache=True)`; under NUMBA_DISABLE_JIT=1
+the same functions run as plain Python.
+
+Status codes: OK = 0, EMPTY = 1 (the byte is rejected: the new set would be empty),
+NEED_ITEMS = 2 and NEED_TABLE = 3 (the caller grows `Chart` and calls again; nothing was
+committed).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+OK = 0
+EMPTY = 1
+NEED_ITEMS = 2
+NEED_TABLE = 3
+
+_HASH_MULT = 0x9E3779B1
+
+
+class Chart(NamedTuple):
+    """The Earley chart: every set since the start, in flat arrays.
+
+    item_state : int32[capacity]   FSM state of each item
+    item_origin : int32[capacity]  origin (byte position) of each item
+    set_start : int64[max_sets+1]  set k holds items set_start[k] : set_start[k+1]
+    tbl_key : int64[T]             dedup table of the set being built (T a power of two)
+    tbl_gen : int64[T]             slot is in use iff tbl_gen[slot] == meta[1]
+    meta : int64[2]                meta[0] = number of sets (current set = meta[0]-1),
+                                   meta[1] = generation of the dedup table
+    """
+
+    item_state: np.ndarray
+    item_origin: np.ndarray
+    set_start: np.ndarray
+    tbl_key: np.ndarray
+    tbl_gen: np.ndarray
+    meta: np.ndarray
+
+
+def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int = 1024) -> Chart:
+    """An empty chart (no sets yet; call `init_chart`)."""
+    return Chart(
+        item_state=np.zeros(item_capacity, dtype=np.int32),
+        item_origin=np.zeros(item_capacity, dtype=np.int32),
+        set_start=np.zeros(max_sets + 1, dtype=np.int64),
+        tbl_key=np.zeros(table_size, dtype=np.int64),
+        tbl_gen=np.zeros(table_size, dtype=np.int64),
+        meta=np.zeros(2, dtype=np.int64),
+    )
+
+
+@njit(cache=True)
+def _add_item(chart, set_begin, end, state, origin):
+    """Append (state, origin) to the set being built unless present.
+
+    Returns the new end, -1 when the item was already there, -NEED_ITEMS or -NEED_TABLE.
+    """
+    mask = chart.tbl_key.shape[0] - 1
+    if (end - set_begin) * 2 >= mask:
+        return -NEED_TABLE
+    key = (np.int64(state) << 32) | np.int64(origin)
+    h = ((key * _HASH_MULT) >> 13) & mask
+    gen = chart.meta[1]
+    while chart.tbl_gen[h] == gen:
+        if chart.tbl_key[h] == key:
+            return -1
+        h = (h + 1) & mask
+    if end >= chart.item_state.shape[0]:
+        return -NEED_ITEMS
+    chart.tbl_gen[h] = gen
+    chart.tbl_key[h] = key
+    chart.item_state[end] = state
+    chart.item_origin[end] = origin
+    return end + 1
+
+
+@njit(cache=True)
+def _close_set(fsm, chart, k, begin, end):
+    """Apply PREDICT and COMPLETE to set k (items begin:end, growing) until nothing changes.
+
+    Returns (status, end).
+    """
+    p = begin
+    while p < end:
+        s = chart.item_state[p]
+        i = chart.item_origin[p]
+        # PREDICT: [i, k, A -> s], s -B-> t  |-  [k, k, B -> start(B)]
+        for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
+            b = fsm.ref_rule[e]
+            r = _add_item(chart, begin, end, fsm.rule_start[b], k)
+            if r < -1:
+                return -r, end
+            if r >= 0:
+                end = r
+            # ... and B nullable  |-  [i, k, A -> t]
+            if fsm.rule_nullable[b]:
+                r = _add_item(chart, begin, end, fsm.ref_dst[e], i)
+                if r < -1:
+                    return -r, end
+                if r >= 0:
+                    end = r
+        # COMPLETE: [j=i, k, B -> f], f final, j < k, [i', j, A -> s'], s' -B-> t  |-  [i', k, A -> t]
+        if fsm.is_final[s] and i < k:
+            rule = fsm.state_rule[s]
+            for q in range(chart.set_start[i], chart.set_start[i + 1]):
+                s2 = chart.item_state[q]
+                for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
+                    if fsm.ref_rule[e] == rule:
+                        r = _add_item(chart, begin, end, fsm.ref_dst[e], chart.item_origin[q])
+                        if r < -1:
+                            return -r, end
+                        if r >= 0:
+                            end = r
+        p += 1
+    return OK, end
+
+
+@njit(cache=True)
+def init_chart(fsm, chart):
+    """Set 0: the root rule's start item, closed. Returns a status code."""
+    if chart.set_start.shape[0] < 2:
+        return NEED_ITEMS
+    chart.meta[1] += 1
+    chart.set_start[0] = 0
+    r = _add_item(chart, 0, 0, fsm.rule_start[fsm.root_rule[0]], 0)
+    if r < 0:
+        return -r
+    status, end = _close_set(fsm, chart, 0, 0, r)
+    if status != OK:
+        return status
+    chart.set_start[1] = end
+    chart.meta[0] = 1
+    return OK
+
+
+@njit(cache=True)
+def advance_byte(fsm, chart, byte):
+    """Build set k+1 from the current set k and one byte; commit it unless it is empty.
+
+    Returns OK, EMPTY (byte rejected, chart unchanged) or a NEED_* code (chart unchanged).
+    """
+    k = chart.meta[0] - 1
+    if chart.set_start.shape[0] < k + 3:
+        return NEED_ITEMS
+    begin = chart.set_start[k + 1]
+    end = begin
+    chart.meta[1] += 1
+    # SCAN: [i, k, A -> s], s -byte-> t  |-  [i, k+1, A -> t]
+    for p in range(chart.set_start[k], chart.set_start[k + 1]):
+        s = chart.item_state[p]
+        for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
+            if fsm.byte_lo[e] <= byte and byte <= fsm.byte_hi[e]:
+                r = _add_item(chart, begin, end, fsm.byte_dst[e], chart.item_origin[p])
+                if r < -1:
+                    return -r
+                if r >= 0:
+                    end = r
+    if end == begin:
+        return EMPTY
+    status, end = _close_set(fsm, chart, k + 1, begin, end)
+    if status != OK:
+        return status
+    chart.set_start[k + 2] = end
+    chart.meta[0] = k + 2
+    return OK
+
+
+@njit(cache=True)
+def advance_bytes(fsm, chart, data):
+    """Advance over every byte of `data`. Returns (status, bytes consumed).
+
+    On EMPTY or NEED_* the bytes consumed so far stay committed; the caller decides
+    whether to roll them back.
+    """
+    for n in range(data.shape[0]):
+        status = advance_byte(fsm, chart, data[n])
+        if status != OK:
+            return status, n
+    return OK, data.shape[0]
+
+
+@njit(cache=True)
+def is_completed(fsm, chart):
+    """Whether the bytes read so far form a sentence: [0, k, root -> f] with f final."""
+    k = chart.meta[0] - 1
+    root = fsm.root_rule[0]
+    for p in range(chart.set_start[k], chart.set_start[k + 1]):
+        s = chart.item_state[p]
+        if chart.item_origin[p] == 0 and fsm.is_final[s] and fsm.state_rule[s] == root:
+            return True
+    return False
+
+
+@njit(cache=True)
+def fill_token_mask(fsm, chart, token_bytes, token_offsets, sorted_ids, sorted_lcp, j_start, out):
+    """Check tokens sorted_ids[j_start:] against the current set; write out[id] = allowed.
+
+    Tokens are visited in byte order. Two savings follow from that order:
+    - a token sharing `sorted_lcp[j]` bytes with its predecessor reuses the sets already
+      built for those bytes (pop back to the common prefix instead of starting over);
+    - when a prefix of length L was rejected, every following token that shares those L
+      bytes is rejected without parsing (a skipped trie subtree).
+
+    Returns (status, j): status OK when all tokens are done, otherwise a NEED_* code and the
+    token to resume from after the caller has grown the chart. The chart is restored to its
+    set count on entry in every case.
+    """
+    n_sets0 = chart.meta[0]
+    fail_len = 0
+    for j in range(j_start, sorted_ids.shape[0]):
+        tid = sorted_ids[j]
+        lcp = sorted_lcp[j] if j > j_start else 0
+        if fail_len > 0 and lcp >= fail_len:
+            out[tid] = False
+            continue
+        fail_len = 0
+        depth = chart.meta[0] - n_sets0
+        common = lcp if lcp < depth else depth
+        chart.meta[0] = n_sets0 + common
+        begin = token_offsets[tid]
+        length = token_offsets[tid + 1] - begin
+        allowed = True
+        for d in range(common, length):
+            status = advance_byte(fsm, chart, token_bytes[begin + d])
+            if status == EMPTY:
+                fail_len = d + 1
+                allowed = False
+                break
+            if status != OK:
+                chart.meta[0] = n_sets0
+                return status, j
+        out[tid] = allowed
+    chart.meta[0] = n_sets0
+    return OK, sorted_ids.shape[0]
+
+
+@njit(cache=True)
+def next_byte_set(fsm, chart, out):
+    """out[b] = some item of the current set has a byte edge on b (256 booleans)."""
+    k = chart.meta[0] - 1
+    out[:] = False
+    for p in range(chart.set_start[k], chart.set_start[k + 1]):
+        s = chart.item_state[p]
+        for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
+            for b in range(fsm.byte_lo[e], fsm.byte_hi[e] + 1):
+                out[b] = True

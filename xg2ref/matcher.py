@@ -1,0 +1,230 @@
+"""xgrammar's `GrammarMatcher`: token-level matching, masks, rollback and jump-forward.
+
+The matcher feeds token bytes to the Earley parser (XGrammar-2 §3.4) and remembers how many
+bytes each accepted token (or string) added, so `rollback(n)` removes the last n steps
+exactly (XGrammar §3.3: the Earley sets are the history). Mask semantics
+(specs/03-earley.md, "Masks"):
+
+- a regular token is allowed iff the bytes so far followed by its bytes are a prefix of a
+  sentence;
+- a stop token is allowed iff the bytes so far are a sentence;
+- special tokens (empty bytes, not a stop token) and padding ids are never allowed.
+
+In this version every regular token is checked through the parser, in byte order, reusing
+the sets of a shared prefix and skipping every token under a rejected prefix (the
+adaptive token-mask cache of XGrammar-2 §3.4 arrives with the next issue).
+
+Jump-forward (XGrammar Appendix B) follows xgrammar 0.2.8: while the input is not a sentence
+and every byte edge out of the current set is the same single byte, append that byte.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from .bitmask import bitmask_row_view, pack_bool_mask
+from .compiler import CompiledGrammar
+from .earley import EarleyParser
+from .exceptions import MatcherError
+
+_STOP_STEP = -1  # history marker: a stop token (no bytes)
+
+
+class GrammarMatcher:
+    """Matches one token sequence against a compiled grammar (xgrammar's API)."""
+
+    def __init__(self, compiled_grammar: CompiledGrammar, *, override_stop_tokens: Union[None, int, Sequence[int]] = None,
+                 terminate_without_stop_token: bool = False, max_rollback_tokens: int = -1):
+        if not isinstance(compiled_grammar, CompiledGrammar):
+            raise TypeError(f"GrammarMatcher needs a CompiledGrammar, got {type(compiled_grammar).__name__}")
+        self.compiled_grammar = compiled_grammar
+        info = compiled_grammar.tokenizer_info
+        self._vocab_size = info.vocab_size
+        if override_stop_tokens is None:
+            stops = list(info.stop_token_ids)
+        else:
+            stops = [override_stop_tokens] if isinstance(override_stop_tokens, int) else list(override_stop_tokens)
+            bad = [t for t in stops if not 0 <= t < self._vocab_size]
+            if bad:
+                raise ValueError(f"override_stop_tokens {bad} are outside the vocabulary [0, {self._vocab_size})")
+        self._stop_token_ids = stops
+        self._is_stop = np.zeros(self._vocab_size, dtype=np.bool_)
+        self._is_stop[stops] = True
+        self._terminate_without_stop_token = terminate_without_stop_token
+        self._max_rollback_tokens = max_rollback_tokens
+        self._vocab = info.vocab_arrays()
+        if override_stop_tokens is None:
+            self._regular, self._regular_lcp = self._vocab.sorted_ids, self._vocab.sorted_lcp
+        else:
+            self._regular, self._regular_lcp = _sorted_regular_tokens(self._vocab, self._is_stop)
+        self._mask = np.zeros(self._vocab_size, dtype=np.bool_)
+        self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
+        self._history: list[int] = []
+        self._stop_accepted = False
+
+    # ---- state --------------------------------------------------------------------------
+
+    @property
+    def stop_token_ids(self) -> list[int]:
+        return list(self._stop_token_ids)
+
+    @property
+    def max_rollback_tokens(self) -> int:
+        return self._max_rollback_tokens
+
+    def is_completed(self) -> bool:
+        """The input so far is a sentence (or the stop token was accepted)."""
+        return self._stop_accepted or self._parser.is_completed()
+
+    def is_terminated(self) -> bool:
+        """A stop token was accepted (or, with terminate_without_stop_token, the input is complete)."""
+        if self._terminate_without_stop_token:
+            return self._parser.is_completed()
+        return self._stop_accepted
+
+    def reset(self) -> None:
+        self._parser.reset()
+        self._history.clear()
+        self._stop_accepted = False
+
+    def fork(self) -> "GrammarMatcher":
+        """An independent matcher in the same state."""
+        other = object.__new__(GrammarMatcher)
+        other.__dict__.update(self.__dict__)
+        other._parser = self._parser.copy()
+        other._history = list(self._history)
+        other._mask = np.zeros_like(self._mask)
+        return other
+
+    # ---- accepting ----------------------------------------------------------------------
+
+    def accept_token(self, token_id: int, *, debug_print: bool = False) -> bool:
+        """Accept one token. False (state unchanged) when the grammar rejects it, when it is
+        out of range, a special token, or the matcher has already accepted a stop token."""
+        if self._stop_accepted:
+            return False
+        if not isinstance(token_id, (int, np.integer)) or not 0 <= token_id < self._vocab_size:
+            return False
+        token_id = int(token_id)
+        if self._is_stop[token_id]:
+            if self._terminate_without_stop_token or not self._parser.is_completed():
+                return False
+            self._stop_accepted = True
+            self._history.append(_STOP_STEP)
+            return True
+        data = self._token_bytes(token_id)
+        if not data:
+            return False  # special token
+        if not self._parser.advance(data):
+            return False
+        self._history.append(len(data))
+        return True
+
+    def accept_string(self, input_str: Union[str, bytes], *, debug_print: bool = False) -> bool:
+        """Accept a whole string (one rollback step); all or nothing."""
+        if self._stop_accepted:
+            return False
+        data = input_str.encode("utf-8") if isinstance(input_str, str) else bytes(input_str)
+        if not self._parser.advance(data):
+            return False
+        self._history.append(len(data))
+        return True
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undo the last `num_tokens` accepted tokens or strings, termination included."""
+        if not isinstance(num_tokens, (int, np.integer)) or num_tokens < 0:
+            raise MatcherError(f"rollback needs a non-negative number of tokens, got {num_tokens!r}")
+        if num_tokens > len(self._history):
+            raise MatcherError(f"cannot roll back {num_tokens} tokens: only {len(self._history)} have been accepted")
+        for _ in range(num_tokens):
+            step = self._history.pop()
+            if step == _STOP_STEP:
+                self._stop_accepted = False
+            else:
+                self._parser.rollback(step)
+
+    # ---- masks --------------------------------------------------------------------------
+
+    def compute_bool_mask(self) -> np.ndarray:
+        """bool[vocab_size]: the allowed tokens now (a fresh array)."""
+        if self._stop_accepted:
+            raise MatcherError("the matcher has terminated after accepting a stop token; "
+                               "there is no next-token mask (roll back or reset first)")
+        mask = self._mask
+        mask[:] = False
+        v = self._vocab
+        self._parser.fill_mask(v.token_bytes, v.token_offsets, self._regular, self._regular_lcp, mask)
+        if self._parser.is_completed():
+            mask[self._stop_token_ids] = True
+        return mask.copy()
+
+    def fill_next_token_bitmask(self, bitmask, index: int = 0, *, debug_print: bool = False) -> bool:
+        """Write the allowed tokens into row `index` of an int32 bitmask (bit 1 = allowed).
+
+        Returns True when some token is masked out (the bitmask must be applied).
+        """
+        row = bitmask_row_view(bitmask, index, self._vocab_size)
+        mask = self.compute_bool_mask()
+        pack_bool_mask(mask, row)
+        return not bool(mask.all())
+
+    def find_jump_forward_string(self) -> str:
+        """The longest string forced by the grammar from here (xgrammar's rule, see above)."""
+        if self._stop_accepted:
+            raise MatcherError("the matcher has terminated after accepting a stop token; "
+                               "there is no jump-forward string")
+        out = bytearray()
+        parser = self._parser
+        while not parser.is_completed():
+            single = _single_forced_byte(parser)
+            if single is None:
+                break
+            parser.advance(bytes([single]))
+            out.append(single)
+        parser.rollback(len(out))
+        return out.decode("utf-8", errors="surrogateescape")
+
+    # ---- helpers ------------------------------------------------------------------------
+
+    def _token_bytes(self, token_id: int) -> bytes:
+        v = self._vocab
+        return v.token_bytes[v.token_offsets[token_id]: v.token_offsets[token_id + 1]].tobytes()
+
+    def _debug_items(self) -> str:
+        return self._parser.format_set()
+
+
+def _single_forced_byte(parser: EarleyParser) -> Optional[int]:
+    """The byte when every byte edge of the current set is that same single byte, else None."""
+    a = parser.arrays
+    forced = None
+    for item in parser.items():
+        s = item.state
+        for e in range(a.byte_indptr[s], a.byte_indptr[s + 1]):
+            lo, hi = int(a.byte_lo[e]), int(a.byte_hi[e])
+            if lo != hi or (forced is not None and forced != lo):
+                return None
+            forced = lo
+    return forced
+
+
+def _sorted_regular_tokens(vocab, is_stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ids with non-empty bytes that are neither special nor stop tokens, sorted by bytes,
+    with the common-prefix length of each and its predecessor (for overridden stop tokens)."""
+    tokens = []
+    for t in range(len(vocab.token_offsets) - 1):
+        data = vocab.token_bytes[vocab.token_offsets[t]: vocab.token_offsets[t + 1]].tobytes()
+        if data and not is_stop[t] and not vocab.is_special[t]:
+            tokens.append((data, t))
+    tokens.sort()
+    ids = np.array([t for _, t in tokens], dtype=np.int32)
+    lcp = np.zeros(len(ids), dtype=np.int32)
+    for j in range(1, len(tokens)):
+        a, b = tokens[j - 1][0], tokens[j][0]
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        lcp[j] = n
+    return ids, lcp
