@@ -1,0 +1,56 @@
+"""xg2ref: a reference implementation of the XGrammar-2 structured-generation engine.
+
+The public API mirrors xgrammar 0.2.8, so that a script written for xgrammar runs with
+``import xg2ref as xgr``::
+
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    compiled = xgr.GrammarCompiler(info).compile_builtin_json_grammar()
+    matcher = xgr.GrammarMatcher(compiled)
+    bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
+    matcher.fill_next_token_bitmask(bitmask)
+
+The pipeline (EBNF -> grammar IR -> per-rule byte FSMs -> Earley parser -> token mask) is laid
+out in specs/00-overview.md, with the paper section each module implements.
+"""
+
+from typing import Any
+
+from .bitmask import allocate_token_bitmask, get_bitmask_shape, reset_token_bitmask
+from .compiler import CompiledGrammar, GrammarCompiler
+from .exceptions import EBNFError, GrammarLimitError, MatcherError, TokenizerError, XG2RefError
+from .grammar.grammar import Grammar
+from .matcher import GrammarMatcher
+from .tokenizer_info import TokenizerInfo, VocabType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompiledGrammar",
+    "EBNFError",
+    "Grammar",
+    "GrammarCompiler",
+    "GrammarLimitError",
+    "GrammarMatcher",
+    "MatcherError",
+    "TokenizerError",
+    "TokenizerInfo",
+    "VocabType",
+    "XG2RefError",
+    "allocate_token_bitmask",
+    "bitmask_dtype",
+    "get_bitmask_shape",
+    "reset_token_bitmask",
+    "testing",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """`bitmask_dtype` is resolved on first use, so that importing xg2ref never imports torch."""
+    if name == "bitmask_dtype":
+        from . import bitmask
+
+        return bitmask.bitmask_dtype
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+from . import testing  # noqa: E402  (needs the names above; xgrammar exposes xgr.testing too)

@@ -121,9 +121,15 @@ class EarleyParser:
         self.chart = c._replace(item_state=item_state, item_origin=item_origin, set_start=set_start)
 
     def reset(self) -> None:
-        """Back to set 0 (nothing read)."""
+        """Back to set 0 (nothing read).
+
+        When the root rule's language is empty (it is unproductive, e.g. `root ::= root`), set 0
+        is emptied too: no string, not even the empty one, is then a viable prefix.
+        """
         while (status := K.init_chart(self.arrays, self.chart)) != K.OK:
             self._grow(status)
+        if not self.fsms.productive[self.fsms.root]:
+            self.chart.set_start[1] = self.chart.set_start[0]
 
     def copy(self) -> "EarleyParser":
         """An independent parser in the same state (for `GrammarMatcher.fork`)."""
@@ -141,6 +147,8 @@ class EarleyParser:
 
     def advance(self, data: bytes) -> bool:
         """Read `data`; all or nothing: on rejection nothing is consumed and False returned."""
+        if self.chart.set_start[self.position + 1] == self.chart.set_start[self.position]:
+            return False  # the current set is empty: only an empty language gets here
         start = self.chart.meta[0]
         buf = np.frombuffer(bytes(data), dtype=np.uint8)
         done = 0

@@ -1,0 +1,168 @@
+"""GrammarMatcher: xgrammar's semantics on small vocabularies, bad input, and xgrammar itself."""
+
+import numpy as np
+import pytest
+
+import xg2ref as xgr
+from xg2ref.exceptions import MatcherError
+from xg2ref.testing import bitmask_to_bool_mask
+
+VOCAB = ["a", "b", "ab", "c", "<eos>", "", "cd", "abc", "x"]
+EOS = 4
+GRAMMAR = 'root ::= "ab" | "a" [c-d]*'
+
+
+@pytest.fixture
+def info():
+    return xgr.TokenizerInfo(VOCAB, stop_token_ids=[EOS])
+
+
+@pytest.fixture
+def compiled(info):
+    return xgr.GrammarCompiler(info).compile_grammar(GRAMMAR)
+
+
+def allowed(matcher, vocab_size=len(VOCAB)):
+    bitmask = xgr.allocate_token_bitmask(1, vocab_size)
+    matcher.fill_next_token_bitmask(bitmask)
+    return np.flatnonzero(bitmask_to_bool_mask(bitmask, vocab_size)[0]).tolist()
+
+
+def test_masks_along_a_trace(compiled):
+    m = xgr.GrammarMatcher(compiled)
+    assert allowed(m) == [0, 2]             # "a", "ab"; "abc" leaves the language
+    assert m.accept_token(0)                # "a"
+    assert allowed(m) == [1, 3, 4, 6]       # b, c, <eos> (complete), cd
+    assert m.accept_token(6)                # "cd"
+    assert allowed(m) == [3, 4, 6]
+    assert m.accept_token(EOS) and m.is_terminated()
+
+
+def test_special_and_padding_tokens_are_never_allowed():
+    info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[EOS], vocab_size=40)
+    m = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_grammar('root ::= [^z]*'))
+    got = allowed(m, 40)
+    assert 5 not in got and all(t < len(VOCAB) for t in got)
+    assert not m.accept_token(5) and not m.accept_token(30)
+
+
+def test_rollback_undoes_tokens_strings_and_termination(compiled):
+    m = xgr.GrammarMatcher(compiled)
+    assert m.accept_string("a") and m.accept_token(3) and m.accept_token(EOS)
+    assert m.is_terminated()
+    m.rollback(1)
+    assert not m.is_terminated() and m.is_completed()
+    m.rollback(2)
+    assert not m.is_completed() and allowed(m) == [0, 2]
+    with pytest.raises(MatcherError, match="only 0"):
+        m.rollback(1)
+
+
+def test_accept_after_termination_and_mask_after_termination(compiled):
+    m = xgr.GrammarMatcher(compiled)
+    assert m.accept_string("ab") and m.accept_token(EOS)
+    assert not m.accept_token(0) and not m.accept_string("c")
+    with pytest.raises(MatcherError, match="terminated"):
+        m.fill_next_token_bitmask(xgr.allocate_token_bitmask(1, len(VOCAB)))
+
+
+@pytest.mark.parametrize("bad", [-1, len(VOCAB), 10**9])
+def test_invalid_token_ids_are_rejected(compiled, bad):
+    m = xgr.GrammarMatcher(compiled)
+    assert m.accept_token(bad) is False
+
+
+def test_stop_token_only_at_a_sentence(compiled):
+    m = xgr.GrammarMatcher(compiled)
+    assert not m.accept_token(EOS)
+    assert m.accept_token(0) and m.accept_token(EOS)
+
+
+def test_terminate_without_stop_token(compiled):
+    m = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert m.accept_token(0) and m.is_terminated()
+    assert not m.accept_token(EOS)           # as xgrammar: stop tokens are not accepted
+    assert m.accept_token(3) and m.is_terminated()
+
+
+def test_fork_is_independent(compiled):
+    m = xgr.GrammarMatcher(compiled)
+    m.accept_token(0)
+    f = m.fork()
+    assert f.accept_token(6)
+    assert allowed(m) == [1, 3, 4, 6] and allowed(f) == [3, 4, 6]
+
+
+def test_jump_forward():
+    info = xgr.TokenizerInfo([])
+    c = xgr.GrammarCompiler(info).compile_grammar('root ::= "{\\"name\\": " ("1" | "2") "}"')
+    m = xgr.GrammarMatcher(c)
+    assert m.find_jump_forward_string() == '{"name": '
+    assert m.accept_string('{"name": 1')
+    assert m.find_jump_forward_string() == "}"
+    assert m.accept_string("}") and m.find_jump_forward_string() == ""
+
+
+def test_empty_vocabulary_string_matching():
+    info = xgr.TokenizerInfo([])
+    m = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_grammar(GRAMMAR), terminate_without_stop_token=True)
+    assert m.accept_string(b"a") and m.is_terminated()
+    assert not m.accept_string("x") and m.accept_string("cc")
+
+
+def test_bitmask_rows_and_torch(compiled):
+    torch = pytest.importorskip("torch")
+    m = xgr.GrammarMatcher(compiled)
+    bm = torch.full((3, 1), -1, dtype=torch.int32)
+    assert m.fill_next_token_bitmask(bm, index=2) is True
+    assert bm[0, 0].item() == -1 and bm[2, 0].item() == (1 << 0) | (1 << 2)
+    with pytest.raises(ValueError):
+        m.fill_next_token_bitmask(np.zeros((1, 1), dtype=np.float32))
+    with pytest.raises(ValueError):
+        m.fill_next_token_bitmask(bm, index=3)
+
+
+def test_override_stop_tokens(info):
+    c = xgr.GrammarCompiler(info).compile_grammar(GRAMMAR)
+    m = xgr.GrammarMatcher(c, override_stop_tokens=[8])
+    assert m.stop_token_ids == [8]
+    assert m.accept_token(0) and 8 in allowed(m) and EOS not in allowed(m)
+    assert m.accept_token(8) and m.is_terminated()
+
+
+# ---- against xgrammar 0.2.8 itself ---------------------------------------------------------
+
+GRAMMARS = [
+    GRAMMAR,
+    'root ::= "[" (item ("," item)*)? "]"\nitem ::= [a-z]+ | root',
+    'root ::= e\ne ::= e "+" t | t\nt ::= [0-9]+ | "(" e ")"',
+    'root ::= [^\\n]{2,4} "\\n"',
+    'root ::= ([\\u00e0-\\u00ff] | "中文")+ "."',
+]
+TRACES = ["ab", "acdcd", "[ab,[c,d]]", "(1+23)+4", "xyz\n", "é中文à."]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("grammar", GRAMMARS)
+def test_masks_equal_xgrammar_on_a_byte_vocabulary(grammar):
+    xgrammar = pytest.importorskip("xgrammar")
+    vocab = [bytes([b]) for b in range(256)] + [b"ab", b"cd", b"[a", b"1+", b"\xe4\xb8", b"\xad\xe6\x96\x87", b"</s>"]
+    stop = [len(vocab) - 1]
+    ours = xgr.GrammarMatcher(xgr.GrammarCompiler(xgr.TokenizerInfo(vocab, stop_token_ids=stop)).compile_grammar(grammar))
+    xinfo = xgrammar.TokenizerInfo(vocab, stop_token_ids=stop)
+    theirs = xgrammar.GrammarMatcher(xgrammar.GrammarCompiler(xinfo).compile_grammar(grammar))
+    n = len(vocab)
+    for text in TRACES:
+        ours.reset()
+        theirs.reset()
+        for b in text.encode():
+            a = xgr.allocate_token_bitmask(1, n)
+            ours.fill_next_token_bitmask(a)
+            x = xgrammar.allocate_token_bitmask(1, n)
+            theirs.fill_next_token_bitmask(x)
+            # xgrammar sometimes leaves the bits past vocab_size set; only ids < n carry meaning
+            assert (bitmask_to_bool_mask(a, n) == bitmask_to_bool_mask(x.numpy(), n)).all(), (grammar, text, b)
+            ok = ours.accept_token(b)
+            assert ok == theirs.accept_token(b)
+            if not ok:
+                break

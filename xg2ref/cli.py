@@ -1,0 +1,349 @@
+"""The `xg2ref` command line: check strings, list masks, trace the Earley chart, print FSMs, diff.
+
+    xg2ref check GRAMMAR STRING [--partial] [--hex]   is STRING a sentence? if not, where it fails
+    xg2ref mask GRAMMAR [--prefix P] [--vocab V]      the tokens allowed after a prefix
+    xg2ref trace GRAMMAR STRING                       the Earley sets byte by byte, as dotted rules
+    xg2ref fsm GRAMMAR [RULE]                         the byte-level FSM of a rule, or of all
+    xg2ref diff [--against xgrammar|none] ...         xg2ref vs its oracle vs xgrammar on the suite
+    xg2ref cases                                      the bundled suite
+
+GRAMMAR is a path to an EBNF (.ebnf, .gbnf) file, the name of a bundled case (`json`,
+`arithmetic`, ...: see `xg2ref cases`), or EBNF text itself when it contains `::=`.
+
+Exit status: 0 accepted / agreed, 1 rejected / disagreed (see each command), 2 bad input
+(a grammar error prints its message with a caret under the column, never a traceback).
+
+What it leaves out: JSON Schema, regex and structural-tag grammars (the front ends do not
+exist yet), and batched masks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .exceptions import XG2RefError
+from .oracle.engines import EngineUnavailable
+
+EXPECTED_SHOWN = 24  # byte ranges listed in an "expected" message
+CONTEXT_BYTES = 40  # bytes of consumed input shown before a failure
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed and exit status 2."""
+
+
+# ---- grammars and vocabularies ----------------------------------------------------------------
+
+
+def load_grammar_text(spec: str, root: Optional[str]) -> tuple[str, str, str]:
+    """(label, EBNF text, root rule) for a file path, a suite case name or inline EBNF text."""
+    from .suite import case_names, load_cases
+
+    if os.path.isfile(spec):
+        with open(spec, encoding="utf-8") as f:
+            return spec, f.read(), root or "root"
+    if spec in case_names():
+        case = load_cases([spec])[0]
+        return spec, case.text, root or case.root
+    if "::=" in spec:
+        return "<inline grammar>", spec, root or "root"
+    raise UsageError(f"no grammar file or suite case named {spec!r} (cases: {', '.join(case_names())})")
+
+
+def compile_grammar(spec: str, root: Optional[str], info=None):
+    """Parse and compile GRAMMAR (EBNFError propagates); `info` defaults to an empty vocabulary."""
+    from .compiler import GrammarCompiler
+    from .grammar.grammar import Grammar
+    from .tokenizer_info import TokenizerInfo
+
+    _, text, root = load_grammar_text(spec, root)
+    grammar = Grammar.from_ebnf(text, root_rule_name=root)
+    return GrammarCompiler(info if info is not None else TokenizerInfo([])).compile_grammar(grammar)
+
+
+def load_vocab(spec: str):
+    """A quicktok name, a tokenizer.json path, or a JSON list of token strings (RAW)."""
+    from .tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
+
+    if spec in QUICKTOK_STOP_TOKENS:
+        return TokenizerInfo.from_quicktok(spec)
+    if not os.path.isfile(spec):
+        raise UsageError(f"unknown vocabulary {spec!r}: a quicktok name ({', '.join(QUICKTOK_STOP_TOKENS)}), "
+                         "a tokenizer.json path or a JSON list of tokens")
+    with open(spec, encoding="utf-8") as f:
+        data = json.load(f)
+    if isinstance(data, list):
+        return TokenizerInfo(data)
+    return TokenizerInfo.from_huggingface_file(spec)
+
+
+def input_bytes(text: str, as_hex: bool) -> bytes:
+    if not as_hex:
+        return text.encode("utf-8", "surrogateescape")
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        raise UsageError(f"not a hex string: {text!r}") from None
+
+
+# ---- messages ---------------------------------------------------------------------------------
+
+
+def show(data: bytes) -> str:
+    """Bytes as a quoted string, escapes for what is not printable UTF-8."""
+    return repr(data.decode("utf-8", "backslashreplace"))
+
+
+def byte_ranges(allowed: np.ndarray) -> list[tuple[int, int]]:
+    """Maximal runs of True in a bool[256], as inclusive (lo, hi) pairs."""
+    out, b = [], 0
+    while b < 256:
+        if allowed[b]:
+            lo = b
+            while b + 1 < 256 and allowed[b + 1]:
+                b += 1
+            out.append((lo, b))
+        b += 1
+    return out
+
+
+def describe_expected(parser) -> str:
+    """What may come next: byte ranges (as characters where ASCII), and the end if complete."""
+    from .fsm.fsm import format_byte_range
+
+    ranges = byte_ranges(parser.next_bytes())
+    parts = [format_byte_range(lo, hi) for lo, hi in ranges[:EXPECTED_SHOWN]]
+    if len(ranges) > EXPECTED_SHOWN:
+        parts.append(f"... ({len(ranges) - EXPECTED_SHOWN} more ranges)")
+    if any(hi >= 0x80 for _, hi in ranges):
+        parts.append("(bytes >= 0x80 start or continue a multi-byte UTF-8 character)")
+    if parser.is_completed():
+        parts.append("or the end of the input")
+    return " ".join(parts) if parts else "nothing (no continuation exists)"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def feed(parser, data: bytes) -> int:
+    """Advance byte by byte; the number of bytes accepted."""
+    for i, b in enumerate(data):
+        if not parser.advance(bytes((b,))):
+            return i
+    return len(data)
+
+
+def rejection(parser, data: bytes, at: int) -> str:
+    """The message for a byte the grammar rejects (`parser` has read data[:at])."""
+    line = data[:at].count(b"\n") + 1
+    column = at - (data.rfind(b"\n", 0, at) + 1) + 1
+    start = max(0, at - CONTEXT_BYTES)
+    return (f"rejected at byte {at} (line {line}, column {column}): {show(data[at:at + 1])} "
+            f"(0x{data[at]:02X})\n"
+            f"  read so far: {'...' if start else ''}{show(data[start:at])}\n"
+            f"  expected:    {describe_expected(parser)}")
+
+
+# ---- commands ---------------------------------------------------------------------------------
+
+
+def cmd_check(args) -> int:
+    from .earley import EarleyParser
+
+    compiled = compile_grammar(args.grammar, args.root)
+    data = input_bytes(args.string, args.hex)
+    parser = EarleyParser(compiled.fsms, compiled.arrays)
+    read = feed(parser, data)
+    if read < len(data):
+        print(rejection(parser, data, read))
+        return 1
+    if parser.is_completed():
+        print(f"accepted: a complete sentence ({_count(len(data), 'byte')})")
+        return 0
+    print(f"only a prefix: {_count(len(data), 'byte')} read, not a complete sentence\n"
+          f"  expected next: {describe_expected(parser)}")
+    return 0 if args.partial else 1
+
+
+def cmd_mask(args) -> int:
+    from .earley import EarleyParser
+    from .matcher import GrammarMatcher
+
+    info = load_vocab(args.vocab)
+    compiled = compile_grammar(args.grammar, args.root, info)
+    prefix = input_bytes(args.prefix_hex, True) if args.prefix_hex is not None else input_bytes(args.prefix, False)
+    parser = EarleyParser(compiled.fsms, compiled.arrays)
+    read = feed(parser, prefix)
+    if read < len(prefix):
+        print("the prefix is not viable: " + rejection(parser, prefix, read))
+        return 1
+    matcher = GrammarMatcher(compiled)
+    matcher.accept_string(prefix)
+    mask = matcher.compute_bool_mask()
+    allowed = np.flatnonzero(mask)
+    stops = set(info.stop_token_ids)
+    complete = "a complete sentence, stop tokens allowed" if matcher.is_completed() else "not a complete sentence"
+    print(f"{len(allowed):,} of {info.vocab_size:,} tokens allowed after {show(prefix)} ({complete})")
+    for t in allowed[:args.limit]:
+        print(f"{t:>8}  {info.token_bytes(int(t))!r}{'  <stop>' if t in stops else ''}")
+    if len(allowed) > args.limit:
+        print(f"     ... {len(allowed) - args.limit:,} more (--limit)")
+    for t in args.token or ():
+        if not 0 <= t < info.vocab_size:
+            raise UsageError(f"token id {t} is outside the vocabulary [0, {info.vocab_size})")
+        verdict = "allowed" if mask[t] else "rejected"
+        print(f"token {t} {info.token_bytes(t)!r}{' <stop>' if t in stops else ''}: {verdict}")
+    return 0
+
+
+def cmd_trace(args) -> int:
+    from .earley import EarleyParser, ItemPrinter
+
+    compiled = compile_grammar(args.grammar, args.root)
+    data = input_bytes(args.string, args.hex)
+    parser = EarleyParser(compiled.fsms, compiled.arrays)
+    printer = ItemPrinter(compiled.fsms)
+
+    def dump(k: int, title: str) -> None:
+        print(title)
+        for line in parser.format_set(k, printer).splitlines():
+            print("    " + line)
+
+    dump(0, "set 0: nothing read")
+    for i, b in enumerate(data):
+        if not parser.advance(bytes((b,))):
+            print(rejection(parser, data, i))
+            return 1
+        dump(i + 1, f"set {i + 1}: after byte {i} {show(bytes((b,)))} (0x{b:02X})")
+    state = "a complete sentence" if parser.is_completed() else "a prefix, not a complete sentence"
+    print(f"end: {_count(len(data), 'byte')} read, {state}")
+    return 0
+
+
+def cmd_fsm(args) -> int:
+    compiled = compile_grammar(args.grammar, args.root)
+    fsms = compiled.fsms
+    names = list(fsms.rule_names)
+    if args.rule is not None and args.rule not in names:
+        raise UsageError(f"no rule {args.rule!r} after normalization (small rules are inlined); "
+                         f"rules: {', '.join(names)}")
+    for r, name in enumerate(names):
+        if args.rule is None or name == args.rule:
+            marks = [m for m, on in (("root", r == fsms.root), ("nullable", fsms.nullable[r])) if on]
+            print(f"rule {name}{' (' + ', '.join(marks) + ')' if marks else ''}")
+            print("    " + fsms.fsms[r].to_text(names).replace("\n", "\n    "))
+    return 0
+
+
+def cmd_cases(args) -> int:
+    from .suite import load_cases
+
+    for case in load_cases():
+        origin = case.file or f"builtin {case.builtin}"
+        print(f"{case.name:<15} {origin:<16} {case.license:<32} {case.note}".rstrip())
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from .diff import QUICK, DiffOptions, run_diff
+    from .oracle.engines import import_xgrammar
+
+    against = None if args.against == "none" else args.against
+    if against == "xgrammar":
+        import_xgrammar()
+    base = QUICK if args.quick else DiffOptions()
+    overrides = {k: v for k, v in (("n_strings", args.strings), ("n_traces", args.traces),
+                                   ("max_trace_tokens", args.trace_tokens),
+                                   ("oracle_sample", args.oracle_sample)) if v is not None}
+    options = DiffOptions(**{**base.__dict__, **overrides})
+    try:
+        report = run_diff(args.cases or None, against=against, vocab=args.vocab, seed=args.seed, options=options,
+                          progress=not args.no_progress, jobs=args.jobs)
+    except KeyError as err:
+        raise UsageError(err.args[0]) from None
+    print(report.format(strict=args.strict))
+    if args.report:
+        with open(args.report, "w", encoding="utf-8") as f:
+            json.dump(report.to_json(strict=args.strict), f, indent=2)
+        print(f"report written to {args.report}")
+    return report.exit_status(strict=args.strict)
+
+
+# ---- the parser -------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="xg2ref", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str, func) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(func=func)
+        return p
+
+    def grammar_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("grammar", metavar="GRAMMAR", help="an .ebnf/.gbnf file, a suite case name, or EBNF text")
+        p.add_argument("--root", help="root rule (default: root, or the case's root)")
+
+    p = command("check", "is STRING a sentence of GRAMMAR? exit 0 yes, 1 no", cmd_check)
+    grammar_args(p)
+    p.add_argument("string", metavar="STRING")
+    p.add_argument("--hex", action="store_true", help="STRING is hex bytes")
+    p.add_argument("--partial", action="store_true", help="exit 0 also for a viable prefix")
+
+    p = command("mask", "the tokens GRAMMAR allows after a prefix", cmd_mask)
+    grammar_args(p)
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--prefix", default="", help="the text read so far (default: empty)")
+    group.add_argument("--prefix-hex", help="the bytes read so far, as hex")
+    p.add_argument("--vocab", default="llama3", help="quicktok name, tokenizer.json, or a JSON list of tokens")
+    p.add_argument("--limit", type=int, default=20, help="allowed tokens listed (default 20)")
+    p.add_argument("--token", type=int, action="append", help="also print this token's verdict (repeatable)")
+
+    p = command("trace", "the Earley chart byte by byte, items as dotted rules", cmd_trace)
+    grammar_args(p)
+    p.add_argument("string", metavar="STRING")
+    p.add_argument("--hex", action="store_true", help="STRING is hex bytes")
+
+    p = command("fsm", "the byte-level FSM of RULE (default: every rule)", cmd_fsm)
+    grammar_args(p)
+    p.add_argument("rule", metavar="RULE", nargs="?")
+
+    command("cases", "list the bundled grammar suite", cmd_cases)
+
+    p = command("diff", "xg2ref vs its brute-force oracle vs xgrammar on the suite", cmd_diff)
+    p.add_argument("--against", choices=("xgrammar", "none"), default="xgrammar")
+    p.add_argument("--cases", nargs="+", metavar="NAME", help="suite cases (default: all)")
+    p.add_argument("--vocab", default="llama3", help="quicktok name or tokenizer.json (default llama3)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="fewer strings and traces")
+    p.add_argument("--strings", type=int, help="sentences drawn per case, besides the samples")
+    p.add_argument("--traces", type=int, help="token traces per case")
+    p.add_argument("--trace-tokens", type=int, help="tokens per trace at most")
+    p.add_argument("--oracle-sample", type=int, help="random allowed and rejected ids the oracle judges per step")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    p.add_argument("--report", metavar="PATH", help="write a JSON report with every reproducer")
+    p.add_argument("--strict", action="store_true", help="exit 1 also on disagreements with xgrammar")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (XG2RefError, UsageError, EngineUnavailable, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""The differential runner behind `xg2ref diff`: xg2ref vs its brute-force oracle vs xgrammar.
+
+DESIGN.md, "Who uses it": engine engineers run xg2ref beside a production engine on the same
+grammar, vocabulary and tokens and compare every answer. For each case of the suite:
+
+1. String verdicts. Strings are the case's samples, `sentences()` draws and one `mutate()`d
+   near miss of each. Every engine reads each string byte by byte, which gives its verdict on
+   every prefix: "still a prefix of a sentence?" and "a whole sentence?". Viable prefixes are
+   closed under taking prefixes, so one number, the longest viable prefix, carries all the
+   prefix verdicts; the oracle finds it by binary search. The oracle also answers "a whole
+   sentence?" at the end of the viable part and at a few random cut points, and the whole
+   string goes through `accept_bytes` once (all or nothing). Strings longer than
+   `max_oracle_bytes` are compared with the reference only (the "capped" column).
+2. Token traces. A sentence is tokenized with the vocabulary's own tokenizer (quicktok for the
+   quicktok vocabularies, greedy longest match otherwise) and replayed token by token. At every
+   step the FULL xg2ref mask is compared with the full reference mask, and the oracle judges a
+   sample of ids: every id where the two engines differ, `oracle_sample` random allowed and as
+   many random rejected ids, the next token, the stop and special tokens. After the last token
+   the stop tokens must be allowed iff the text is complete; finally the trace rolls back to a
+   random step, and the mask there must be the mask first seen at that step.
+
+The first few disagreements of each case are kept as `Disagreement`s (xg2ref/diff_report.py),
+with each engine's verdict and a command line that replays them.
+
+What it leaves out: shrinking beyond the first disagreement of a string or trace, and engines
+other than xgrammar as the reference (any `Engine` of xg2ref/oracle/engines.py can be passed).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+import zlib
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+from typing import Optional, Sequence, Union
+
+from .diff_report import CaseResult, DiffReport, ProgressBar
+from .diff_checks import CaseRun, Context, DiffOptions, greedy_encoder, quicktok_encoder
+from .oracle.engines import Engine, XG2RefEngine, XGrammarEngine, xgrammar_version
+from .suite import Case, load_cases
+from .tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
+
+
+QUICK = DiffOptions(n_strings=3, n_traces=1, max_trace_tokens=12, oracle_sample=4, max_oracle_bytes=96)
+
+
+def _tokenizer_info(vocab: Union[str, TokenizerInfo]) -> TokenizerInfo:
+    if isinstance(vocab, TokenizerInfo):
+        return vocab
+    if vocab in QUICKTOK_STOP_TOKENS:
+        return TokenizerInfo.from_quicktok(vocab)
+    if os.path.exists(vocab):
+        return TokenizerInfo.from_huggingface_file(vocab)
+    raise ValueError(f"unknown vocabulary {vocab!r}: a quicktok name ({', '.join(QUICKTOK_STOP_TOKENS)}) "
+                     "or a tokenizer.json path")
+
+
+def _context(vocab, against, engine, opts: DiffOptions, seed: int) -> Context:
+    info = _tokenizer_info(vocab)
+    name = info.name if info.name in QUICKTOK_STOP_TOKENS else None
+    encoder = quicktok_encoder(name) if name else greedy_encoder(info)
+    reference = None
+    if isinstance(against, str):
+        if against != "xgrammar":
+            raise ValueError(f"unknown reference engine {against!r} (only 'xgrammar' or None)")
+        reference = XGrammarEngine.from_tokenizer_info(info)
+    elif against is not None:
+        reference = against
+    return Context(info=info, engine=engine if engine is not None else XG2RefEngine(info), reference=reference,
+                   encoder=encoder, options=opts, seed=seed)
+
+
+def run_case(case: Case, ctx: Context, progress: Optional[ProgressBar] = None) -> CaseResult:
+    """Run one case (string verdicts, then token traces); never raises for a broken case."""
+    start = time.perf_counter()
+    rng = random.Random(ctx.seed * 1_000_003 + zlib.crc32(case.name.encode()))
+    try:
+        result = CaseRun(case, ctx, rng, progress).run()
+    except Exception as err:  # a crash is reported as a failed case, not a traceback
+        result = CaseResult(case.name, error=f"{type(err).__name__}: {err}")
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _worker(args) -> CaseResult:
+    case, vocab, against, opts, seed = args
+    return run_case(case, _worker_context(vocab, against, opts, seed))
+
+
+_WORKER_CONTEXT: dict = {}
+
+
+def _worker_context(vocab, against, opts, seed) -> Context:
+    key = (vocab, against, opts, seed)
+    if key not in _WORKER_CONTEXT:
+        _WORKER_CONTEXT.clear()
+        _WORKER_CONTEXT[key] = _context(vocab, against, None, opts, seed)
+    return _WORKER_CONTEXT[key]
+
+
+def run_diff(cases: Optional[Sequence[Union[str, Case]]] = None, against: Union[str, Engine, None] = "xgrammar",
+             vocab: Union[str, TokenizerInfo] = "llama3", seed: int = 0, *, options: Optional[DiffOptions] = None,
+             n_strings: Optional[int] = None, n_traces: Optional[int] = None,
+             max_trace_tokens: Optional[int] = None, oracle_sample: Optional[int] = None,
+             progress: bool = True, engine: Optional[Engine] = None, jobs: int = 1) -> DiffReport:
+    """Compare xg2ref (or `engine`) with the brute-force oracle and with `against`.
+
+    Parameters
+    ----------
+    cases : names or `Case`s of the suite; None runs the whole suite.
+    against : "xgrammar", another `Engine`, or None (oracle only).
+    vocab : a quicktok name, a tokenizer.json path, or a `TokenizerInfo`.
+    engine : the engine under test; defaults to `XG2RefEngine` over the vocabulary.
+    jobs : worker processes (cases run in parallel; only with the default engine and a named
+        reference and vocabulary).
+
+    Example: run_diff(["list"], against=None, n_strings=2, n_traces=1).exit_status() == 0
+    """
+    opts = options or DiffOptions()
+    overrides = {k: v for k, v in dict(n_strings=n_strings, n_traces=n_traces, max_trace_tokens=max_trace_tokens,
+                                         oracle_sample=oracle_sample).items() if v is not None}
+    opts = DiffOptions(**{**opts.__dict__, **overrides})
+    case_list = load_cases() if cases is None else [c if isinstance(c, Case) else load_cases([c])[0] for c in cases]
+    start = time.perf_counter()
+    bar = ProgressBar(len(case_list) * (2 + opts.n_traces), enabled=progress)
+    parallel = jobs > 1 and len(case_list) > 1 and engine is None and isinstance(against, (str, type(None))) \
+        and isinstance(vocab, str)
+    if parallel:
+        results = _run_parallel(case_list, vocab, against, opts, seed, jobs, bar)
+    else:
+        ctx = _context(vocab, against, engine, opts, seed)
+        results = [run_case(c, ctx, bar) for c in case_list]
+    bar.close()
+    reference = against if isinstance(against, str) else getattr(against, "name", None)
+    info_name = vocab if isinstance(vocab, str) else (vocab.name or "custom")
+    return DiffReport(cases=results, reference=reference, vocab=info_name, seed=seed, options=opts.__dict__,
+                      seconds=time.perf_counter() - start,
+                      reference_version=xgrammar_version() if reference == "xgrammar" else None)
+
+
+def _run_parallel(cases: list, vocab: str, against, opts: DiffOptions, seed: int, jobs: int,
+                  bar: ProgressBar) -> list:
+    """Cases in `jobs` spawned processes (each loads the vocabulary once), results in order."""
+    per_case = 2 + opts.n_traces
+    results: list = [None] * len(cases)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        # the largest grammars first, so that one slow case does not start last
+        order = sorted(range(len(cases)), key=lambda i: -len(cases[i].text))
+        futures = {pool.submit(_worker, (cases[i], vocab, against, opts, seed)): i for i in order}
+        bar.update(0, f"{len(cases)} cases on {jobs} processes")
+        for done, future in enumerate(as_completed(futures), 1):
+            i = futures[future]
+            results[i] = future.result()
+            bar.update(done * per_case, cases[i].name)
+    return results

@@ -1,0 +1,116 @@
+"""XGrammar-2 §2.1: `Grammar`, the public grammar object (xgrammar's `xgrammar.Grammar`).
+
+A thin immutable wrapper around a `GrammarIR`: built from EBNF text (`parse_ebnf`), from an
+IR, or as the builtin JSON grammar; printed with `print_grammar`; compared and hashed by its
+IR. Compiling against a vocabulary lives in `xg2ref.compiler`.
+
+Equality and hashing walk the IR iteratively (a pre-order list of node signatures determines
+a tree), so grammars nested as deep as the parser allows still compare; the IR dataclasses'
+own `==` recurses and stops a few hundred levels down.
+
+What it leaves out: xgrammar's other constructors (from_json_schema, from_regex,
+from_structural_tag), union/concat, and serialization.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from .ebnf import parse_ebnf
+from .ir import ByteString, CharClass, Choice, GrammarIR, Repeat, RuleRef, Sequence, walk
+from .printer import print_grammar
+
+BUILTIN_JSON_PATH = Path(__file__).with_name("builtin_json.ebnf")
+
+
+class Grammar:
+    """A grammar: named rules and a root rule.
+
+    Example: str(Grammar.from_ebnf('root ::= "a" | [b-c]+')) == 'root ::= "a" | [b-c]+\\n'
+    """
+
+    __slots__ = ("ir", "_signature")
+    _builtin_json: Optional["Grammar"] = None
+
+    def __init__(self, ir: GrammarIR):
+        if not isinstance(ir, GrammarIR):
+            raise TypeError(f"Grammar needs a GrammarIR, got {type(ir).__name__}")
+        self.ir = ir
+        self._signature: Optional[tuple] = None
+
+    @classmethod
+    def from_ebnf(cls, ebnf_string: str, *, root_rule_name: str = "root") -> "Grammar":
+        """Parse EBNF text in xgrammar's dialect (raises EBNFError or GrammarLimitError)."""
+        return cls(parse_ebnf(ebnf_string, root_rule_name=root_rule_name))
+
+    @classmethod
+    def from_ir(cls, ir: GrammarIR) -> "Grammar":
+        """Wrap an IR built in code (tests, passes); it is not re-validated."""
+        return cls(ir)
+
+    @classmethod
+    def builtin_json_grammar(cls) -> "Grammar":
+        """xgrammar 0.2.8's JSON grammar (`builtin_json.ebnf`), parsed once per process."""
+        if Grammar._builtin_json is None:
+            Grammar._builtin_json = cls.from_ebnf(BUILTIN_JSON_PATH.read_text(encoding="utf-8"))
+        return Grammar._builtin_json
+
+    @property
+    def root_rule_name(self) -> str:
+        return self.ir.root
+
+    def __str__(self) -> str:
+        return print_grammar(self.ir)
+
+    def __repr__(self) -> str:
+        return f"Grammar({len(self.ir.rules)} rules, root={self.ir.root!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Grammar):
+            return NotImplemented
+        return self.ir is other.ir or self.signature() == other.signature()
+
+    def __hash__(self) -> int:
+        return hash(self.signature())
+
+    def signature(self) -> tuple:
+        """A flat tuple equal for two grammars exactly when their IRs are equal."""
+        if self._signature is None:
+            self._signature = ir_signature(self.ir)
+        return self._signature
+
+
+def ir_signature(ir: GrammarIR) -> tuple:
+    """The root name, then per rule its name and the pre-order of its body and lookahead,
+    each node as (kind, payload, number of children).
+
+    Example: ir_signature(GrammarIR((Rule("root", Repeat(RuleRef("x"), 0, None)),)))
+             == ("root", 1, "root", ("Repeat", (0, None), 1), ("RuleRef", "x", 0), 0)
+    """
+    out: list = [ir.root, len(ir.rules)]
+    for rule in ir.rules:
+        out.append(rule.name)
+        out += map(_node_signature, walk(rule.body))
+        if rule.lookahead is None:
+            out.append(0)
+        else:
+            out.append(1)
+            out += map(_node_signature, walk(rule.lookahead))
+    return tuple(out)
+
+
+def _node_signature(node) -> tuple:
+    if isinstance(node, ByteString):
+        return ("ByteString", node.value, 0)
+    if isinstance(node, CharClass):
+        return ("CharClass", (node.ranges, node.negated), 0)
+    if isinstance(node, RuleRef):
+        return ("RuleRef", node.name, 0)
+    if isinstance(node, Sequence):
+        return ("Sequence", None, len(node.items))
+    if isinstance(node, Choice):
+        return ("Choice", None, len(node.alternatives))
+    if isinstance(node, Repeat):
+        return ("Repeat", (node.min, node.max), 1)
+    raise TypeError(f"not a grammar expression: {node!r}")

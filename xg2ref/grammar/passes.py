@@ -1,0 +1,409 @@
+"""XGrammar §3.4 (rule inlining) and the normalization passes run before FSM building.
+
+Each pass is a function `GrammarIR -> GrammarIR` that returns a new grammar and never changes
+the language of any surviving rule, so token masks computed on the result stay exact. The
+passes, with their xgrammar counterparts (`cpp/grammar_functor.cc`):
+
+    flatten              splice nested sequences/choices, drop epsilons   SingleElementExprEliminator
+    fuse_byte_strings    "a" "b" --> "ab", [a] --> "a"                    ByteStringFuser
+    inline_small_rules   replace refs to small non-recursive rules        RuleInliner (XGrammar §3.4)
+    remove_dead_rules    drop rules unreachable from the root             DeadCodeEliminator
+    nullable_rules       rules that derive the empty string (analysis)    AllowEmptyRuleAnalyzer
+    unproductive_rules   rules whose language is empty (analysis)
+
+`normalize` chains them (see its docstring for the order). Every traversal goes through one
+iterative post-order fold (`fold_expr`, and `map_expr` built on it), so trees nested as deep
+as the parser allows (1000 groups) never hit Python's recursion limit; the only recursive
+step left is the dataclass `__hash__` used to drop duplicate alternatives, which runs under
+`deep_recursion`.
+
+What it leaves out: xgrammar's StructureNormalizer (every rule as choices of sequences) is not
+needed, since the FSM builder takes any tree; repetition expansion (RepetitionRangeExpander)
+and lookahead derivation (LookaheadAssertionAnalyzer) belong to later stages.
+"""
+
+from __future__ import annotations
+
+from typing import AbstractSet, Callable, TypeVar
+
+from ..fsm.utf8 import encode_codepoint
+from ..util import deep_recursion
+from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
+                 children, referenced_rules)
+
+T = TypeVar("T")
+
+# Bodies of at most this many nodes (repetitions counted unrolled, see `unrolled_size`) are inlined.
+DEFAULT_INLINE_SIZE = 16
+
+
+# --- traversal helpers --------------------------------------------------------------------------
+
+def fold_expr(expr: Expr, fn: Callable[[Expr, list[T]], T]) -> T:
+    """Bottom-up fold: `fn(node, values of its children)` for every node, children first.
+
+    Iterative (explicit stack), so depth is bounded by memory, not the recursion limit.
+    Example: fold_expr(Sequence((ByteString(b"a"), ByteString(b"bc"))),
+                       lambda n, kids: len(n.value) if isinstance(n, ByteString) else sum(kids)) == 3
+    """
+    values: list[T] = []
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    while stack:
+        node, kids_done = stack.pop()
+        kids = children(node)
+        if kids and not kids_done:
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in reversed(kids))
+            continue
+        cut = len(values) - len(kids)
+        args = values[cut:]
+        del values[cut:]
+        values.append(fn(node, args))
+    return values[0]
+
+
+def _with_children(node: Expr, kids: list[Expr]) -> Expr:
+    """`node` with its children replaced by `kids` (the node itself when nothing changed)."""
+    if all(new is old for new, old in zip(kids, children(node))):
+        return node
+    if isinstance(node, Sequence):
+        return Sequence(tuple(kids))
+    if isinstance(node, Choice):
+        return Choice(tuple(kids))
+    assert isinstance(node, Repeat)
+    return Repeat(kids[0], node.min, node.max)
+
+
+def map_expr(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
+    """Bottom-up rewrite: rebuild every node from its rewritten children, then apply `fn`.
+
+    Example: map_expr(Sequence((RuleRef("a"),)), lambda n: ByteString(b"x") if n == RuleRef("a") else n)
+             == Sequence((ByteString(b"x"),))
+    """
+    return fold_expr(expr, lambda node, kids: fn(_with_children(node, kids)))
+
+
+def _map_rules(ir: GrammarIR, fn: Callable[[Expr], Expr]) -> GrammarIR:
+    """`map_expr(_, fn)` over every rule body and lookahead assertion."""
+    with deep_recursion():
+        rules = tuple(Rule(r.name, map_expr(r.body, fn), None if r.lookahead is None else map_expr(r.lookahead, fn))
+                      for r in ir.rules)
+    return GrammarIR(rules, ir.root)
+
+
+def unrolled_size(expr: Expr) -> int:
+    """Node count of `expr` once the FSM builder unrolls repetitions: x{m,n} holds n copies of
+    x (m+1 when unbounded), so inlining a rule copies about this many NFA fragments.
+
+    Example: unrolled_size(Repeat(Sequence((ByteString(b"a"), RuleRef("b"))), 0, 3)) == 1 + 3 * 3
+    """
+    def size(node: Expr, kids: list[int]) -> int:
+        if isinstance(node, Repeat):
+            return 1 + kids[0] * (node.max if node.max is not None else node.min + 1)
+        return 1 + sum(kids)
+
+    return fold_expr(expr, size)
+
+
+# --- flatten ------------------------------------------------------------------------------------
+
+def _same(new: list[Expr], old: tuple[Expr, ...]) -> bool:
+    """Whether `new` holds exactly the objects of `old` (identity: no deep comparison)."""
+    return len(new) == len(old) and all(a is b for a, b in zip(new, old))
+
+
+def _flatten_node(node: Expr) -> Expr:
+    if isinstance(node, Sequence):
+        items: list[Expr] = []
+        for item in node.items:
+            if isinstance(item, Sequence):
+                items.extend(item.items)
+            elif not (isinstance(item, ByteString) and not item.value):
+                items.append(item)
+        if not items:
+            return EPSILON
+        if len(items) == 1:
+            return items[0]
+        return node if _same(items, node.items) else Sequence(tuple(items))
+    if isinstance(node, Choice):
+        alts: dict[Expr, None] = {}
+        for alt in node.alternatives:
+            for a in (alt.alternatives if isinstance(alt, Choice) else (alt,)):
+                alts.setdefault(a, None)
+        if len(alts) == 1:
+            return next(iter(alts))
+        return node if _same(list(alts), node.alternatives) else Choice(tuple(alts))
+    if isinstance(node, Repeat):
+        if node.min == node.max == 1:
+            return node.body
+        if node.max == 0 or node.body == EPSILON:
+            return EPSILON
+    return node
+
+
+def flatten(ir: GrammarIR) -> GrammarIR:
+    """Remove structure that does not change the language.
+
+        a ::= ("x" ("y" "z")) | ("p" | "q")   -->   a ::= "x" "y" "z" | "p" | "q"
+        a ::= "" "x" ("")                     -->   a ::= "x"
+        a ::= "p" | "q" | "p"                 -->   a ::= "p" | "q"
+        a ::= x{1,1} y{0,0} ""*               -->   a ::= x
+
+    Sequences inside sequences and choices inside choices are spliced into the parent; a
+    sequence or choice of one element becomes that element; empty byte strings are dropped
+    from sequences (an emptied sequence is epsilon); x{1,1} is x; x{0,0} and ""{m,n} are
+    epsilon; repeated alternatives are dropped (the first is kept). One bottom-up sweep reaches
+    the fixpoint: each node is rewritten after its children, which are already flat.
+    """
+    return _map_rules(ir, _flatten_node)
+
+
+# --- fuse byte strings --------------------------------------------------------------------------
+
+def _fuse_node(node: Expr) -> Expr:
+    if isinstance(node, CharClass):
+        ranges = node.codepoint_ranges()
+        if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+            return ByteString(encode_codepoint(ranges[0][0]))
+        return node
+    if isinstance(node, Sequence):
+        items: list[Expr] = []
+        for item in node.items:
+            if items and isinstance(item, ByteString) and isinstance(items[-1], ByteString):
+                items[-1] = ByteString(items[-1].value + item.value)
+            else:
+                items.append(item)
+        if _same(items, node.items):
+            return node
+        return items[0] if len(items) == 1 else Sequence(tuple(items))
+    return node
+
+
+def fuse_byte_strings(ir: GrammarIR) -> GrammarIR:
+    """Concatenate adjacent literals and turn one-codepoint classes into literals (ByteStringFuser).
+
+        a ::= "x" "y" b "z" [w]   -->   a ::= "xy" b "zw"
+        a ::= [é]                 -->   a ::= "é"            (ByteString b"\\xc3\\xa9")
+
+    A class that matches exactly one codepoint (`[a]`, `[a-a]`, or a negated class leaving one)
+    becomes the literal of that codepoint's UTF-8 bytes (`encode_codepoint`, surrogates
+    included): the FSM builder turns both into the same chain of single-byte edges. Only
+    direct neighbours are fused, so run `flatten` first to expose nested sequences.
+    """
+    return _map_rules(ir, _fuse_node)
+
+
+# --- reachability, productivity, nullability ----------------------------------------------------
+
+def remove_dead_rules(ir: GrammarIR) -> GrammarIR:
+    """Drop rules that the root cannot reach (DeadCodeEliminator); keep definition order.
+
+        root ::= a   a ::= "x"   b ::= "y"   -->   root ::= a   a ::= "x"
+
+    Reachability follows references in bodies and in lookahead assertions. Rules with an empty
+    language (`unproductive_rules`) are kept: deleting one would leave dangling references in
+    the rules that mention it. The FSM builder cuts the edges into them instead.
+    """
+    defined = {r.name: r for r in ir.rules}
+    if ir.root not in defined:
+        raise KeyError(f"root rule {ir.root!r} is not defined")
+    reached = {ir.root}
+    todo = [ir.root]
+    while todo:
+        rule = defined[todo.pop()]
+        exprs = [rule.body] if rule.lookahead is None else [rule.body, rule.lookahead]
+        for expr in exprs:
+            for name in referenced_rules(expr):
+                if name in defined and name not in reached:
+                    reached.add(name)
+                    todo.append(name)
+    return GrammarIR(tuple(r for r in ir.rules if r.name in reached), ir.root)
+
+
+def _least_fixpoint(ir: GrammarIR, holds: Callable[[Expr, AbstractSet[str]], bool]) -> set[str]:
+    """The smallest set S of rule names with: name in S <=> holds(body, S)."""
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for rule in ir.rules:
+            if rule.name not in found and holds(rule.body, found):
+                found.add(rule.name)
+                changed = True
+    return found
+
+
+def is_nullable(expr: Expr, nullable: AbstractSet[str]) -> bool:
+    """Whether `expr` derives the empty string, given the set of nullable rule names.
+
+        ""  nullable        [a]  never (not even [])       name  iff name in nullable
+        a b  all items      a | b  any alternative         x{m,n}  m == 0 or x nullable
+    """
+    def rule(node: Expr, kids: list[bool]) -> bool:
+        if isinstance(node, ByteString):
+            return not node.value
+        if isinstance(node, RuleRef):
+            return node.name in nullable
+        if isinstance(node, Sequence):
+            return all(kids)
+        if isinstance(node, Choice):
+            return any(kids)
+        if isinstance(node, Repeat):
+            return node.min == 0 or kids[0]
+        return False
+
+    return fold_expr(expr, rule)
+
+
+def nullable_rules(ir: GrammarIR) -> frozenset[str]:
+    """Rules that derive the empty string (AllowEmptyRuleAnalyzer), as a least fixpoint.
+
+        a ::= a "x" | ""   b ::= c c   c ::= b | ""   d ::= d   -->   {a, b, c}
+
+    Starting from the empty set, a rule joins once `is_nullable` holds for its body; `d ::= d`
+    never joins, since a derivation of "" would have to be infinite.
+    """
+    return frozenset(_least_fixpoint(ir, is_nullable))
+
+
+def _is_productive(expr: Expr, productive: AbstractSet[str]) -> bool:
+    """Whether `expr` derives at least one string, given the productive rule names."""
+    def rule(node: Expr, kids: list[bool]) -> bool:
+        if isinstance(node, CharClass):
+            return bool(node.codepoint_ranges())
+        if isinstance(node, RuleRef):
+            return node.name in productive
+        if isinstance(node, Sequence):
+            return all(kids)
+        if isinstance(node, Choice):
+            return any(kids)
+        if isinstance(node, Repeat):
+            return node.min == 0 or kids[0]
+        return True
+
+    return fold_expr(expr, rule)
+
+
+def unproductive_rules(ir: GrammarIR) -> set[str]:
+    """Rules whose language is empty: the complement of the least productive fixpoint.
+
+        a ::= "x" a   b ::= []   c ::= b | "y"   d ::= b "y"   -->   {a, b, d}
+
+    Only reported; `remove_dead_rules` keeps them (see there). References to undefined rules
+    count as unproductive.
+    """
+    return {r.name for r in ir.rules} - _least_fixpoint(ir, _is_productive)
+
+
+# --- rule inlining (XGrammar §3.4) --------------------------------------------------------------
+
+def _strongly_connected(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Strongly connected components of `graph`, callees' components before callers'.
+
+    Tarjan's algorithm with an explicit stack of (node, iterator over its successors).
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        work = [(start, iter(graph[start]))]
+        while work:
+            node, successors = work[-1]
+            for nxt in successors:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(graph[nxt])))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    components.append(component)
+    return components
+
+
+def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> GrammarIR:
+    """Replace references to small rules by their bodies, then drop those rules (RuleInliner).
+
+        root ::= a b   a ::= "x" c   b ::= "y" b | ""   c ::= [0-9]
+          -->
+        root ::= ("x" [0-9]) b   b ::= "y" b | ""
+
+    A rule is inlined when it is not the root, has no lookahead assertion, is not recursive
+    (it cannot reach itself through body references, directly or via other rules) and its
+    body, after its own references were inlined, has `unrolled_size` <= `max_size`.
+    Substituting a rule's body for a reference to it is one step of a derivation, so every
+    language is unchanged and masks stay exact; fewer rules mean fewer Earley predictions.
+
+    - Recursive rules cannot be inlined: substituting `b` into `b ::= "y" b | ""` yields a
+      body that still mentions `b`, forever; the recursion must stay a rule reference.
+    - Rules with a lookahead assertion are kept: the assertion belongs to the rule (the mask
+      cache uses it to settle tokens that run past the rule's end), and inlining would throw
+      it away along with the rule.
+
+    Order: a single bottom-up sweep over the strongly connected components of the reference
+    graph, callees first (Tarjan), so each rule's body is final before any caller needs it.
+    Lookahead assertions are rewritten last, with the final bodies. The inlined rules are
+    removed; every reference to them was replaced.
+    """
+    defined = {r.name: r for r in ir.rules}
+    graph = {r.name: [n for n in referenced_rules(r.body) if n in defined] for r in ir.rules}
+    bodies = {r.name: r.body for r in ir.rules}
+    inlined: dict[str, Expr] = {}
+
+    def substitute(node: Expr) -> Expr:
+        return inlined.get(node.name, node) if isinstance(node, RuleRef) else node
+
+    with deep_recursion():
+        for component in _strongly_connected(graph):
+            recursive = len(component) > 1 or component[0] in graph[component[0]]
+            for name in component:
+                bodies[name] = body = map_expr(bodies[name], substitute)
+                if (not recursive and name != ir.root and defined[name].lookahead is None
+                        and unrolled_size(body) <= max_size):
+                    inlined[name] = body
+        rules = tuple(Rule(r.name, bodies[r.name], None if r.lookahead is None else map_expr(r.lookahead, substitute))
+                      for r in ir.rules if r.name not in inlined)
+    return GrammarIR(rules, ir.root)
+
+
+# --- the pipeline -------------------------------------------------------------------------------
+
+def normalize(ir: GrammarIR, *, inline: bool = True) -> GrammarIR:
+    """The normalization pipeline run before FSM building:
+
+        1. flatten             expose the real structure
+        2. fuse_byte_strings   so literal runs count as one node when sizing rules
+        3. inline_small_rules  (skipped when `inline=False`)
+        4. flatten             splice the inlined bodies into their new parents
+        5. fuse_byte_strings   fuse literals that inlining made adjacent
+        6. remove_dead_rules   drop what the root no longer reaches
+
+    xgrammar's GrammarOptimizer runs ByteStringFuser -> RuleInliner -> ... -> DeadCodeEliminator
+    -> AllowEmptyRuleAnalyzer; the analyses (`nullable_rules`, `unproductive_rules`) change
+    nothing, so they are separate functions here rather than steps of the pipeline.
+    """
+    ir = fuse_byte_strings(flatten(ir))
+    if inline:
+        ir = fuse_byte_strings(flatten(inline_small_rules(ir)))
+    return remove_dead_rules(ir)

@@ -1,0 +1,351 @@
+"""The oracle's recognizer: sentences and viable prefixes of a grammar, straight from the IR.
+
+DESIGN.md, "Semantics an oracle must get exactly right": a token is allowed iff the bytes so
+far followed by the token's bytes are a *prefix* of some sentence, and a stop token iff the
+bytes so far are a *sentence*. This module answers those two questions for a `GrammarIR` and
+shares no code with the engine (no FSMs, no Earley items): it is a CYK-style table over
+(expression node, byte position), filled to a least fixpoint, so that the two can check each
+other.
+
+Semantics (byte level). `ByteString` matches its bytes. `CharClass` matches the UTF-8 bytes of
+one codepoint of `codepoint_ranges()`, surrogates U+D800-U+DFFF included as the generic
+three-byte pattern ED A0-BF 80-BF (Python's "surrogatepass"); overlong forms never match.
+`RuleRef` matches its rule's body, `Repeat(b, m, M)` matches b m..M times (M None: unbounded),
+and a rule's lookahead assertion is ignored: it never changes the language.
+
+For input d of length n, every expression node e gets three facts (L(e) is its language):
+
+    nonempty(e)     L(e) is not empty                      (once per grammar)
+    reach(e, i)     { j : d[i:j] in L(e) }                 (a set of end positions, j <= n)
+    pre(e, i)       some w in L(e) starts with d[i:n]      (d[i:n] may be a whole word)
+
+and the answers are  is_sentence(d) = n in reach(root, 0)  and  is_prefix(d) = pre(root, 0).
+Each fact is the least solution of the inference rules written above the code that performs
+them, so left recursion, nullable rules and unproductive rules need no special case: a fact
+holds iff a finite derivation proves it. reach(e, i) and pre(e, i) only read facts at
+positions >= i, so positions are filled from n down to 0, each by iterating all nodes at that
+position until nothing changes (positions > i are final by then).
+
+What it leaves out: speed. Every call rebuilds the table (the last one is kept, so asking both
+questions about one input costs one table). The work grows like nodes * n^2 for unambiguous
+grammars and up to nodes * n^3 for ambiguous ones: 1,024 bytes take about 0.07 s for an
+expression grammar and about 10 s for ("a"* "a"*). Inputs longer than MAX_INPUT_BYTES raise
+ValueError; it is an oracle for short strings, not a matcher. Intrinsics (TagDispatch, ...)
+are not part of the IR yet.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..grammar.ir import (
+    MAX_CODEPOINT,
+    ByteString,
+    CharClass,
+    Choice,
+    Expr,
+    GrammarIR,
+    Repeat,
+    RuleRef,
+    Sequence,
+)
+
+# Longest input accepted by is_sentence / is_prefix; longer inputs raise ValueError.
+MAX_INPUT_BYTES = 1024
+
+# Node kinds of the oracle's own flattened tree.
+_BYTES, _CLASS, _SEQ, _CHOICE, _REPEAT, _REF = range(6)
+
+_NOTHING: frozenset[int] = frozenset()
+
+# Smallest and largest codepoint written with 1, 2, 3 and 4 UTF-8 bytes.
+_CODEPOINTS_OF_LENGTH = {1: (0, 0x7F), 2: (0x80, 0x7FF), 3: (0x800, 0xFFFF), 4: (0x10000, MAX_CODEPOINT)}
+
+
+def utf8_length(lead: int) -> Optional[int]:
+    """Number of bytes of a UTF-8 sequence starting with byte `lead` (None: cannot start one).
+
+    Example: utf8_length(0xC3) == 2; utf8_length(0xA9) is None
+    """
+    if lead < 0x80:
+        return 1
+    if 0xC0 <= lead <= 0xDF:
+        return 2
+    if 0xE0 <= lead <= 0xEF:
+        return 3
+    if 0xF0 <= lead <= 0xF7:
+        return 4
+    return None
+
+
+def _decode(seq: bytes) -> int:
+    """The value of a full-length UTF-8 shaped sequence (no range check)."""
+    k = len(seq)
+    cp = seq[0] & (0x7F if k == 1 else 0xFF >> (k + 1))
+    for c in seq[1:]:
+        cp = cp << 6 | c & 0x3F
+    return cp
+
+
+def codepoints_starting_with(seq: bytes) -> Optional[tuple[int, int]]:
+    """The codepoints whose UTF-8 encoding starts with `seq` (1 to 4 bytes), as (lo, hi).
+
+    UTF-8 keeps codepoint order within one length, so the set is the interval between the
+    shortest and the longest completion, clipped to the codepoints of that length (which
+    drops overlong forms and values above U+10FFFF). None when no codepoint qualifies.
+
+    Example: codepoints_starting_with(b"\\xc3") == (0xC0, 0xFF)
+    """
+    if not seq:
+        raise ValueError("an empty byte sequence starts every codepoint")
+    k = utf8_length(seq[0])
+    if k is None or len(seq) > k or any(not 0x80 <= c <= 0xBF for c in seq[1:]):
+        return None
+    pad = k - len(seq)
+    lo = max(_decode(seq + b"\x80" * pad), _CODEPOINTS_OF_LENGTH[k][0])
+    hi = min(_decode(seq + b"\xbf" * pad), _CODEPOINTS_OF_LENGTH[k][1])
+    return (lo, hi) if lo <= hi else None
+
+
+def _meets(ranges: tuple[tuple[int, int], ...], interval: Optional[tuple[int, int]]) -> bool:
+    if interval is None:
+        return False
+    lo, hi = interval
+    return any(a <= hi and lo <= b for a, b in ranges)
+
+
+class Recognizer:
+    """Decides `is_sentence` and `is_prefix` for the root rule of `ir`, with no engine code.
+
+    Example: Recognizer(ir).is_prefix(b'{"a": ') is True for a JSON grammar
+    """
+
+    def __init__(self, ir: GrammarIR):
+        self.ir = ir
+        names = ir.rule_names()
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate rule names in {names}")
+        if ir.root not in names:
+            raise ValueError(f"root rule {ir.root!r} is not defined")
+        # Flattened tree, children before parents:
+        # kind[v], arg[v] (bytes / merged ranges / (min, max) / target node), kids[v].
+        self._kind: list[int] = []
+        self._arg: list[object] = []
+        self._kids: list[tuple[int, ...]] = []
+        body_node: dict[str, int] = {}
+        refs: list[tuple[int, str]] = []
+        for rule in ir.rules:
+            body_node[rule.name] = self._add(rule.body, refs)
+        for v, name in refs:
+            if name not in body_node:
+                raise ValueError(f"reference to undefined rule {name!r}")
+            self._arg[v] = body_node[name]
+        self._root = body_node[ir.root]
+        self._nonempty = self._productive()
+        # rest_nonempty[v][t]: items t+1.. of sequence v all have non-empty languages.
+        self._rest_nonempty: dict[int, list[bool]] = {}
+        for v, kind in enumerate(self._kind):
+            if kind == _SEQ:
+                kids = self._kids[v]
+                self._rest_nonempty[v] = [all(self._nonempty[k] for k in kids[t + 1:]) for t in range(len(kids))]
+        self._last: Optional[tuple[bytes, list[list[frozenset[int]]], list[list[bool]]]] = None
+
+    def _add(self, expr: Expr, refs: list[tuple[int, str]]) -> int:
+        if isinstance(expr, ByteString):
+            return self._node(_BYTES, bytes(expr.value), ())
+        if isinstance(expr, CharClass):
+            for lo, hi in expr.ranges:
+                if not 0 <= lo <= hi <= MAX_CODEPOINT:
+                    raise ValueError(f"bad codepoint range ({lo:#x}, {hi:#x}) in {expr}")
+            return self._node(_CLASS, tuple(expr.codepoint_ranges()), ())
+        if isinstance(expr, Sequence):
+            return self._node(_SEQ, None, tuple(self._add(e, refs) for e in expr.items))
+        if isinstance(expr, Choice):
+            if not expr.alternatives:
+                raise ValueError("a choice needs at least one alternative")
+            return self._node(_CHOICE, None, tuple(self._add(e, refs) for e in expr.alternatives))
+        if isinstance(expr, Repeat):
+            if expr.min < 0 or (expr.max is not None and expr.max < expr.min):
+                raise ValueError(f"bad repetition bounds {{{expr.min},{expr.max}}}")
+            return self._node(_REPEAT, (expr.min, expr.max), (self._add(expr.body, refs),))
+        if isinstance(expr, RuleRef):
+            v = self._node(_REF, -1, ())
+            refs.append((v, expr.name))
+            return v
+        raise TypeError(f"not a grammar expression: {expr!r}")
+
+    def _node(self, kind: int, arg: object, kids: tuple[int, ...]) -> int:
+        self._kind.append(kind)
+        self._arg.append(arg)
+        self._kids.append(kids)
+        return len(self._kind) - 1
+
+    @property
+    def language_is_empty(self) -> bool:
+        """True iff the root rule derives no string at all (then nothing is a prefix)."""
+        return not self._nonempty[self._root]
+
+    def _productive(self) -> list[bool]:
+        """nonempty(e) for every node, as a least fixpoint (unproductive recursion stays False).
+
+            nonempty("s")          always            nonempty([...])   iff the class has a codepoint
+            nonempty(e1 ... ek)    iff all ei         nonempty(e1 | ... | ek)   iff some ei
+            nonempty(b{m,M})       iff m = 0 or nonempty(b)
+            nonempty(A)            iff nonempty(body of A)
+        """
+        ne = [False] * len(self._kind)
+        changed = True
+        while changed:
+            changed = False
+            for v, kind in enumerate(self._kind):
+                kids = self._kids[v]
+                if kind == _BYTES:
+                    new = True
+                elif kind == _CLASS:
+                    new = bool(self._arg[v])
+                elif kind == _SEQ:
+                    new = all(ne[k] for k in kids)
+                elif kind == _CHOICE:
+                    new = any(ne[k] for k in kids)
+                elif kind == _REPEAT:
+                    new = self._arg[v][0] == 0 or ne[kids[0]]
+                else:
+                    new = ne[self._arg[v]]
+                if new and not ne[v]:
+                    ne[v] = changed = True
+        return ne
+
+    def is_sentence(self, data: bytes) -> bool:
+        """True iff `data` is in the language of the root rule."""
+        data, reach, _ = self._chart(data)
+        return len(data) in reach[0][self._root]
+
+    def is_prefix(self, data: bytes) -> bool:
+        """True iff some sentence starts with `data` (sentences included; b"" iff non-empty)."""
+        _, _, pre = self._chart(data)
+        return pre[0][self._root]
+
+    def _chart(self, data: bytes) -> tuple[bytes, list[list[frozenset[int]]], list[list[bool]]]:
+        data = bytes(data)
+        if len(data) > MAX_INPUT_BYTES:
+            raise ValueError(f"input of {len(data)} bytes is longer than MAX_INPUT_BYTES={MAX_INPUT_BYTES}")
+        if self._last is not None and self._last[0] == data:
+            return self._last
+        n, size = len(data), len(self._kind)
+        reach: list[list[frozenset[int]]] = [[] for _ in range(n + 1)]
+        pre: list[list[bool]] = [[] for _ in range(n + 1)]
+        for i in range(n, -1, -1):
+            reach[i] = [_NOTHING] * size
+            changed = True
+            while changed:
+                changed = False
+                for v in range(size):
+                    new = self._reach(v, i, data, reach)
+                    if new != reach[i][v]:
+                        reach[i][v] = new
+                        changed = True
+            # PRE at the end of the input: d[n:n] = b"" starts every word, so pre(e, n) = nonempty(e).
+            if i == n:
+                pre[i] = list(self._nonempty)
+                continue
+            pre[i] = [False] * size
+            changed = True
+            while changed:
+                changed = False
+                for v in range(size):
+                    if not pre[i][v] and self._pre(v, i, data, reach, pre):
+                        pre[i][v] = changed = True
+        self._last = (data, reach, pre)
+        return self._last
+
+    def _copies(self, body: int, i: int, lo: int, hi: Optional[int], reach: list[list[frozenset[int]]]) -> set[int]:
+        """Union over c in lo..hi (hi None: unbounded) of S_c, the ends of exactly c copies of body.
+
+            S_0 = {i}        S_c+1 = step(S_c) = { j : p in S_c, j in reach(body, p) }
+
+        S_c+1 depends on S_c alone. So below lo, step(S_c) = S_c means every later layer is
+        S_c; from lo on, a layer seen before means every later layer is already in the union;
+        and with no upper bound the union is S_lo closed under `reach(body, .)`.
+        """
+        s: frozenset[int] = frozenset((i,))
+        for _ in range(lo):
+            nxt = frozenset(j for p in s for j in reach[p][body])
+            if nxt == s:
+                break
+            s = nxt
+        if hi is None:
+            out, stack = set(s), list(s)
+            while stack:
+                for j in reach[stack.pop()][body]:
+                    if j not in out:
+                        out.add(j)
+                        stack.append(j)
+            return out
+        out = set()
+        seen: set[frozenset[int]] = set()
+        for _ in range(lo, hi + 1):
+            if s in seen:
+                break
+            seen.add(s)
+            out |= s
+            s = frozenset(j for p in s for j in reach[p][body])
+        return out
+
+    def _reach(self, v: int, i: int, data: bytes, reach: list[list[frozenset[int]]]) -> frozenset[int]:
+        kind, arg, kids = self._kind[v], self._arg[v], self._kids[v]
+        if kind == _BYTES:
+            # BYTES   d[i:i+|s|] = s                          ⊢ i+|s| in reach("s", i)
+            return frozenset((i + len(arg),)) if data.startswith(arg, i) else _NOTHING
+        if kind == _CLASS:
+            # CLASS   d[i:i+k] is the UTF-8 of a codepoint c, c in the class  ⊢ i+k in reach([...], i)
+            if i == len(data):
+                return _NOTHING
+            k = utf8_length(data[i])
+            if k is None or i + k > len(data) or not _meets(arg, codepoints_starting_with(data[i:i + k])):
+                return _NOTHING
+            return frozenset((i + k,))
+        if kind == _SEQ:
+            # SEQ     p0 = i, p_t in reach(e_t, p_t-1) for t = 1..k   ⊢ p_k in reach(e1 ... ek, i)
+            ends: frozenset[int] = frozenset((i,))
+            for kid in kids:
+                ends = frozenset(j for p in ends for j in reach[p][kid])
+            return ends
+        if kind == _CHOICE:
+            # CHOICE  j in reach(e_t, i) for some t               ⊢ j in reach(e1 | ... | ek, i)
+            return frozenset(j for kid in kids for j in reach[i][kid])
+        if kind == _REPEAT:
+            # REPEAT  j in S_c (see _copies), m <= c <= M         ⊢ j in reach(b{m,M}, i)
+            return frozenset(self._copies(kids[0], i, arg[0], arg[1], reach))
+        # REF     j in reach(body of A, i)                        ⊢ j in reach(A, i)
+        return reach[i][arg]
+
+    def _pre(self, v: int, i: int, data: bytes, reach: list[list[frozenset[int]]], pre: list[list[bool]]) -> bool:
+        """pre(v, i) for i < n, from facts at positions >= i."""
+        kind, arg, kids = self._kind[v], self._arg[v], self._kids[v]
+        if kind == _BYTES:
+            # BYTES   s starts with d[i:n]                            ⊢ pre("s", i)
+            return arg.startswith(data[i:])
+        if kind == _CLASS:
+            # CLASS   the UTF-8 of some c in the class starts with d[i:n]  ⊢ pre([...], i)
+            return _meets(arg, codepoints_starting_with(data[i:i + 5]))
+        if kind == _SEQ:
+            # SEQ     p in S_t-1, pre(e_t, p), nonempty(e_t+1 ... ek) ⊢ pre(e1 ... ek, i)
+            #         (S_t-1: ends of e1 ... e_t-1 from i; d[i:n] ends inside or at the end of e_t)
+            ends: frozenset[int] = frozenset((i,))
+            rest_nonempty = self._rest_nonempty[v]
+            for t, kid in enumerate(kids):
+                if rest_nonempty[t] and any(pre[p][kid] for p in ends):
+                    return True
+                ends = frozenset(j for p in ends for j in reach[p][kid])
+            return False
+        if kind == _CHOICE:
+            # CHOICE  pre(e_t, i) for some t                          ⊢ pre(e1 | ... | ek, i)
+            return any(pre[i][kid] for kid in kids)
+        if kind == _REPEAT:
+            # REPEAT  p in S_c, c < M, pre(b, p)                      ⊢ pre(b{m,M}, i)
+            #         (d[i:n] ends inside copy c+1; more copies pad the count up to m, as
+            #         L(b) is non-empty since pre(b, p); b{0,0} has no such c)
+            hi = arg[1]
+            return any(pre[p][kids[0]] for p in self._copies(kids[0], i, 0, None if hi is None else hi - 1, reach))
+        # REF     pre(body of A, i)                                   ⊢ pre(A, i)
+        return pre[i][arg]

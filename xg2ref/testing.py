@@ -1,0 +1,115 @@
+"""xgrammar.testing's helpers that a differential test needs: bitmasks and token-id lists.
+
+`bool_mask_to_bitmask`, `bitmask_to_bool_mask`, `_get_masked_tokens_from_bitmask` and
+`_is_single_token_bitmask` behave as in xgrammar 0.2.8 and accept numpy arrays as well as
+torch tensors (a torch tensor in gives a torch tensor out). `get_masked_token_ids` and
+`get_allowed_token_ids` are public names for the rejected and allowed ids of one row.
+
+Semantics checked against xgrammar 0.2.8:
+
+- `bool_mask_to_bitmask` pads the last word with 1 bits (allowed), unlike a matcher fill.
+- `_get_masked_tokens_from_bitmask` lists the rejected ids below vocab_size only.
+- `_is_single_token_bitmask` looks at every bit of the row's ceil(vocab_size / 32) words,
+  including the bits past vocab_size in the last word: (True, id) iff exactly one bit is set.
+
+Departures: 1-D inputs are accepted everywhere (xgrammar's converters need 2-D), and a row may
+be wider than ceil(vocab_size / 32) words (see `xg2ref.bitmask`).
+Left out here: the grammar helpers (`_is_grammar_accept_string`, `_get_matcher_from_grammar`,
+`is_grammar_accept_string`), at the end of this module.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .bitmask import _is_torch_tensor, bitmask_row_view, unpack_bitmask
+
+__all__ = ["bool_mask_to_bitmask", "bitmask_to_bool_mask", "get_masked_token_ids", "get_allowed_token_ids",
+           "_get_masked_tokens_from_bitmask", "_is_single_token_bitmask"]
+
+
+def _to_numpy(x, what: str) -> tuple:
+    """(numpy array, torch device or None) for a numpy array or a torch tensor."""
+    if _is_torch_tensor(x):
+        return x.detach().cpu().numpy(), x.device
+    if isinstance(x, np.ndarray):
+        return x, None
+    raise ValueError(f"{what} must be a numpy array or a torch tensor, got {type(x).__name__}")
+
+
+def _like(array: np.ndarray, device):
+    """`array` as a torch tensor on `device` when the input was a tensor, else as is."""
+    if device is None:
+        return array
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
+
+def bool_mask_to_bitmask(bool_mask):
+    """bool[..., n] (True = allowed) -> int32[..., ceil(n / 32)]; padding bits are 1.
+
+    Example: bool_mask_to_bitmask(np.array([[True, False, True]])) -> array([[-3]], dtype=int32)
+    """
+    mask, device = _to_numpy(bool_mask, "bool_mask")
+    if mask.ndim not in (1, 2):
+        raise ValueError(f"bool_mask must be 1-D or 2-D, got {mask.ndim}-D")
+    n = mask.shape[-1]
+    padded = np.ones(mask.shape[:-1] + ((n + 31) // 32 * 32,), dtype=np.bool_)
+    padded[..., :n] = mask.astype(np.bool_)
+    words = np.packbits(padded, axis=-1, bitorder="little").view("<i4").astype(np.int32)
+    return _like(words, device)
+
+
+def bitmask_to_bool_mask(bitmask, vocab_size: Optional[int] = None):
+    """int32[..., words] -> bool[..., vocab_size] (True = allowed); vocab_size defaults to 32 * words.
+
+    Example: bitmask_to_bool_mask(np.array([[5]], np.int32), 3) -> array([[ True, False,  True]])
+    """
+    words, device = _to_numpy(bitmask, "bitmask")
+    if words.dtype != np.int32:
+        raise ValueError(f"bitmask must have dtype int32, got {words.dtype}")
+    if words.ndim not in (1, 2):
+        raise ValueError(f"bitmask must be 1-D or 2-D, got {words.ndim}-D")
+    if vocab_size is None:
+        vocab_size = words.shape[-1] * 32
+    if vocab_size > words.shape[-1] * 32:
+        raise ValueError(f"vocab_size {vocab_size} is larger than the {words.shape[-1] * 32} tokens "
+                         f"a bitmask of {words.shape[-1]} words holds")
+    return _like(unpack_bitmask(words, vocab_size), device)
+
+
+def _row_mask(bitmask, vocab_size: int, index: int) -> np.ndarray:
+    return unpack_bitmask(bitmask_row_view(bitmask, index, vocab_size, writable=False), vocab_size)
+
+
+def get_masked_token_ids(bitmask, vocab_size: int, index: int = 0) -> list:
+    """The rejected token ids (bit 0) below vocab_size in row `index`, ascending."""
+    return np.flatnonzero(~_row_mask(bitmask, vocab_size, index)).tolist()
+
+
+def get_allowed_token_ids(bitmask, vocab_size: int, index: int = 0) -> list:
+    """The allowed token ids (bit 1) below vocab_size in row `index`, ascending."""
+    return np.flatnonzero(_row_mask(bitmask, vocab_size, index)).tolist()
+
+
+def _get_masked_tokens_from_bitmask(bitmask, vocab_size: int, index: int = 0) -> list:
+    """xgrammar's name for `get_masked_token_ids`: the REJECTED ids of row `index`."""
+    return get_masked_token_ids(bitmask, vocab_size, index)
+
+
+def _is_single_token_bitmask(bitmask, vocab_size: int, index: int = 0) -> tuple:
+    """(True, id) when exactly one bit of row `index` is set, else (False, -1).
+
+    Every bit of the row's ceil(vocab_size / 32) words counts, as in xgrammar, so a lone bit
+    past vocab_size in the last word is reported as that id.
+    """
+    row = bitmask_row_view(bitmask, index, vocab_size, writable=False)
+    words = (vocab_size + 31) // 32
+    ids = np.flatnonzero(unpack_bitmask(row[:words], words * 32))
+    return (True, int(ids[0])) if len(ids) == 1 else (False, -1)
+
+
+# ---- grammar helpers (xgrammar.testing: _is_grammar_accept_string, _get_matcher_from_grammar) ----

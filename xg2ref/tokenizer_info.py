@@ -1,0 +1,599 @@
+"""xgrammar's `TokenizerInfo`: a vocabulary decoded to bytes, with its stop and special tokens.
+
+The engine is byte-level (XGrammar-2 §3.4): a token is allowed iff the bytes matched so far
+followed by the token's bytes are a prefix of a sentence. This module turns a tokenizer's
+*encoded* vocabulary into those bytes, exactly as xgrammar 0.2.8 does:
+
+- `VocabType.RAW`: the bytes as given (a `str` is UTF-8 encoded).
+- `VocabType.BYTE_FALLBACK` (SentencePiece): a token of exactly six bytes ``<0xHH>`` becomes
+  the byte 0xHH, otherwise every ``▁`` (U+2581) becomes a space.
+- `VocabType.BYTE_LEVEL` (GPT-2): each character of the token is mapped back through the
+  inverse of GPT-2's `bytes_to_unicode` table; a token with a character outside the table is
+  kept as its UTF-8 bytes.
+
+Stop tokens are the ids given (or, when none are given, the tokens that decode to one of
+`DETECTION_STOP_TOKENS`). Special tokens are the ids that decode to ``b""`` and are not stop
+tokens, plus the padding ids ``[len(encoded_vocab), vocab_size)``; they are never allowed.
+Regular tokens are all the others; `vocab_arrays()` lays them out sorted by bytes for the
+matching kernels.
+
+xgrammar quirks mirrored here (so that both engines see the same bytes):
+
+- ``<0xHH>`` is read digit by digit as ``c - '0'`` or ``c - 'A' + 10`` without checking the
+  character, so ``<0x0a>`` decodes to ``b"*"`` (0x2A), and a value outside 0..255
+  (``<0xab>``, ``<0xZZ>``) is an error.
+- BYTE_LEVEL parses the token only up to its first NUL byte (C string) and accepts overlong
+  and out-of-range UTF-8 forms: ``"Ā\\x00Ā"`` decodes to ``b"\\x00"`` and ``b"\\xc0\\xa1"`` to
+  ``b"!"``.
+
+Departures from xgrammar, all raising `TokenizerError` where xgrammar is silent: a stop id
+outside ``[0, len(encoded_vocab))`` (xgrammar drops it; a padding id stays special).
+`from_huggingface*` make added *special* tokens empty (hence special, or stop), so that they
+are never allowed as text; xgrammar keeps their text and allows them like any other token.
+
+Left out: xgrammar's `serialize_json`/`deserialize_json`, slow (SentencePiece, tiktoken)
+Hugging Face tokenizers, and downloading anything.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import numbers
+import os
+from typing import Any, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from .exceptions import TokenizerError
+
+__all__ = ["VocabType", "TokenizerInfo", "VocabArrays", "decode_token", "DETECTION_STOP_TOKENS",
+           "HF_STOP_TOKEN_NAMES", "QUICKTOK_STOP_TOKENS"]
+
+
+class VocabType(enum.IntEnum):
+    """How the encoded vocabulary spells bytes (xgrammar's `VocabType`)."""
+
+    RAW = 0  # tiktoken-style: the token is its bytes
+    BYTE_FALLBACK = 1  # SentencePiece: "<0x1B>" is byte 0x1B, "▁" is a space
+    BYTE_LEVEL = 2  # GPT-2: one printable character per byte ("Ġ" is a space)
+
+
+# xgrammar 0.2.8's list for stop-token auto-detection (matched against decoded bytes).
+DETECTION_STOP_TOKENS = frozenset(s.encode() for s in (
+    "</s>", "<|end_of_text|>", "<|eot_id|>", "<|endoftext|>", "<eos>", "<|eos|>", "<end_of_turn>",
+    "<｜end▁of▁sentence｜>"))
+
+# Names that mark an end-of-sequence token in a tokenizer.json (its tokenizer_config.json,
+# which names the real eos token, is not read): xgrammar's list plus chat-model end markers.
+HF_STOP_TOKEN_NAMES = frozenset(DETECTION_STOP_TOKENS | {
+    s.encode() for s in ("<|eom_id|>", "<|im_end|>", "<|return|>", "<|call|>")})
+
+# End-of-turn tokens of the quicktok encodings, by name (id 128008 is Llama 3.1's <|eom_id|>,
+# which quicktok's Llama 3.0 table calls <|reserved_special_token_4|>). o200k_harmony follows
+# gpt-oss's generation_config.json: <|return|> ends the final message, <|call|> a tool call.
+QUICKTOK_STOP_TOKENS = {
+    "llama3": ("<|end_of_text|>", 128008, "<|eot_id|>"),
+    "qwen3": ("<|endoftext|>", "<|im_end|>"),
+    "o200k_harmony": ("<|endoftext|>", "<|return|>", "<|call|>"),
+    "cl100k_base": ("<|endoftext|>",),
+    "o200k_base": ("<|endoftext|>",),
+}
+
+
+def _gpt2_byte_to_char() -> str:
+    """GPT-2's `bytes_to_unicode`: the i-th character stands for byte i."""
+    kept = {*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)}
+    shifted = iter(range(256, 512))  # the other bytes, in order, become U+0100, U+0101, ...
+    return "".join(chr(b) if b in kept else chr(next(shifted)) for b in range(256))
+
+
+_BYTE_TO_CHAR = _gpt2_byte_to_char()
+_CHAR_TO_BYTE = {c: b for b, c in enumerate(_BYTE_TO_CHAR)}
+_BYTE_LEVEL_CHARSET = frozenset(_BYTE_TO_CHAR)
+_BYTE_LEVEL_TRANS = str.maketrans({c: chr(b) for b, c in enumerate(_BYTE_TO_CHAR)})
+_UTF8_FIRST_BYTE_MASK = (0, 0x7F, 0x1F, 0x0F, 0x07)
+_METASPACE = "\u2581".encode()
+
+
+def _utf8_length(first: int) -> int:
+    """Bytes in a UTF-8 sequence by its first byte, as xgrammar's table (0: invalid)."""
+    if first < 0x80:
+        return 1
+    if first < 0xC0:
+        return 0
+    return 2 if first < 0xE0 else 3 if first < 0xF0 else 4 if first < 0xF8 else 0
+
+
+def _decode_byte_level_lenient(token: bytes) -> bytes:
+    """BYTE_LEVEL decoding of a token that is not strict UTF-8, as xgrammar's `ParseUTF8`."""
+    data = token.split(b"\0", 1)[0]
+    out, i = bytearray(), 0
+    while i < len(data):
+        n = _utf8_length(data[i])
+        if n == 0 or i + n > len(data) or any(c & 0xC0 != 0x80 for c in data[i + 1:i + n]):
+            return token  # invalid UTF-8: the token is kept as is
+        cp = data[i] & _UTF8_FIRST_BYTE_MASK[n]
+        for c in data[i + 1:i + n]:
+            cp = (cp << 6) | (c & 0x3F)
+        if cp >= 0x110000 or chr(cp) not in _CHAR_TO_BYTE:
+            return token
+        out.append(_CHAR_TO_BYTE[chr(cp)])
+        i += n
+    return bytes(out)
+
+
+def _decode_byte_level(token: Union[str, bytes]) -> bytes:
+    if isinstance(token, bytes):
+        try:
+            text = token.decode("utf-8")
+        except UnicodeDecodeError:
+            return _decode_byte_level_lenient(token)
+    else:
+        text = token
+    head = text.split("\0", 1)[0] if "\0" in text else text
+    if _BYTE_LEVEL_CHARSET.issuperset(head):
+        return head.translate(_BYTE_LEVEL_TRANS).encode("latin-1")
+    return token if isinstance(token, bytes) else token.encode("utf-8")
+
+
+def _decode_byte_fallback(token: bytes) -> bytes:
+    if len(token) == 6 and token[:3] == b"<0x" and token[5] == 0x3E:
+        value = 0
+        for c in token[3:5]:
+            s = c - 256 if c >= 128 else c  # C++ `char` is signed
+            value = value * 16 + (s - 48 if 48 <= s <= 57 else s - 65 + 10)
+        if not 0 <= value < 256:
+            raise TokenizerError(f"byte-fallback token {token!r} does not name a byte: write <0xHH> "
+                                 "with upper-case hex digits (xgrammar 0.2.8 rejects it too)")
+        return bytes([value])
+    return token.replace(_METASPACE, b" ")
+
+
+def decode_token(token: Union[str, bytes], vocab_type: VocabType = VocabType.RAW) -> bytes:
+    """The bytes an encoded token stands for, as xgrammar 0.2.8 decodes it.
+
+    Example: decode_token("Ġhello", VocabType.BYTE_LEVEL) == b" hello"
+    """
+    if vocab_type == VocabType.BYTE_LEVEL:
+        return _decode_byte_level(token)
+    raw = token.encode("utf-8") if isinstance(token, str) else token
+    return _decode_byte_fallback(raw) if vocab_type == VocabType.BYTE_FALLBACK else raw
+
+
+class VocabArrays(NamedTuple):
+    """The vocabulary as flat arrays for the matching kernels (n = vocab_size, m regular tokens).
+
+    token_bytes : uint8[total]   every id's decoded bytes, concatenated in id order
+    token_offsets : int64[n + 1] id i is token_bytes[token_offsets[i]:token_offsets[i + 1]]
+    sorted_ids : int32[m]        regular ids (non-empty, not special, not stop) sorted by bytes,
+                                 a shorter prefix first
+    sorted_lcp : int32[m]        sorted_lcp[k] = longest common prefix of sorted tokens k-1, k
+                                 (0 for k = 0)
+    is_special : bool[n]         empty non-stop tokens and padding ids
+    is_stop : bool[n]
+    """
+
+    token_bytes: np.ndarray
+    token_offsets: np.ndarray
+    sorted_ids: np.ndarray
+    sorted_lcp: np.ndarray
+    is_special: np.ndarray
+    is_stop: np.ndarray
+
+
+def _sorted_lcp(token_bytes: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """int32[m]: the longest common prefix of each sorted token with the one before it.
+
+    Tokens are laid out as rows of an int16 matrix padded with -1 (never a byte), so the first
+    column where two neighbouring rows differ is their common prefix length (equal rows: a
+    duplicate token, whose length it is).
+    """
+    m = len(ids)
+    lcp = np.zeros(m, dtype=np.int32)
+    if m < 2:
+        return lcp
+    lens = (offsets[ids + 1] - offsets[ids]).astype(np.int64)
+    width = int(lens.max()) + 1
+    chunk = max(2, (1 << 24) // width)
+    for start in range(1, m, chunk):
+        rows = np.arange(start - 1, min(start + chunk, m))
+        row_lens = lens[rows]
+        total = int(row_lens.sum())
+        row_of = np.repeat(np.arange(len(rows)), row_lens)
+        col = np.arange(total) - np.repeat(np.cumsum(row_lens) - row_lens, row_lens)
+        src = np.repeat(offsets[ids[rows]], row_lens) + col
+        grid = np.full((len(rows), width), -1, dtype=np.int16)
+        grid[row_of, col] = token_bytes[src]
+        differ = grid[1:] != grid[:-1]
+        lcp[rows[1:]] = np.where(differ.any(axis=1), np.argmax(differ, axis=1), row_lens[1:])
+    return lcp
+
+
+class TokenizerInfo:
+    """A vocabulary decoded to bytes, with its stop and special tokens (xgrammar's class).
+
+    Parameters
+    ----------
+    encoded_vocab : list or tuple of str or bytes
+        Token i's encoded spelling.
+    vocab_type : VocabType
+        How tokens spell bytes (see the module docstring).
+    vocab_size : int, optional
+        The model's vocabulary size, at least len(encoded_vocab); ids past the encoded vocab
+        are padding (special). Defaults to len(encoded_vocab).
+    stop_token_ids : int or list of int, optional
+        Stop tokens; None auto-detects tokens decoding to a `DETECTION_STOP_TOKENS` name.
+    add_prefix_space : bool
+        Whether the tokenizer prepends a space to its input (reported only).
+    """
+
+    def __init__(self, encoded_vocab: Union[Sequence[Union[str, bytes]], tuple],
+                 vocab_type: Union[VocabType, int] = VocabType.RAW, *, vocab_size: Optional[int] = None,
+                 stop_token_ids: Union[None, int, Sequence[int]] = None, add_prefix_space: bool = False):
+        if isinstance(encoded_vocab, (str, bytes)) or not hasattr(encoded_vocab, "__len__"):
+            raise TokenizerError(f"encoded_vocab must be a list of str or bytes, got {type(encoded_vocab).__name__}")
+        vtype = _vocab_type(vocab_type)
+        decoded = []
+        for i, token in enumerate(encoded_vocab):
+            if isinstance(token, (bytearray, memoryview)):
+                token = bytes(token)
+            elif not isinstance(token, (str, bytes)):
+                raise TokenizerError(f"encoded_vocab[{i}] must be str or bytes, got {type(token).__name__}")
+            try:
+                decoded.append(decode_token(token, vtype))
+            except UnicodeEncodeError as err:
+                raise TokenizerError(f"encoded_vocab[{i}] is not encodable as UTF-8: {err}") from None
+        n = len(decoded)
+        if vocab_size is None:
+            vocab_size = n
+        if not isinstance(vocab_size, numbers.Integral) or vocab_size < n:
+            raise TokenizerError(f"vocab_size ({vocab_size}) must be an integer at least the number of "
+                                 f"tokens in encoded_vocab ({n})")
+        if stop_token_ids is None:
+            stops = [i for i, t in enumerate(decoded) if t in DETECTION_STOP_TOKENS]
+        else:
+            stops = _check_stop_ids(stop_token_ids, n, int(vocab_size))
+        self._init(decoded, vtype, int(vocab_size), stops, bool(add_prefix_space), None)
+
+    def _init(self, decoded: list, vocab_type: VocabType, vocab_size: int, stops: list,
+              add_prefix_space: bool, name: Optional[str]) -> None:
+        self._decoded = decoded  # id -> bytes, len(encoded_vocab) entries
+        self._vocab_type = vocab_type
+        self._vocab_size = vocab_size
+        self._stop = stops  # sorted, unique
+        stop_set = set(stops)
+        self._special = [i for i, t in enumerate(decoded) if not t and i not in stop_set]
+        self._special += range(len(decoded), vocab_size)
+        self._add_prefix_space = add_prefix_space
+        self._name = name
+        self._arrays: Optional[VocabArrays] = None
+
+    # ---- xgrammar's properties ----------------------------------------------------------
+
+    @property
+    def vocab_type(self) -> VocabType:
+        return self._vocab_type
+
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
+
+    @property
+    def add_prefix_space(self) -> bool:
+        return self._add_prefix_space
+
+    @property
+    def prepend_space_in_tokenization(self) -> bool:
+        """Deprecated alias of `add_prefix_space` (as in xgrammar)."""
+        return self._add_prefix_space
+
+    @property
+    def decoded_vocab(self) -> list:
+        """list[bytes]: token i's bytes, for the len(encoded_vocab) encoded tokens."""
+        return list(self._decoded)
+
+    @property
+    def stop_token_ids(self) -> list:
+        return list(self._stop)
+
+    @property
+    def special_token_ids(self) -> list:
+        return list(self._special)
+
+    @property
+    def name(self) -> Optional[str]:
+        """The vocabulary's name ("llama3", a tokenizer.json path...), None when built from a list."""
+        return self._name
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """Token `token_id`'s decoded bytes (b"" for padding ids)."""
+        if not 0 <= token_id < self._vocab_size:
+            raise TokenizerError(f"token id {token_id} out of range [0, {self._vocab_size})")
+        return self._decoded[token_id] if token_id < len(self._decoded) else b""
+
+    def dump_metadata(self) -> str:
+        """xgrammar's metadata JSON: vocab_type, vocab_size, add_prefix_space, stop_token_ids."""
+        return json.dumps({"vocab_type": int(self._vocab_type), "vocab_size": self._vocab_size,
+                           "add_prefix_space": self._add_prefix_space, "stop_token_ids": self._stop},
+                          separators=(",", ":"))
+
+    @staticmethod
+    def from_vocab_and_metadata(encoded_vocab: Sequence[Union[str, bytes]], metadata: str) -> "TokenizerInfo":
+        """Rebuild from an encoded vocabulary and `dump_metadata()`'s JSON."""
+        try:
+            meta = json.loads(metadata)
+            keywords = dict(vocab_type=meta["vocab_type"], vocab_size=meta["vocab_size"],
+                            stop_token_ids=meta["stop_token_ids"], add_prefix_space=meta["add_prefix_space"])
+        except (ValueError, KeyError, TypeError) as err:
+            raise TokenizerError(f"invalid tokenizer metadata {metadata!r}: {err!r}") from None
+        return TokenizerInfo(encoded_vocab, **keywords)
+
+    def __repr__(self) -> str:
+        label = f"name={self._name!r}, " if self._name else ""
+        return (f"TokenizerInfo({label}vocab_type={self._vocab_type.name}, vocab_size={self._vocab_size}, "
+                f"stop_token_ids={self._stop[:8]}{'...' if len(self._stop) > 8 else ''}, "
+                f"special={len(self._special)})")
+
+    # ---- flat arrays ----------------------------------------------------------------------
+
+    def vocab_arrays(self) -> VocabArrays:
+        """The vocabulary as `VocabArrays` (computed once, cached and shared: do not modify)."""
+        if self._arrays is None:
+            self._arrays = self._build_arrays()
+        return self._arrays
+
+    def _build_arrays(self) -> VocabArrays:
+        n, decoded = self._vocab_size, self._decoded
+        lens = np.zeros(n, dtype=np.int64)
+        lens[:len(decoded)] = np.fromiter(map(len, decoded), dtype=np.int64, count=len(decoded))
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        token_bytes = np.frombuffer(b"".join(decoded), dtype=np.uint8).copy()
+        is_stop = np.zeros(n, dtype=np.bool_)
+        is_stop[self._stop] = True
+        is_special = np.zeros(n, dtype=np.bool_)
+        is_special[self._special] = True
+        regular = np.flatnonzero((lens > 0) & ~is_stop & ~is_special)
+        sorted_ids = np.array(sorted(regular.tolist(), key=decoded.__getitem__), dtype=np.int32)
+        sorted_lcp = _sorted_lcp(token_bytes, offsets, sorted_ids.astype(np.int64))
+        return VocabArrays(token_bytes, offsets, sorted_ids, sorted_lcp, is_special, is_stop)
+
+    # ---- constructors -----------------------------------------------------------------------
+
+    @staticmethod
+    def from_quicktok(name: str, *, vocab_size: Optional[int] = None) -> "TokenizerInfo":
+        """One of the encodings shipped with quicktok-v1, as a RAW vocabulary.
+
+        `name` is "llama3" (128,256 ids), "qwen3" (151,669), "o200k_harmony" (201,088),
+        "cl100k_base" (100,277) or "o200k_base" (200,019). Special tokens and ids with no token
+        decode to b""; the end-of-turn tokens of `QUICKTOK_STOP_TOKENS` are the stop tokens.
+        `vocab_size` pads to the model's size (Qwen3 models use 151,936). Instances are cached.
+        """
+        key = (name, vocab_size)
+        if key not in _QUICKTOK_INFOS:
+            decoded, stops = _load_quicktok(name)
+            size = len(decoded) if vocab_size is None else vocab_size
+            if not isinstance(size, numbers.Integral) or size < len(decoded):
+                raise TokenizerError(f"vocab_size ({vocab_size}) must be at least {len(decoded)} for {name}")
+            info = TokenizerInfo.__new__(TokenizerInfo)  # already decoded and checked
+            info._init(decoded, VocabType.RAW, int(size), stops, False, name)
+            _QUICKTOK_INFOS[key] = info
+        return _QUICKTOK_INFOS[key]
+
+    @staticmethod
+    def from_huggingface_file(path: Union[str, os.PathLike], *, vocab_size: Optional[int] = None,
+                              stop_token_ids: Union[None, int, Sequence[int]] = None) -> "TokenizerInfo":
+        """Read a Hugging Face `tokenizer.json` from disk (no download, no `tokenizers` needed).
+
+        The vocabulary is model.vocab plus added_tokens; added special tokens become empty
+        (special, or stop when they end a sequence). The vocab type and add_prefix_space are
+        detected as xgrammar's `from_huggingface` does. Without `stop_token_ids`, the special
+        tokens named as in `HF_STOP_TOKEN_NAMES` (or, when there are none, any token so named)
+        are the stop tokens: pass the model's eos ids to be exact.
+        """
+        try:
+            with open(path, "rb") as f:
+                obj = json.load(f)
+        except FileNotFoundError:
+            raise TokenizerError(f"tokenizer file not found: {os.fspath(path)}") from None
+        except (OSError, ValueError) as err:
+            raise TokenizerError(f"cannot read tokenizer file {os.fspath(path)}: {err}") from None
+        return _info_from_hf_json(obj, source=os.fspath(path), vocab_size=vocab_size,
+                                  stop_token_ids=stop_token_ids)
+
+    @staticmethod
+    def from_huggingface(tokenizer: Any, *, vocab_size: Optional[int] = None,
+                         stop_token_ids: Union[None, int, Sequence[int]] = None) -> "TokenizerInfo":
+        """From a transformers `PreTrainedTokenizerFast` (or a `tokenizers.Tokenizer`).
+
+        Reads the backend tokenizer's JSON like `from_huggingface_file`; the vocabulary is the
+        tokenizer's `get_vocab()` and the stop token defaults to its `eos_token_id`, as in
+        xgrammar. Slow (SentencePiece, tiktoken) tokenizers are not supported.
+        """
+        backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+        if not hasattr(backend, "to_str") or not hasattr(tokenizer, "get_vocab"):
+            raise TokenizerError(f"from_huggingface needs a fast tokenizer (transformers "
+                                 f"PreTrainedTokenizerFast or tokenizers.Tokenizer), got "
+                                 f"{type(tokenizer).__name__}")
+        try:
+            obj = json.loads(backend.to_str())
+        except ValueError as err:
+            raise TokenizerError(f"the backend tokenizer's JSON is invalid: {err}") from None
+        vocab = dict(tokenizer.get_vocab())
+        special = frozenset(int(i) for i in getattr(tokenizer, "all_special_ids", ()))
+        return _info_from_hf_json(obj, source=str(getattr(tokenizer, "name_or_path", "") or "huggingface"),
+                                  vocab_size=vocab_size, stop_token_ids=stop_token_ids, vocab=vocab,
+                                  extra_special=special, tokenizer=tokenizer,
+                                  eos_token_id=getattr(tokenizer, "eos_token_id", None))
+
+
+def _vocab_type(value: Any) -> VocabType:
+    raw = getattr(value, "value", value)  # also xgrammar's VocabType
+    try:
+        return VocabType(raw)
+    except ValueError:
+        raise TokenizerError("vocab_type must be RAW (0), BYTE_FALLBACK (1) or BYTE_LEVEL (2), "
+                             f"got {value!r}") from None
+
+
+def _check_stop_ids(stop_token_ids: Union[int, Sequence[int]], n: int, vocab_size: int) -> list:
+    ids = [stop_token_ids] if isinstance(stop_token_ids, numbers.Integral) else list(stop_token_ids)
+    for t in ids:
+        if not isinstance(t, numbers.Integral) or isinstance(t, bool):
+            raise TokenizerError(f"stop token ids must be integers, got {t!r}")
+        if not 0 <= t < n:
+            padding = f"; ids {n}..{vocab_size - 1} are padding" if vocab_size > n else ""
+            raise TokenizerError(f"stop token id {t} is out of range for a vocabulary of {n} tokens{padding}")
+    return sorted({int(t) for t in ids})
+
+
+# ---- quicktok ---------------------------------------------------------------------------------
+
+_QUICKTOK_VOCABS: dict = {}  # name -> (decoded: list[bytes], stop ids: list[int])
+_QUICKTOK_INFOS: dict = {}  # (name, vocab_size) -> TokenizerInfo
+
+
+def _load_quicktok(name: str) -> tuple:
+    if name in _QUICKTOK_VOCABS:
+        return _QUICKTOK_VOCABS[name]
+    if name not in QUICKTOK_STOP_TOKENS:
+        raise TokenizerError(f"unknown quicktok encoding {name!r}; choose one of {sorted(QUICKTOK_STOP_TOKENS)}")
+    try:
+        import quicktok
+    except ImportError:
+        raise TokenizerError("from_quicktok needs the quicktok-v1 package (pip install quicktok-v1)") from None
+    enc = quicktok.get_encoding(name)
+    n = max(enc.n_vocab, enc.max_token_value + 1)
+    decode, is_special = enc.decode_single_token_bytes, enc.is_special_token
+    decoded = []
+    for i in range(n):
+        try:
+            decoded.append(b"" if is_special(i) else decode(i))
+        except KeyError:  # an id with no token (cl100k_base has holes)
+            decoded.append(b"")
+    specials = {s: enc.encode_single_token(s) for s in enc.special_tokens_set}
+    stops = sorted(t if isinstance(t, int) else specials[t] for t in QUICKTOK_STOP_TOKENS[name]
+                   if isinstance(t, int) or t in specials)
+    _QUICKTOK_VOCABS[name] = (decoded, stops)
+    return decoded, stops
+
+
+# ---- Hugging Face tokenizer.json ------------------------------------------------------------
+
+def _components(obj: Any, key: str, list_key: str) -> list:
+    """The component objects under obj[key], flattening one `Sequence` level."""
+    part = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(part, dict):
+        return []
+    if part.get("type") == "Sequence":
+        return [p for p in part.get(list_key) or [] if isinstance(p, dict)]
+    return [part]
+
+
+def _detect_vocab_type(obj: dict, vocab: dict) -> tuple:
+    """(vocab type, whether the vocabulary overrode the decoder), as xgrammar 0.2.8 detects it.
+
+    The decoder (ByteLevel / ByteFallback, possibly inside a Sequence) decides, unless the
+    vocabulary itself is clear evidence of another type. When tokenizer.json has no decoder at
+    all (where xgrammar warns and takes RAW), a ByteLevel pre-tokenizer or model.byte_fallback
+    decides instead.
+    """
+    by_decoder = VocabType.RAW
+    for d in _components(obj, "decoder", "decoders"):
+        if d.get("type") in ("ByteLevel", "ByteFallback"):
+            by_decoder = VocabType.BYTE_LEVEL if d["type"] == "ByteLevel" else VocabType.BYTE_FALLBACK
+            break
+    by_vocab = _vocab_type_from_vocab(vocab)
+    if by_vocab is not None:
+        return by_vocab, by_vocab != by_decoder
+    if not isinstance(obj.get("decoder"), dict):
+        if any(p.get("type") == "ByteLevel" for p in _components(obj, "pre_tokenizer", "pretokenizers")):
+            return VocabType.BYTE_LEVEL, False
+        if (obj.get("model") or {}).get("byte_fallback"):
+            return VocabType.BYTE_FALLBACK, False
+    return by_decoder, False
+
+
+def _vocab_type_from_vocab(vocab: dict) -> Optional[VocabType]:
+    """xgrammar's `_detect_vocab_type_from_vocab`: the 256 <0xHH> pieces, or the GPT-2 alphabet."""
+    if sum(f"<0x{b:02X}>" in vocab for b in range(256)) >= 128:
+        return VocabType.BYTE_FALLBACK
+    if sum(c in vocab for c in _BYTE_LEVEL_CHARSET) < 128:
+        return None
+    in_charset = sum(_BYTE_LEVEL_CHARSET.issuperset(t) for t in vocab)
+    return VocabType.BYTE_LEVEL if in_charset >= 0.99 * len(vocab) else None
+
+
+def _detect_add_prefix_space(obj: dict) -> bool:
+    """xgrammar's rule: a Prepend("▁") normalizer, or a Metaspace pre-tokenizer that prepends."""
+    if any(n.get("type") == "Prepend" and n.get("prepend") == "\u2581"
+           for n in _components(obj, "normalizer", "normalizers")):
+        return True
+    pre = obj.get("pre_tokenizer")
+    return (isinstance(pre, dict) and pre.get("type") == "Metaspace"
+            and pre.get("prepend_scheme") in ("always", "first"))
+
+
+def _model_vocab(obj: dict, source: str) -> dict:
+    model = obj.get("model")
+    if not isinstance(model, dict):
+        raise TokenizerError(f"{source}: tokenizer.json has no model object")
+    kind = model.get("type") or ("BPE" if "merges" in model else "unknown")
+    if kind == "BPE" and isinstance(model.get("vocab"), dict):
+        return dict(model["vocab"])
+    if kind == "Unigram" and model.get("byte_fallback") and isinstance(model.get("vocab"), list):
+        return {piece[0]: i for i, piece in enumerate(model["vocab"])}
+    detail = " without byte_fallback" if kind == "Unigram" else ""
+    raise TokenizerError(f"{source}: the {kind} model{detail} is not supported: its tokens cannot be "
+                         "decoded to bytes (supported: BPE, byte-level, byte-fallback or raw; Unigram "
+                         "with byte_fallback)")
+
+
+def _info_from_hf_json(obj: Any, *, source: str, vocab_size: Optional[int],
+                       stop_token_ids: Union[None, int, Sequence[int]], vocab: Optional[dict] = None,
+                       extra_special: frozenset = frozenset(), tokenizer: Any = None,
+                       eos_token_id: Optional[int] = None) -> TokenizerInfo:
+    if not isinstance(obj, dict):
+        raise TokenizerError(f"{source}: tokenizer.json must hold a JSON object")
+    added = [a for a in obj.get("added_tokens") or [] if isinstance(a, dict) and "id" in a]
+    if vocab is None:
+        vocab = _model_vocab(obj, source)
+        vocab.update({a["content"]: int(a["id"]) for a in added if isinstance(a.get("content"), str)})
+    if isinstance(stop_token_ids, list) and not stop_token_ids:
+        raise TokenizerError("stop_token_ids cannot be empty")
+    vtype, overridden = _detect_vocab_type(obj, vocab)
+    add_prefix_space = _detect_add_prefix_space(obj)
+    if tokenizer is not None and overridden:
+        add_prefix_space = _prefix_space_by_encoding(tokenizer, vtype)
+    size = vocab_size or (max(len(vocab), max(vocab.values()) + 1) if vocab else 0)
+    encoded: list = [""] * size
+    for token, idx in vocab.items():
+        if 0 <= idx < size:
+            encoded[idx] = token
+    special = sorted(i for i in {int(a["id"]) for a in added if a.get("special")} | set(extra_special)
+                     if 0 <= i < size)
+    if stop_token_ids is None and eos_token_id is not None and 0 <= eos_token_id < size:
+        stop_token_ids = [eos_token_id]
+    if stop_token_ids is None:  # named special tokens first: "</s>" may also be plain text
+        def named(ids):
+            return [i for i in ids
+                    if encoded[i].startswith("<") and decode_token(encoded[i], vtype) in HF_STOP_TOKEN_NAMES]
+        stop_token_ids = named(special) or named(range(size)) or None
+    for i in special:
+        encoded[i] = ""
+    info = TokenizerInfo(encoded, vtype, vocab_size=size, stop_token_ids=stop_token_ids,
+                         add_prefix_space=add_prefix_space)
+    info._name = source
+    return info
+
+
+def _prefix_space_by_encoding(tokenizer: Any, vtype: VocabType) -> bool:
+    """xgrammar's fallback when the vocabulary overrides the decoder: encode "a" and look."""
+    try:
+        tokens = tokenizer.convert_ids_to_tokens(tokenizer.encode("a", add_special_tokens=False))
+    except (AttributeError, TypeError, ValueError):
+        return False
+    if not tokens or not tokens[0]:
+        return False
+    return tokens[0].startswith("\u2581" if vtype == VocabType.BYTE_FALLBACK else "\u0120")
