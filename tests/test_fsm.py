@@ -11,6 +11,10 @@ from xg2ref.exceptions import GrammarLimitError
 from xg2ref.fsm.build import build_grammar_fsms, rule_fsm
 from xg2ref.fsm.fsm import FSM
 from xg2ref.fsm.utf8 import encode_codepoint, utf8_sequences
+from xg2ref.grammar.grammar import Grammar
+from xg2ref.grammar.printer import print_grammar
+from xg2ref.oracle.recognizer import Recognizer
+from xg2ref.oracle.strategies import grammars
 from xg2ref.grammar.ir import ByteString, CharClass, Choice, GrammarIR, Repeat, Rule, RuleRef, Sequence
 
 A, B, C = ByteString(b"a"), ByteString(b"b"), ByteString(b"c")
@@ -136,3 +140,34 @@ def test_to_arrays_is_consistent_csr():
 def test_huge_repetition_hits_the_documented_limit():
     with pytest.raises(GrammarLimitError, match="FSM states"):
         rule_fsm(Repeat(Sequence((A, B)), 0, 300_000), {}, "big")
+
+
+@pytest.mark.parametrize("body, good, bad", [
+    ('[a-z] [a-z0-9_]* [ \\t\\n]*', [b"x", b"x1 ", b"ab_ \n"], [b"x a", b"x 1", b" "]),
+    ('"a"* "b"*', [b"", b"aab", b"bb"], [b"ba", b"aba"]),
+    ('("a" | "b")* "c"* "a"?', [b"abcca", b"c", b"ba"], [b"cb", b"aca c"]),
+])
+def test_consecutive_loops_stay_separate(body, good, bad):
+    fsm = build_grammar_fsms(Grammar.from_ebnf(f"root ::= {body}").ir).fsms[0]
+    for s in good:
+        assert fsm.accepts(s), s
+    for s in bad:
+        assert not fsm.accepts(s), s
+
+
+def _strings(alphabet: bytes, depth: int):
+    for n in range(depth + 1):
+        for t in itertools.product(alphabet, repeat=n):
+            yield bytes(t)
+
+
+@settings(max_examples=800, deadline=None)
+@given(grammars(max_rules=1, max_depth=4, refs=False))
+def test_regular_rule_fsms_accept_exactly_the_oracle_sentences(ir):
+    """A rule without references is a regular language: its simplified FSM must accept
+    exactly the oracle's sentences (every string of up to 4 bytes over a, b, c)."""
+    fsms = build_grammar_fsms(ir)
+    fsm = fsms.fsms[fsms.root]
+    oracle = Recognizer(ir)
+    for s in _strings(b"abc", 4):
+        assert fsm.accepts(s) == oracle.is_sentence(s), (print_grammar(ir), s)

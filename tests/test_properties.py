@@ -76,3 +76,42 @@ def test_masks_match_the_brute_force_mask(ir, vocab_spec, seed):
 @given(grammars())
 def test_print_parse_round_trip(ir):
     assert parse_ebnf(print_grammar(ir), root_rule_name=ir.root) == ir
+
+
+def viable_strings(parser: EarleyParser, alphabet: bytes, depth: int) -> tuple[set, set]:
+    """Every string over `alphabet` of length <= depth that the engine keeps viable, and those
+    of them it calls complete, found by walking the tree of prefixes (rejected ones pruned)."""
+    viable, complete = set(), set()
+
+    def walk(prefix: bytes) -> None:
+        viable.add(prefix)
+        if parser.is_completed():
+            complete.add(prefix)
+        if len(prefix) == depth:
+            return
+        for b in alphabet:
+            if parser.advance(bytes([b])):
+                walk(prefix + bytes([b]))
+                parser.rollback(1)
+
+    if parser.advance(b""):
+        walk(b"")
+    return viable, complete
+
+
+@settings(SETTINGS, max_examples=600)
+@given(grammars(max_rules=3))
+def test_every_short_string_gets_the_oracle_verdict(ir):
+    """Exhaustive up to 4 bytes over a..c (plus one byte outside): the engine's viable and
+    complete strings are exactly the oracle's."""
+    oracle = Recognizer(ir)
+    alphabet = b"abcz"
+    viable, complete = viable_strings(engine_parser(ir), alphabet, 4)
+    for s in viable:
+        assert oracle.is_prefix(s), (print_grammar(ir), s)
+        assert (s in complete) == oracle.is_sentence(s), (print_grammar(ir), s)
+        # the children the engine pruned must be dead for the oracle too
+        if len(s) < 4:
+            for b in alphabet:
+                if s + bytes([b]) not in viable:
+                    assert not oracle.is_prefix(s + bytes([b])), (print_grammar(ir), s + bytes([b]))

@@ -8,6 +8,7 @@
     x y         frag(x) -eps-> frag(y)
     x | y       s -eps-> frag(x), s -eps-> frag(y), both -eps-> f
     x{m,n}      m copies of x, then n-m nested optional copies; x{m,} ends in a loop
+                whose exit is a fresh state (never the loop state itself)
 
 then `FSM.simplified` removes epsilons, determinizes and minimizes when the machine stays
 small. `build_grammar_fsms` does this for every rule, finds the productive and the nullable
@@ -98,11 +99,14 @@ class _NFABuilder:
         for _ in range(expr.min):
             src = self.fragment(expr.body, src)
         if expr.max is None:
-            # ... then a loop: src -eps-> body -eps-> src, leaving from src.
-            start = self.new_state()
+            # ... then a loop: src -eps-> body -eps-> src, left through a fresh end state. The
+            # fresh state matters: the next fragment must not start on the loop, or `a* b*`
+            # would become `(a | b)*`.
+            start, end = self.new_state(), self.new_state()
             self.eps_edges.append((src, start))
             self.eps_edges.append((self.fragment(expr.body, start), src))
-            return src
+            self.eps_edges.append((src, end))
+            return end
         # ... then n-m optional copies, each able to skip to the end.
         end = self.new_state()
         self.eps_edges.append((src, end))
