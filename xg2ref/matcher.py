@@ -102,10 +102,11 @@ class GrammarMatcher:
 
     def accept_token(self, token_id: int, *, debug_print: bool = False) -> bool:
         """Accept one token. False (state unchanged) when the grammar rejects it, when it is
-        out of range, a special token, or the matcher has already accepted a stop token."""
-        if self._stop_accepted:
-            return False
-        if not isinstance(token_id, (int, np.integer)) or not 0 <= token_id < self._vocab_size:
+        out of range, a special token, or the matcher has already accepted a stop token.
+        A token id that is not an integer raises TypeError."""
+        if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
+            raise TypeError(f"token_id must be an integer, got {type(token_id).__name__}")
+        if self._stop_accepted or not 0 <= token_id < self._vocab_size:
             return False
         token_id = int(token_id)
         if self._is_stop[token_id]:

@@ -14,20 +14,32 @@ Semantics checked against xgrammar 0.2.8:
 
 Departures: 1-D inputs are accepted everywhere (xgrammar's converters need 2-D), and a row may
 be wider than ceil(vocab_size / 32) words (see `xg2ref.bitmask`).
-Left out here: the grammar helpers (`_is_grammar_accept_string`, `_get_matcher_from_grammar`,
-`is_grammar_accept_string`), at the end of this module.
+The grammar helpers at the end (`_get_matcher_from_grammar`, `_is_grammar_accept_string`, its
+public name `is_grammar_accept_string`, `_get_allow_empty_rule_ids`) match strings, not tokens:
+they compile against an empty vocabulary, as xgrammar's do.
+Left out: xgrammar's private FSM printers and JSON-Schema/regex converters (front ends that do
+not exist yet; `xg2ref fsm` prints FSMs).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import time
+from typing import TYPE_CHECKING, Optional, Union
 
 import numpy as np
 
 from .bitmask import _is_torch_tensor, bitmask_row_view, unpack_bitmask
 
+if TYPE_CHECKING:
+    from .compiler import CompiledGrammar
+    from .grammar.grammar import Grammar
+    from .matcher import GrammarMatcher
+    from .tokenizer_info import TokenizerInfo
+
 __all__ = ["bool_mask_to_bitmask", "bitmask_to_bool_mask", "get_masked_token_ids", "get_allowed_token_ids",
-           "_get_masked_tokens_from_bitmask", "_is_single_token_bitmask"]
+           "_get_masked_tokens_from_bitmask", "_is_single_token_bitmask", "is_grammar_accept_string",
+           "_is_grammar_accept_string", "_get_matcher_from_grammar",
+           "_get_matcher_from_grammar_and_tokenizer_info", "_get_allow_empty_rule_ids"]
 
 
 def _to_numpy(x, what: str) -> tuple:
@@ -113,3 +125,49 @@ def _is_single_token_bitmask(bitmask, vocab_size: int, index: int = 0) -> tuple:
 
 
 # ---- grammar helpers (xgrammar.testing: _is_grammar_accept_string, _get_matcher_from_grammar) ----
+
+
+def _get_matcher_from_grammar_and_tokenizer_info(grammar: Union["Grammar", str],
+                                                 tokenizer_info: Optional["TokenizerInfo"] = None,
+                                                 **kwargs) -> "GrammarMatcher":
+    """A matcher for `grammar` (EBNF text or a Grammar) over `tokenizer_info` (default: an
+    empty vocabulary); `kwargs` go to GrammarMatcher. The compiler's cache is off."""
+    from .compiler import GrammarCompiler
+    from .matcher import GrammarMatcher
+    from .tokenizer_info import TokenizerInfo
+
+    info = tokenizer_info if tokenizer_info is not None else TokenizerInfo([])
+    compiled = GrammarCompiler(info, cache_enabled=False).compile_grammar(grammar)
+    return GrammarMatcher(compiled, **kwargs)
+
+
+def _get_matcher_from_grammar(grammar: Union["Grammar", str], **kwargs) -> "GrammarMatcher":
+    """A string-only matcher: empty vocabulary, terminated as soon as the input is complete."""
+    kwargs.setdefault("terminate_without_stop_token", True)
+    return _get_matcher_from_grammar_and_tokenizer_info(grammar, None, **kwargs)
+
+
+def _is_grammar_accept_string(grammar: Union["Grammar", str], input_str: Union[str, bytes], *,
+                              debug_print: bool = False, print_time: bool = False,
+                              require_termination: bool = True) -> bool:
+    """Does `grammar` accept `input_str`?
+
+    With `require_termination` (the default) the whole string must be a sentence; without it,
+    a viable prefix suffices. Bad grammars raise EBNFError, as compile_grammar does.
+    """
+    matcher = _get_matcher_from_grammar(grammar)
+    start = time.perf_counter()
+    accepted = matcher.accept_string(input_str, debug_print=debug_print)
+    if print_time:
+        print(f"accept_string({input_str!r}) -> {accepted} in {(time.perf_counter() - start) * 1e6:.1f} us")
+    if not accepted:
+        return False
+    return matcher.is_terminated() if require_termination else True
+
+
+is_grammar_accept_string = _is_grammar_accept_string
+
+
+def _get_allow_empty_rule_ids(compiled_grammar: "CompiledGrammar") -> list:
+    """Ids of the rules that derive the empty string, in the compiled grammar's rule order."""
+    return [r for r, nullable in enumerate(compiled_grammar.fsms.nullable) if nullable]
