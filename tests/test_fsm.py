@@ -171,3 +171,8 @@ def test_regular_rule_fsms_accept_exactly_the_oracle_sentences(ir):
     oracle = Recognizer(ir)
     for s in _strings(b"abc", 4):
         assert fsm.accepts(s) == oracle.is_sentence(s), (print_grammar(ir), s)
+
+
+def test_a_loop_never_returns_to_the_entry_of_its_fragment():
+    fsm = build_grammar_fsms(Grammar.from_ebnf('root ::= ("a"* "aa")?').ir).fsms[0]
+    assert [fsm.accepts(b"a" * n) for n in range(5)] == [True, False, True, True, True]

@@ -115,3 +115,24 @@ def test_every_short_string_gets_the_oracle_verdict(ir):
             for b in alphabet:
                 if s + bytes([b]) not in viable:
                     assert not oracle.is_prefix(s + bytes([b])), (print_grammar(ir), s + bytes([b]))
+
+
+@settings(SETTINGS, max_examples=300)
+@given(grammars(), vocabularies(b"abc", 16), st.integers(0, 2**16))
+def test_cached_masks_equal_every_token_masks_along_a_sentence(ir, vocab_spec, seed):
+    """At every byte of a random sentence: the adaptive-cache mask == the every-token mask,
+    and (where the oracle can afford it) == the brute-force mask."""
+    vocab, stop_ids, _ = vocab_spec
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=list(stop_ids))
+    matcher = xgr.GrammarMatcher(compile_ir_grammar(Grammar.from_ir(ir), info))
+    oracle = Recognizer(ir)
+    text = sentences(ir, random.Random(seed)) or b""
+    for k in range(min(len(text), 12) + 1):
+        if k:
+            assert matcher.accept_string(text[k - 1:k])
+        have = matcher.compute_bool_mask()
+        assert np.array_equal(have, matcher._every_token_bool_mask()), (print_grammar(ir), text[:k], vocab)
+        if k <= 6:
+            want = brute_force_mask(oracle, text[:k], vocab, stop_token_ids=stop_ids,
+                                    special_token_ids=info.special_token_ids, vocab_size=info.vocab_size)
+            assert np.array_equal(have, want), (print_grammar(ir), text[:k], vocab)

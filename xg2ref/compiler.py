@@ -5,8 +5,11 @@ per rule (XGrammar-2 §3.3, `xg2ref/fsm/build.py`) and flattens them into the ar
 Earley kernels read. `GrammarCompiler` keeps a grammar-level cache keyed by the printed
 grammar, as xgrammar does, bounded by `cache_limit_bytes`.
 
-What it leaves out: the adaptive token-mask cache (XGrammar-2 §3.4) and the cross-grammar
-cache (§3.3) arrive with later issues; `max_threads` is accepted and ignored.
+Compiling also builds the adaptive token-mask cache (XGrammar-2 §3.4, `xg2ref/mask_cache.py`),
+one entry per scannable FSM state, eagerly.
+
+What it leaves out: the cross-grammar cache (§3.3) and JIT entries (§3.5) arrive with later
+issues; `max_threads` is accepted and ignored (one thread).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Union
 from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
 from .grammar.grammar import Grammar
 from .grammar.passes import normalize
+from .mask_cache import AdaptiveTokenMaskCache
 from .tokenizer_info import TokenizerInfo
 
 
@@ -24,19 +28,22 @@ class CompiledGrammar:
     """A grammar compiled against one tokenizer: what `GrammarMatcher` runs on.
 
     Attributes: `grammar` (the source `Grammar`), `tokenizer_info`, `fsms` (per-rule FSMs),
-    `arrays` (their flat form), `memory_size_bytes`.
+    `arrays` (their flat form), `mask_cache` (the adaptive token-mask cache),
+    `memory_size_bytes`.
     """
 
-    def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo, fsms: GrammarFSMs, arrays: FSMArrays):
+    def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo, fsms: GrammarFSMs, arrays: FSMArrays,
+                 mask_cache: AdaptiveTokenMaskCache):
         self.grammar = grammar
         self.tokenizer_info = tokenizer_info
         self.fsms = fsms
         self.arrays = arrays
+        self.mask_cache = mask_cache
 
     @property
     def memory_size_bytes(self) -> int:
-        """Bytes held by the compiled arrays."""
-        return int(sum(a.nbytes for a in self.arrays))
+        """Bytes held by the FSM arrays and the mask cache."""
+        return int(sum(a.nbytes for a in self.arrays)) + self.mask_cache.memory_size_bytes
 
     def __repr__(self) -> str:
         return (f"CompiledGrammar({len(self.fsms.rule_names)} rules, {self.fsms.num_states} FSM states, "
@@ -46,7 +53,9 @@ class CompiledGrammar:
 def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo) -> CompiledGrammar:
     """Normalize, build the FSMs, flatten: no caching."""
     fsms = build_grammar_fsms(normalize(grammar.ir))
-    return CompiledGrammar(grammar, tokenizer_info, fsms, fsms.to_arrays())
+    arrays = fsms.to_arrays()
+    cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size)
+    return CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache)
 
 
 class GrammarCompiler:

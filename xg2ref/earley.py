@@ -91,6 +91,23 @@ class ItemPrinter:
         return f"{lhs}{before + ' ' if before else ''}• {nxt}  @{item.origin}"
 
 
+def grown_chart(c: K.Chart, status: int) -> K.Chart:
+    """A copy of chart `c` with room for what a kernel's NEED_TABLE / NEED_ITEMS asked for."""
+    if status == K.NEED_TABLE:
+        size = len(c.tbl_key) * 4
+        return c._replace(tbl_key=np.zeros(size, np.int64), tbl_gen=np.zeros(size, np.int64))
+    if status != K.NEED_ITEMS:
+        raise AssertionError(f"unexpected kernel status {status}")
+    cap, sets = len(c.item_state) * 2, len(c.set_start) * 2
+    item_state = np.zeros(cap, np.int32)
+    item_origin = np.zeros(cap, np.int32)
+    set_start = np.zeros(sets, np.int64)
+    item_state[: len(c.item_state)] = c.item_state
+    item_origin[: len(c.item_origin)] = c.item_origin
+    set_start[: len(c.set_start)] = c.set_start
+    return c._replace(item_state=item_state, item_origin=item_origin, set_start=set_start)
+
+
 class EarleyParser:
     """An Earley recognizer over a grammar's FSM arrays, with exact byte-level rollback."""
 
@@ -104,21 +121,7 @@ class EarleyParser:
     # ---- chart management ---------------------------------------------------------------
 
     def _grow(self, status: int) -> None:
-        c = self.chart
-        if status == K.NEED_TABLE:
-            size = len(c.tbl_key) * 4
-            self.chart = c._replace(tbl_key=np.zeros(size, np.int64), tbl_gen=np.zeros(size, np.int64))
-            return
-        if status != K.NEED_ITEMS:
-            raise AssertionError(f"unexpected kernel status {status}")
-        cap, sets = len(c.item_state) * 2, len(c.set_start) * 2
-        item_state = np.zeros(cap, np.int32)
-        item_origin = np.zeros(cap, np.int32)
-        set_start = np.zeros(sets, np.int64)
-        item_state[: len(c.item_state)] = c.item_state
-        item_origin[: len(c.item_origin)] = c.item_origin
-        set_start[: len(c.set_start)] = c.set_start
-        self.chart = c._replace(item_state=item_state, item_origin=item_origin, set_start=set_start)
+        self.chart = grown_chart(self.chart, status)
 
     def reset(self) -> None:
         """Back to set 0 (nothing read).

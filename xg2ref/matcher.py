@@ -10,9 +10,12 @@ exactly (XGrammar §3.3: the Earley sets are the history). Mask semantics
 - a stop token is allowed iff the bytes so far are a sentence;
 - special tokens (empty bytes, not a stop token) and padding ids are never allowed.
 
-In this version every regular token is checked through the parser, in byte order, reusing
-the sets of a shared prefix and skipping every token under a rejected prefix (the
-adaptive token-mask cache of XGrammar-2 §3.4 arrives with the next issue).
+Masks come from the adaptive token-mask cache (XGrammar-2 §3.4, `xg2ref/mask_cache.py`): the
+accepted tokens of the current scannable states, plus the uncertain ones that the full chart
+accepts. `_every_token_bool_mask` keeps the direct way (every regular token through the
+parser, in byte order, reusing the sets of shared prefixes) as the reference the cache is
+tested against. With `override_stop_tokens`, the overriding stop tokens leave the regular set
+and the tokenizer's own stop tokens join it; the latter are checked one by one.
 
 Jump-forward (XGrammar Appendix B) follows xgrammar 0.2.8: while the input is not a sentence
 and every byte edge out of the current set is the same single byte, append that byte.
@@ -24,7 +27,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from .bitmask import bitmask_row_view, pack_bool_mask
+from .bitmask import bitmask_row_view, unpack_bitmask
 from .compiler import CompiledGrammar
 from .earley import EarleyParser
 from .exceptions import MatcherError
@@ -60,6 +63,11 @@ class GrammarMatcher:
         else:
             self._regular, self._regular_lcp = _sorted_regular_tokens(self._vocab, self._is_stop)
         self._mask = np.zeros(self._vocab_size, dtype=np.bool_)
+        self._words = np.zeros((self._vocab_size + 31) // 32, dtype=np.int32)
+        # regular tokens that the cache does not know about / must not allow (overridden stops)
+        base_stop = self._vocab.is_stop
+        self._extra_regular = np.flatnonzero(base_stop & ~self._is_stop & (np.diff(self._vocab.token_offsets) > 0))
+        self._not_regular = np.flatnonzero(self._is_stop & ~base_stop)
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
         self._history: list[int] = []
         self._stop_accepted = False
@@ -148,11 +156,35 @@ class GrammarMatcher:
 
     # ---- masks --------------------------------------------------------------------------
 
-    def compute_bool_mask(self) -> np.ndarray:
-        """bool[vocab_size]: the allowed tokens now (a fresh array)."""
+    def _check_terminated(self) -> None:
         if self._stop_accepted:
             raise MatcherError("the matcher has terminated after accepting a stop token; "
                                "there is no next-token mask (roll back or reset first)")
+
+    def _fill_words(self, words: np.ndarray) -> None:
+        """The allowed tokens now, as int32 bitmask words (exactly ceil(vocab_size / 32))."""
+        self.compiled_grammar.mask_cache.fill(self._parser, words)
+        bits = words.view(np.uint32)
+        for t in self._not_regular:
+            bits[t >> 5] &= ~np.uint32(1 << (t & 31))
+        for t in self._extra_regular:
+            data = self._token_bytes(int(t))
+            if self._parser.advance(data):
+                self._parser.rollback(len(data))
+                bits[t >> 5] |= np.uint32(1 << (t & 31))
+        if self._parser.is_completed():
+            for t in self._stop_token_ids:
+                bits[t >> 5] |= np.uint32(1 << (t & 31))
+
+    def compute_bool_mask(self) -> np.ndarray:
+        """bool[vocab_size]: the allowed tokens now (a fresh array)."""
+        self._check_terminated()
+        self._fill_words(self._words)
+        return unpack_bitmask(self._words, self._vocab_size)
+
+    def _every_token_bool_mask(self) -> np.ndarray:
+        """The same mask without the cache: every regular token through the parser."""
+        self._check_terminated()
         mask = self._mask
         mask[:] = False
         v = self._vocab
@@ -167,9 +199,15 @@ class GrammarMatcher:
         Returns True when some token is masked out (the bitmask must be applied).
         """
         row = bitmask_row_view(bitmask, index, self._vocab_size)
-        mask = self.compute_bool_mask()
-        pack_bool_mask(mask, row)
-        return not bool(mask.all())
+        self._check_terminated()
+        n = len(self._words)
+        self._fill_words(row[:n])
+        row[n:] = 0
+        full, rest = divmod(self._vocab_size, 32)
+        all_allowed = bool((row[:full] == -1).all())
+        if rest and all_allowed:
+            all_allowed = int(row[full]) & ((1 << rest) - 1) == (1 << rest) - 1
+        return not all_allowed
 
     def find_jump_forward_string(self) -> str:
         """The longest string forced by the grammar from here (xgrammar's rule, see above)."""

@@ -8,7 +8,7 @@
     x y         frag(x) -eps-> frag(y)
     x | y       s -eps-> frag(x), s -eps-> frag(y), both -eps-> f
     x{m,n}      m copies of x, then n-m nested optional copies; x{m,} ends in a loop
-                whose exit is a fresh state (never the loop state itself)
+                on a fresh state with a fresh exit (a fragment never loops to its entry)
 
 then `FSM.simplified` removes epsilons, determinizes and minimizes when the machine stays
 small. `build_grammar_fsms` does this for every rule, finds the productive and the nullable
@@ -99,13 +99,15 @@ class _NFABuilder:
         for _ in range(expr.min):
             src = self.fragment(expr.body, src)
         if expr.max is None:
-            # ... then a loop: src -eps-> body -eps-> src, left through a fresh end state. The
-            # fresh state matters: the next fragment must not start on the loop, or `a* b*`
-            # would become `(a | b)*`.
-            start, end = self.new_state(), self.new_state()
-            self.eps_edges.append((src, start))
-            self.eps_edges.append((self.fragment(expr.body, start), src))
-            self.eps_edges.append((src, end))
+            # ... then a loop on a fresh state: src -eps-> loop -eps-> body -eps-> loop, left
+            # through a fresh end. Fragments never loop back to their own entry state: the
+            # entry may have other edges (`("a"* "aa")?` must not become `a*`), and the
+            # next fragment must not start on the loop (`a* b*` must not become `(a | b)*`).
+            loop, start, end = self.new_state(), self.new_state(), self.new_state()
+            self.eps_edges.append((src, loop))
+            self.eps_edges.append((loop, start))
+            self.eps_edges.append((self.fragment(expr.body, start), loop))
+            self.eps_edges.append((loop, end))
             return end
         # ... then n-m optional copies, each able to skip to the end.
         end = self.new_state()

@@ -1,0 +1,351 @@
+"""XGrammar-2 §3.4 (Appendix D, Table 6) and XGrammar §3.1-§3.3: the adaptive token-mask cache kernels.
+
+Building an entry. For one scannable FSM state s of rule A, every regular token is run
+through an Earley parse that starts from the single item `[0, 1, A -> s]` (set 0 is left
+empty, so that A's origin has no parent). With `comp(d)` meaning "after d bytes the set holds
+an item of A with origin 0 in a final state" (A may end there):
+
+    ACCEPT     all bytes of t are read inside A               |-  t accepted (any context)
+    UNCERTAIN  t dies at byte r, comp(d) for some d <= r,
+               and CONTEXT(A, t[d:])                          |-  t uncertain
+    REJECT     otherwise                                      |-  t rejected (any context)
+
+CONTEXT is context expansion (XGrammar §3.2): A's parents are the FSM edges `src -A-> dst`
+of the grammar, so whatever follows A starts at some such `dst`. `CONTEXT(A, rest)` runs
+`rest` from the single item `[0, 1, B -> dst]` for every occurrence; it is true when one of
+them reads all of `rest`; where B itself may end, B's own occurrences are tried on what is
+left, and so on up the grammar. Every step over-approximates what may follow, so a token
+it rejects is rejected in every context.
+
+Tokens are visited in byte order with the longest-common-prefix array: a token reuses the
+Earley sets of the prefix it shares with its predecessor (XGrammar §3.3's rollback), and when
+a prefix is rejected outright, every token under it in the trie is rejected without parsing
+(`subtree_end` jumps over a whole subtree when the rejected prefix is itself a token).
+
+Using entries at run time (XGrammar Algorithm 1): the mask is the union of the accepted sets
+of the scannable states of the current Earley set, plus those uncertain tokens (of any of
+them) that the full chart accepts, checked again in byte order with prefix reuse.
+
+Status codes as in `earley.py`; a NEED_* status comes with `which` (0: the main chart,
+1: the context chart) and the index to resume from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .earley import EMPTY, NEED_ITEMS, OK, _add_item, _close_set, advance_byte
+
+REJECTED = 0
+ACCEPTED = 1
+UNCERTAIN = 2
+
+# Context expansion gives up (the token stays uncertain) after this many occurrence runs.
+MAX_CONTEXT_RUNS = 256
+
+
+@njit(cache=True)
+def init_chart_at_state(fsm, chart, state):
+    """Set 0 empty, set 1 = the closure of the single item (state, origin 0). Returns a status."""
+    if chart.set_start.shape[0] < 3:
+        return NEED_ITEMS
+    chart.meta[1] += 1
+    chart.set_start[0] = 0
+    chart.set_start[1] = 0
+    r = _add_item(chart, 0, 0, state, 0)
+    if r < 0:
+        return -r
+    status, end = _close_set(fsm, chart, 1, 0, r)
+    if status != OK:
+        return status
+    chart.set_start[2] = end
+    chart.meta[0] = 2
+    return OK
+
+
+@njit(cache=True)
+def start_rule_may_end(fsm, chart):
+    """The current set holds an origin-0 item in a final state (the start item's rule may end)."""
+    k = chart.meta[0] - 1
+    for p in range(chart.set_start[k], chart.set_start[k + 1]):
+        if chart.item_origin[p] == 0 and fsm.is_final[chart.item_state[p]]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _context_allows(fsm, chart, occ_indptr, occ_dst, follow1, work, seen, token_bytes, begin, end):
+    """CONTEXT for the (rule, start) pairs already in `work` (work[0] = count, then pairs).
+
+    Breadth-first over pairs (B, q) "B has just ended at byte q": for every occurrence
+    `src -B-> dst`, read token_bytes[q:end] from [0, 1, C -> dst]. Reading all of it means
+    the token may continue: True. Wherever C may end first, (C, q') joins the work list, so the
+    expansion climbs as many levels as it needs (root's end is only continued through root's
+    own occurrences: after the sentence nothing follows). Gives up, answering True, after
+    MAX_CONTEXT_RUNS runs. `seen` (int64, last slot = generation) dedups pairs.
+    `follow1[B, b]` is 0 when byte b can never follow B (a pair starting with such a byte is
+    not pursued), 1 when it may, -1 when not known yet (pursued).
+    Returns (status, allowed).
+    """
+    width = end - begin + 1
+    runs = 0
+    head = 0
+    while head < work[0]:
+        rule = work[1 + 2 * head]
+        q0 = work[2 + 2 * head]
+        head += 1
+        for o in range(occ_indptr[rule], occ_indptr[rule + 1]):
+            runs += 1
+            if runs > MAX_CONTEXT_RUNS:
+                return OK, True
+            dst = occ_dst[o]
+            parent = fsm.state_rule[dst]
+            status = init_chart_at_state(fsm, chart, dst)
+            if status != OK:
+                return status, False
+            alive = True
+            for q in range(q0, end + 1):
+                if q > q0:
+                    status = advance_byte(fsm, chart, token_bytes[q - 1])
+                    if status == EMPTY:
+                        alive = False
+                        break
+                    if status != OK:
+                        return status, False
+                if q < end and follow1[parent, token_bytes[q]] != 0 and start_rule_may_end(fsm, chart):
+                    key = parent * width + (q - begin)
+                    if seen[key] != seen[seen.shape[0] - 1]:
+                        seen[key] = seen[seen.shape[0] - 1]
+                        if 2 * work[0] + 2 >= work.shape[0]:
+                            return OK, True
+                        work[1 + 2 * work[0]] = parent
+                        work[2 + 2 * work[0]] = q
+                        work[0] += 1
+            if alive:
+                return OK, True
+    return OK, False
+
+
+@njit(cache=True)
+def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_bytes, token_offsets,
+                    sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, out):
+    """out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state `state`.
+
+    `comp` (int8, longer than the longest token), `work` (int64) and `seen` (int64, at least
+    rules x (longest token + 1) + 1) are scratch; `follow1` (int8[rules, 256], -1 = unknown)
+    is filled in as a side effect and kept across states. `chart` must hold the sets of
+    `init_chart_at_state(state)` on the first call (j_start == 0). Returns (status, j, which).
+    """
+    rule = fsm.state_rule[state]
+    n0 = 2
+    n = sorted_ids.shape[0]
+    if j_start == 0:
+        chart.meta[0] = n0
+    comp[0] = 1 if start_rule_may_end(fsm, chart) else 0
+    fail_len = 0
+    fail_class = REJECTED
+    j = j_start
+    while j < n:
+        tid = sorted_ids[j]
+        lcp = sorted_lcp[j] if j > j_start else 0
+        begin = token_offsets[tid]
+        length = token_offsets[tid + 1] - begin
+        if fail_len > 0 and lcp >= fail_len and fail_class == REJECTED:
+            # the whole trie subtree under the rejected prefix: jump when the prefix is a token
+            out[j] = REJECTED
+            if length == fail_len and subtree_end[j] > j + 1:
+                for q in range(j + 1, subtree_end[j]):
+                    out[q] = REJECTED
+                j = subtree_end[j]
+            else:
+                j += 1
+            continue
+        depth = chart.meta[0] - n0
+        common = lcp if lcp < depth else depth
+        if fail_len > 0 and lcp >= fail_len:
+            common = fail_len - 1 if fail_len - 1 < common else common
+        chart.meta[0] = n0 + common
+        reached = length
+        for d in range(common, length):
+            status = advance_byte(fsm, chart, token_bytes[begin + d])
+            if status == EMPTY:
+                reached = d
+                break
+            if status != OK:
+                chart.meta[0] = n0
+                return status, j, 0
+            comp[d + 1] = 1 if start_rule_may_end(fsm, chart) else 0
+        if reached == length:
+            out[j] = ACCEPTED
+            fail_len = 0
+            j += 1
+            continue
+        fail_len = reached + 1
+        cls = REJECTED
+        any_comp = False
+        for d in range(reached + 1):
+            if comp[d] == 1 and d < length:
+                any_comp = True
+                b = token_bytes[begin + d]
+                if follow1[rule, b] < 0:  # FOLLOW1: can byte b follow the rule at all?
+                    work[0] = 1
+                    work[1] = rule
+                    work[2] = begin + d
+                    seen[seen.shape[0] - 1] += 1
+                    status, ok = _context_allows(fsm, ctx_chart, occ_indptr, occ_dst, follow1, work, seen,
+                                                 token_bytes, begin, begin + d + 1)
+                    if status != OK:
+                        chart.meta[0] = n0
+                        return status, j, 1
+                    follow1[rule, b] = 1 if ok else 0
+        work[0] = 0
+        seen[seen.shape[0] - 1] += 1
+        for d in range(reached + 1):
+            if comp[d] == 1 and d < length and follow1[rule, token_bytes[begin + d]] == 1:
+                work[1 + 2 * work[0]] = rule
+                work[2 + 2 * work[0]] = begin + d
+                work[0] += 1
+        if work[0] > 0:
+            status, ok = _context_allows(fsm, ctx_chart, occ_indptr, occ_dst, follow1, work, seen, token_bytes,
+                                         begin, begin + length)
+            if status != OK:
+                chart.meta[0] = n0
+                return status, j, 1
+            if ok:
+                cls = UNCERTAIN
+        fail_class = UNCERTAIN if any_comp else REJECTED
+        out[j] = cls
+        j += 1
+    chart.meta[0] = n0
+    return OK, n, 0
+
+
+@njit(cache=True)
+def gather_cached_mask(fsm, chart, state_entry, entry_kind, list_indptr, list_ids, bitset_offset, bitset_words,
+                       unc_indptr, unc_sorted, regular_words, sorted_ids, state_mark, scratch, cand, words):
+    """Algorithm 1, first half: OR the accepted sets of the current set's scannable states into
+    `words` (cleared first) and collect their uncertain tokens (sorted indices) into `cand`.
+
+    `state_mark` (int64[S]) and `scratch` (int32[W]) are caller-owned scratch; state_mark[0:]
+    holds generation marks and the generation counter lives in state_mark[-1]. Returns the
+    number of candidates, deduplicated and sorted, with those already accepted removed.
+    """
+    words[:] = 0
+    gen = state_mark[state_mark.shape[0] - 1] + 1
+    state_mark[state_mark.shape[0] - 1] = gen
+    k = chart.meta[0] - 1
+    n_cand = 0
+    n_entries = 0
+    for p in range(chart.set_start[k], chart.set_start[k + 1]):
+        s = chart.item_state[p]
+        e = state_entry[s]
+        if e < 0 or state_mark[s] == gen:
+            continue
+        state_mark[s] = gen
+        n_entries += 1
+        kind = entry_kind[e]
+        if kind == 0:  # accepted ids
+            for q in range(list_indptr[e], list_indptr[e + 1]):
+                t = list_ids[q]
+                words[t >> 5] |= np.int32(1) << np.int32(t & 31)
+        elif kind == 2:  # accepted bitset
+            off = bitset_offset[e]
+            for w in range(words.shape[0]):
+                words[w] |= bitset_words[off + w]
+        else:  # rejected ids: accepted = regular - rejected - uncertain
+            scratch[:] = regular_words
+            for q in range(list_indptr[e], list_indptr[e + 1]):
+                t = list_ids[q]
+                scratch[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+            for q in range(unc_indptr[e], unc_indptr[e + 1]):
+                t = sorted_ids[unc_sorted[q]]
+                scratch[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+            for w in range(words.shape[0]):
+                words[w] |= scratch[w]
+        for q in range(unc_indptr[e], unc_indptr[e + 1]):
+            cand[n_cand] = unc_sorted[q]
+            n_cand += 1
+    if n_entries > 1 and n_cand > 1:
+        cand[:n_cand].sort()
+    out = 0
+    prev = -1
+    for q in range(n_cand):
+        c = cand[q]
+        if c == prev:
+            continue
+        prev = c
+        t = sorted_ids[c]
+        if (words[t >> 5] >> np.int32(t & 31)) & 1:
+            continue
+        cand[out] = c
+        out += 1
+    return out
+
+
+@njit(cache=True)
+def check_candidates(fsm, chart, token_bytes, token_offsets, sorted_ids, cand, n_cand, j_start, words):
+    """Algorithm 1, second half: run each candidate (sorted indices, ascending) through the full
+    chart, reusing the sets of the prefix shared with the previous candidate; set the bit of
+    each allowed token. Returns (status, j) as `fill_token_mask` does."""
+    n_sets0 = chart.meta[0]
+    fail_len = 0
+    prev_begin = 0
+    prev_len = 0
+    for j in range(j_start, n_cand):
+        tid = sorted_ids[cand[j]]
+        begin = token_offsets[tid]
+        length = token_offsets[tid + 1] - begin
+        lcp = 0
+        if j > j_start:
+            limit = length if length < prev_len else prev_len
+            while lcp < limit and token_bytes[begin + lcp] == token_bytes[prev_begin + lcp]:
+                lcp += 1
+        prev_begin = begin
+        prev_len = length
+        if fail_len > 0 and lcp >= fail_len:
+            continue
+        fail_len = 0
+        depth = chart.meta[0] - n_sets0
+        common = lcp if lcp < depth else depth
+        chart.meta[0] = n_sets0 + common
+        allowed = True
+        for d in range(common, length):
+            status = advance_byte(fsm, chart, token_bytes[begin + d])
+            if status == EMPTY:
+                fail_len = d + 1
+                allowed = False
+                break
+            if status != OK:
+                chart.meta[0] = n_sets0
+                return status, j
+        if allowed:
+            words[tid >> 5] |= np.int32(1) << np.int32(tid & 31)
+    chart.meta[0] = n_sets0
+    return OK, n_cand
+
+
+@njit(cache=True)
+def trie_subtree_end(token_offsets, sorted_ids, sorted_lcp):
+    """end[j] = first sorted index after j whose token does not start with token j's bytes.
+
+    In byte order the tokens that extend token j follow it contiguously, and token i (of L
+    bytes) is a prefix of the next token exactly when L <= the next LCP. A stack holds the
+    chain of tokens that are prefixes of the current one, shortest at the bottom.
+    """
+    n = sorted_ids.shape[0]
+    end = np.empty(n, dtype=np.int64)
+    stack = np.empty(n, dtype=np.int64)
+    top = 0
+    for j in range(n):
+        while top > 0:
+            tid = sorted_ids[stack[top - 1]]
+            if token_offsets[tid + 1] - token_offsets[tid] <= sorted_lcp[j]:
+                break
+            end[stack[top - 1]] = j
+            top -= 1
+        stack[top] = j
+        top += 1
+    for q in range(top):
+        end[stack[q]] = n
+    return end

@@ -1,0 +1,246 @@
+"""XGrammar-2 §3.4 and XGrammar §3.1-§3.2: the adaptive token-mask cache.
+
+Most of a token mask does not depend on the parse stack. For every scannable FSM state (a state
+with byte edges) the vocabulary splits, from that state alone, into
+
+- **accepted** tokens: their bytes can be read without leaving the state's rule;
+- **rejected** tokens: they die inside the rule, and wherever the rule may end first, no
+  parent of the rule can read what is left (context expansion, XGrammar §3.2);
+- **uncertain** tokens: the rule may end inside them and a parent might go on; only these
+  need the full Earley chart at run time.
+
+The inference rules and the loops sit in `xg2ref/kernels/mask_cache.py`. This module builds
+one entry per scannable state, eagerly, and stores it in the smallest of three forms
+(XGrammar §3.1, Figure 5): the list of accepted ids, the list of rejected ids, or a bitset of
+the accepted ids (int32 words, the bitmask layout). Uncertain tokens are kept as indices into
+the byte-sorted vocabulary so that the run-time check can reuse shared prefixes.
+
+At run time (`AdaptiveTokenMaskCache.fill`, XGrammar Algorithm 1) the accepted sets of the
+current set's scannable states are OR-ed into the bitmask, and their uncertain tokens not
+already accepted are run through the full chart.
+
+Example: for `root ::= "[" item ("," item)* "]"; item ::= [a-z]+` and the state of `item` after
+one letter, `"ab"` is accepted, `"1"` rejected, and `"a,"` uncertain (item may end after `a`,
+and `,` can follow it); `"a)"` is rejected: no parent of item reads `)`.
+
+What it leaves out: lookahead assertions (a later step), JIT construction of entries (§3.5)
+and sharing entries across grammars (§3.3); entries are built for every scannable state.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, NamedTuple, Optional
+
+import numpy as np
+
+from .earley import EarleyParser, grown_chart
+from .fsm.build import FSMArrays
+from .kernels import earley as K
+from .kernels import mask_cache as MK
+from .tokenizer_info import VocabArrays
+
+KIND_ACCEPTED, KIND_REJECTED, KIND_BITSET = 0, 1, 2
+KIND_NAMES = ("accepted list", "rejected list", "bitset")
+
+
+class MaskCacheArrays(NamedTuple):
+    """All entries in flat arrays (S states, E entries, W = ceil(vocab_size / 32) words).
+
+    state_entry : int32[S]       entry of each state, -1 for states without byte edges
+    entry_state : int32[E]
+    entry_kind : int8[E]         KIND_ACCEPTED / KIND_REJECTED / KIND_BITSET
+    list_indptr : int64[E+1]     accepted or rejected token ids of entry e (per its kind)
+    list_ids : int32[...]
+    bitset_offset : int64[E]     first word of entry e's accepted bitset (KIND_BITSET only)
+    bitset_words : int32[...]
+    unc_indptr : int64[E+1]      uncertain tokens of entry e, as sorted-vocabulary indices
+    unc_sorted : int32[...]
+    regular_words : int32[W]     bitset of the regular tokens
+    counts : int64[E, 3]         accepted / rejected / uncertain counts of each entry
+    """
+
+    state_entry: np.ndarray
+    entry_state: np.ndarray
+    entry_kind: np.ndarray
+    list_indptr: np.ndarray
+    list_ids: np.ndarray
+    bitset_offset: np.ndarray
+    bitset_words: np.ndarray
+    unc_indptr: np.ndarray
+    unc_sorted: np.ndarray
+    regular_words: np.ndarray
+    counts: np.ndarray
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What a cache holds, for reports (`xg2ref bench mask`)."""
+
+    entries: int
+    accepted: int
+    rejected: int
+    uncertain: int
+    kinds: tuple  # number of entries stored as each KIND_*
+    build_seconds: float
+    memory_bytes: int
+
+    def summary(self) -> str:
+        kinds = ", ".join(f"{n} {name}" for n, name in zip(self.kinds, KIND_NAMES))
+        return (f"{self.entries} entries ({kinds}); tokens: {self.accepted:,} accepted, "
+                f"{self.rejected:,} rejected, {self.uncertain:,} uncertain; "
+                f"{self.memory_bytes / 1024:.1f} KiB, built in {self.build_seconds:.3f} s")
+
+
+def rule_occurrences(fsm: FSMArrays) -> tuple[np.ndarray, np.ndarray]:
+    """(occ_indptr, occ_dst): for each rule, the targets of the FSM edges that reference it."""
+    n_rules = len(fsm.rule_start)
+    rules = fsm.ref_rule.astype(np.int64)
+    order = np.argsort(rules, kind="stable")
+    occ_dst = fsm.ref_dst[order].astype(np.int32)
+    occ_indptr = np.zeros(n_rules + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rules, minlength=n_rules), out=occ_indptr[1:])
+    return occ_indptr, occ_dst
+
+
+def pack_ids(ids: np.ndarray, words: np.ndarray) -> None:
+    """Set the bits of `ids` in int32 `words`."""
+    bits = np.zeros(len(words) * 32, dtype=np.bool_)
+    bits[ids] = True
+    words |= np.packbits(bits, bitorder="little").view(np.int32)
+
+
+class _Classifier:
+    """Runs `classify_tokens` for one state after another, growing the two charts on demand."""
+
+    def __init__(self, fsm: FSMArrays, vocab: VocabArrays):
+        self.fsm, self.vocab = fsm, vocab
+        self.occ_indptr, self.occ_dst = rule_occurrences(fsm)
+        self.subtree_end = MK.trie_subtree_end(vocab.token_offsets, vocab.sorted_ids, vocab.sorted_lcp)
+        lengths = np.diff(vocab.token_offsets)
+        longest = int(lengths.max(initial=0))
+        self.comp = np.zeros(longest + 2, dtype=np.int8)
+        self.work = np.zeros(2 * MK.MAX_CONTEXT_RUNS + 2 * (longest + 2) + 4, dtype=np.int64)
+        self.seen = np.zeros(len(fsm.rule_start) * (longest + 1) + 1, dtype=np.int64)
+        self.follow1 = np.full((len(fsm.rule_start), 256), -1, dtype=np.int8)
+        self.chart = K.new_chart()
+        self.ctx_chart = K.new_chart()
+
+    def classify(self, state: int) -> np.ndarray:
+        v = self.vocab
+        out = np.zeros(len(v.sorted_ids), dtype=np.int8)
+        while (status := MK.init_chart_at_state(self.fsm, self.chart, state)) != K.OK:
+            self.chart = grown_chart(self.chart, status)
+        j = 0
+        while True:
+            status, j, which = MK.classify_tokens(self.fsm, self.chart, self.ctx_chart, state, self.occ_indptr,
+                                                  self.occ_dst, v.token_bytes, v.token_offsets, v.sorted_ids,
+                                                  v.sorted_lcp, self.subtree_end, j, self.comp, self.work,
+                                                  self.seen, self.follow1, out)
+            if status == K.OK:
+                return out
+            if which == 0:
+                self.chart = grown_chart(self.chart, status)
+            else:
+                self.ctx_chart = grown_chart(self.ctx_chart, status)
+            if j == 0:  # the kernel restarts from the state's own sets
+                while (st := MK.init_chart_at_state(self.fsm, self.chart, state)) != K.OK:
+                    self.chart = grown_chart(self.chart, st)
+
+
+class AdaptiveTokenMaskCache:
+    """The cache of one compiled grammar: an entry per scannable state, and the run-time fill."""
+
+    def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int,
+                 progress: Optional[Callable[[int, int], None]] = None):
+        start = time.perf_counter()
+        self.vocab = vocab
+        self.vocab_size = vocab_size
+        words = (vocab_size + 31) // 32
+        scannable = np.flatnonzero(np.diff(fsm.byte_indptr) > 0).astype(np.int32)
+        classifier = _Classifier(fsm, vocab)
+        state_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
+        kinds, lists, bitsets, uncs, counts = [], [], [], [], []
+        regular_words = np.zeros(words, dtype=np.int32)
+        pack_ids(vocab.sorted_ids, regular_words)
+        for e, s in enumerate(scannable):
+            cls = classifier.classify(int(s))
+            acc = vocab.sorted_ids[cls == MK.ACCEPTED]
+            rej = vocab.sorted_ids[cls == MK.REJECTED]
+            unc = np.flatnonzero(cls == MK.UNCERTAIN).astype(np.int32)
+            counts.append((len(acc), len(rej), len(unc)))
+            state_entry[s] = e
+            # the smallest form: a list of 4-byte ids, or a bitset of `words` 4-byte words
+            kind = int(np.argmin([len(acc), len(rej), words]))
+            kinds.append(kind)
+            lists.append(np.sort(acc) if kind == KIND_ACCEPTED else np.sort(rej) if kind == KIND_REJECTED
+                         else np.zeros(0, np.int32))
+            if kind == KIND_BITSET:
+                bits = np.zeros(words, dtype=np.int32)
+                pack_ids(acc, bits)
+                bitsets.append(bits)
+            uncs.append(unc)
+            if progress is not None:
+                progress(e + 1, len(scannable))
+        n = len(scannable)
+        bitset_offset = np.full(n, -1, dtype=np.int64)
+        off = 0
+        for e in range(n):
+            if kinds[e] == KIND_BITSET:
+                bitset_offset[e] = off
+                off += words
+        self.arrays = MaskCacheArrays(
+            state_entry=state_entry,
+            entry_state=scannable,
+            entry_kind=np.array(kinds, dtype=np.int8),
+            list_indptr=_indptr(lists),
+            list_ids=_concat(lists),
+            bitset_offset=bitset_offset,
+            bitset_words=np.concatenate(bitsets) if bitsets else np.zeros(0, np.int32),
+            unc_indptr=_indptr(uncs),
+            unc_sorted=_concat(uncs),
+            regular_words=regular_words,
+            counts=np.array(counts, dtype=np.int64).reshape(n, 3),
+        )
+        totals = self.arrays.counts.sum(axis=0) if n else np.zeros(3, np.int64)
+        self.stats = CacheStats(n, int(totals[0]), int(totals[1]), int(totals[2]),
+                                tuple(int((self.arrays.entry_kind == k).sum()) for k in range(3)),
+                                time.perf_counter() - start, self.memory_size_bytes)
+        # run-time scratch
+        self._state_mark = np.zeros(len(fsm.state_rule) + 1, dtype=np.int64)
+        self._scratch = np.zeros(words, dtype=np.int32)
+        self._cand = np.zeros(max(len(self.arrays.unc_sorted), 1), dtype=np.int32)
+
+    @property
+    def memory_size_bytes(self) -> int:
+        """Bytes of the entries (every array of `MaskCacheArrays`)."""
+        return int(sum(a.nbytes for a in self.arrays))
+
+    def fill(self, parser: EarleyParser, words: np.ndarray) -> int:
+        """Write the regular tokens allowed now into int32 `words` (cleared first).
+
+        Returns the number of uncertain tokens checked against the full chart.
+        """
+        a, v = self.arrays, self.vocab
+        n_cand = MK.gather_cached_mask(parser.arrays, parser.chart, a.state_entry, a.entry_kind, a.list_indptr,
+                                       a.list_ids, a.bitset_offset, a.bitset_words, a.unc_indptr, a.unc_sorted,
+                                       a.regular_words, v.sorted_ids, self._state_mark, self._scratch,
+                                       self._cand, words)
+        j = 0
+        while True:
+            status, j = MK.check_candidates(parser.arrays, parser.chart, v.token_bytes, v.token_offsets,
+                                            v.sorted_ids, self._cand, n_cand, j, words)
+            if status == K.OK:
+                return n_cand
+            parser._grow(status)
+
+
+def _indptr(parts: list) -> np.ndarray:
+    out = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=out[1:])
+    return out
+
+
+def _concat(parts: list) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, np.int32)
