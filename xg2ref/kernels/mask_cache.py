@@ -86,10 +86,12 @@ def _context_allows(fsm, chart, occ_indptr, occ_dst, follow1, work, seen, token_
     MAX_CONTEXT_RUNS runs. `seen` (int64, last slot = generation) dedups pairs.
     `follow1[B, b]` is 0 when byte b can never follow B (a pair starting with such a byte is
     not pursued), 1 when it may, -1 when not known yet (pursued).
-    Returns (status, allowed).
+    Returns (status, allowed, far): `far` bounds the bytes looked at (token_bytes[:far]), so
+    a False answer holds for every token that shares them.
     """
     width = end - begin + 1
     runs = 0
+    far = begin
     head = 0
     while head < work[0]:
         rule = work[1 + 2 * head]
@@ -98,33 +100,36 @@ def _context_allows(fsm, chart, occ_indptr, occ_dst, follow1, work, seen, token_
         for o in range(occ_indptr[rule], occ_indptr[rule + 1]):
             runs += 1
             if runs > MAX_CONTEXT_RUNS:
-                return OK, True
+                return OK, True, end
             dst = occ_dst[o]
             parent = fsm.state_rule[dst]
             status = init_chart_at_state(fsm, chart, dst)
             if status != OK:
-                return status, False
+                return status, False, end
             alive = True
             for q in range(q0, end + 1):
                 if q > q0:
                     status = advance_byte(fsm, chart, token_bytes[q - 1])
                     if status == EMPTY:
+                        far = q if q > far else far
                         alive = False
                         break
                     if status != OK:
-                        return status, False
+                        return status, False, end
+                if q < end:
+                    far = q + 1 if q + 1 > far else far
                 if q < end and follow1[parent, token_bytes[q]] != 0 and start_rule_may_end(fsm, chart):
                     key = parent * width + (q - begin)
                     if seen[key] != seen[seen.shape[0] - 1]:
                         seen[key] = seen[seen.shape[0] - 1]
                         if 2 * work[0] + 2 >= work.shape[0]:
-                            return OK, True
+                            return OK, True, end
                         work[1 + 2 * work[0]] = parent
                         work[2 + 2 * work[0]] = q
                         work[0] += 1
             if alive:
-                return OK, True
-    return OK, False
+                return OK, True, end
+    return OK, False, far
 
 
 @njit(cache=True)
@@ -193,8 +198,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                     work[1] = rule
                     work[2] = begin + d
                     seen[seen.shape[0] - 1] += 1
-                    status, ok = _context_allows(fsm, ctx_chart, occ_indptr, occ_dst, follow1, work, seen,
-                                                 token_bytes, begin, begin + d + 1)
+                    status, ok, _ = _context_allows(fsm, ctx_chart, occ_indptr, occ_dst, follow1, work, seen,
+                                                    token_bytes, begin, begin + d + 1)
                     if status != OK:
                         chart.meta[0] = n0
                         return status, j, 1
@@ -207,14 +212,16 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                 work[2 + 2 * work[0]] = begin + d
                 work[0] += 1
         if work[0] > 0:
-            status, ok = _context_allows(fsm, ctx_chart, occ_indptr, occ_dst, follow1, work, seen, token_bytes,
-                                         begin, begin + length)
+            status, ok, far = _context_allows(fsm, ctx_chart, occ_indptr, occ_dst, follow1, work, seen,
+                                              token_bytes, begin, begin + length)
             if status != OK:
                 chart.meta[0] = n0
                 return status, j, 1
             if ok:
                 cls = UNCERTAIN
-        fail_class = UNCERTAIN if any_comp else REJECTED
+            elif far - begin > fail_len:
+                fail_len = far - begin  # every token sharing the bytes looked at is rejected too
+        fail_class = UNCERTAIN if cls == UNCERTAIN else REJECTED
         out[j] = cls
         j += 1
     chart.meta[0] = n0
