@@ -5,6 +5,7 @@
     xg2ref trace GRAMMAR STRING                       the Earley sets byte by byte, as dotted rules
     xg2ref fsm GRAMMAR [RULE]                         the byte-level FSM of a rule, or of all
     xg2ref diff [--against xgrammar|none] ...         xg2ref vs its oracle vs xgrammar on the suite
+    xg2ref bench mask [--vocab V] [--limit N]         mask time, compile time, cache size vs xgrammar
     xg2ref cases                                      the bundled suite
 
 GRAMMAR is a path to an EBNF (.ebnf, .gbnf) file, the name of a bundled case (`json`,
@@ -276,6 +277,12 @@ def cmd_diff(args) -> int:
     return report.exit_status(strict=args.strict)
 
 
+def cmd_bench(args) -> int:
+    from .bench import bench_mask
+
+    return bench_mask(vocab=args.vocab, data_dir=args.data, cases=args.cases, limit=args.limit)
+
+
 # ---- the parser -------------------------------------------------------------------------------
 
 
@@ -333,6 +340,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="PATH", help="write a JSON report with every reproducer")
     p.add_argument("--strict", action="store_true", help="exit 1 also on disagreements with xgrammar")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
+    p.add_argument("what", choices=("mask",), help="mask: per-token mask time, compile time, cache size")
+    p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
+    p.add_argument("--data", default=os.path.join("..", "shared", "data"),
+                   help="folder holding json_mode_eval/ (default ../shared/data)")
+    p.add_argument("--cases", nargs="+", metavar="NAME", help="workloads: json and suite case names (default: all)")
+    p.add_argument("--limit", type=int, help="json-mode-eval completions used (default: all 100)")
     return parser
 
 
