@@ -29,7 +29,6 @@ from typing import Optional
 import numpy as np
 
 from .compiler import GrammarCompiler
-from .grammar.grammar import Grammar
 from .matcher import GrammarMatcher
 from .tokenizer_info import TokenizerInfo
 from .bitmask import get_bitmask_shape

@@ -142,21 +142,29 @@ def _close_set(fsm, chart, k, begin, end):
 
 
 @njit(cache=True)
-def init_chart(fsm, chart):
-    """Set 0: the root rule's start item, closed. Returns a status code."""
-    if chart.set_start.shape[0] < 2:
+def seed_chart(fsm, chart, k, state):
+    """Sets 0..k-1 empty, set k = the closure of the single item (state, origin 0); set k
+    becomes the current set. Returns a status code."""
+    if chart.set_start.shape[0] < k + 2:
         return NEED_ITEMS
     chart.meta[1] += 1
-    chart.set_start[0] = 0
-    r = _add_item(chart, 0, 0, fsm.rule_start[fsm.root_rule[0]], 0)
+    for q in range(k + 1):
+        chart.set_start[q] = 0
+    r = _add_item(chart, 0, 0, state, 0)
     if r < 0:
         return -r
-    status, end = _close_set(fsm, chart, 0, 0, r)
+    status, end = _close_set(fsm, chart, k, 0, r)
     if status != OK:
         return status
-    chart.set_start[1] = end
-    chart.meta[0] = 1
+    chart.set_start[k + 1] = end
+    chart.meta[0] = k + 1
     return OK
+
+
+@njit(cache=True)
+def init_chart(fsm, chart):
+    """Set 0: the root rule's start item, closed. Returns a status code."""
+    return seed_chart(fsm, chart, 0, fsm.rule_start[fsm.root_rule[0]])
 
 
 @njit(cache=True)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .earley import EMPTY, NEED_ITEMS, OK, _add_item, _close_set, advance_byte
+from .earley import EMPTY, OK, advance_byte, seed_chart
 
 REJECTED = 0
 ACCEPTED = 1
@@ -48,20 +48,7 @@ MAX_CONTEXT_RUNS = 256
 @njit(cache=True)
 def init_chart_at_state(fsm, chart, state):
     """Set 0 empty, set 1 = the closure of the single item (state, origin 0). Returns a status."""
-    if chart.set_start.shape[0] < 3:
-        return NEED_ITEMS
-    chart.meta[1] += 1
-    chart.set_start[0] = 0
-    chart.set_start[1] = 0
-    r = _add_item(chart, 0, 0, state, 0)
-    if r < 0:
-        return -r
-    status, end = _close_set(fsm, chart, 1, 0, r)
-    if status != OK:
-        return status
-    chart.set_start[2] = end
-    chart.meta[0] = 2
-    return OK
+    return seed_chart(fsm, chart, 1, state)
 
 
 @njit(cache=True)
@@ -188,10 +175,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             continue
         fail_len = reached + 1
         cls = REJECTED
-        any_comp = False
         for d in range(reached + 1):
             if comp[d] == 1 and d < length:
-                any_comp = True
                 b = token_bytes[begin + d]
                 if follow1[rule, b] < 0:  # FOLLOW1: can byte b follow the rule at all?
                     work[0] = 1

@@ -32,6 +32,7 @@ from typing import Iterable, Optional, Protocol, Sequence
 
 import numpy as np
 
+from ..bitmask import unpack_bitmask
 from ..grammar.ir import GrammarIR
 from ..tokenizer_info import TokenizerInfo
 from .recognizer import Recognizer
@@ -59,23 +60,11 @@ class Engine(Protocol):
     def compile(self, ebnf_text: str, root: str = "root") -> EngineMatcher: ...
 
 
-def unpack_bitmask(words: np.ndarray, vocab_size: int) -> np.ndarray:
-    """bool[vocab_size] from one row of int32 words, bit i of word w = token 32*w + i.
+class _GrammarMatcherAdapter:
+    """The common interface over an object with xgrammar's `GrammarMatcher` API (`self.matcher`);
+    subclasses add `bool_mask`."""
 
-    Example: unpack_bitmask(np.array([5], np.int32), 3) == [True, False, True]
-    """
-    little = np.ascontiguousarray(words, dtype="<i4").view(np.uint8)
-    return np.unpackbits(little, bitorder="little")[:vocab_size].astype(np.bool_)
-
-
-# ---- xg2ref ---------------------------------------------------------------------------------
-
-
-class XG2RefMatcher:
-    """xg2ref's `GrammarMatcher` behind the common interface."""
-
-    def __init__(self, matcher):
-        self.matcher = matcher
+    matcher = None
 
     def accept_token(self, token_id: int) -> bool:
         return bool(self.matcher.accept_token(int(token_id)))
@@ -86,14 +75,24 @@ class XG2RefMatcher:
     def is_completed(self) -> bool:
         return bool(self.matcher.is_completed())
 
-    def bool_mask(self) -> np.ndarray:
-        return self.matcher.compute_bool_mask()
-
     def rollback(self, num_steps: int) -> None:
         self.matcher.rollback(num_steps)
 
     def reset(self) -> None:
         self.matcher.reset()
+
+
+# ---- xg2ref ---------------------------------------------------------------------------------
+
+
+class XG2RefMatcher(_GrammarMatcherAdapter):
+    """xg2ref's `GrammarMatcher` behind the common interface."""
+
+    def __init__(self, matcher):
+        self.matcher = matcher
+
+    def bool_mask(self) -> np.ndarray:
+        return self.matcher.compute_bool_mask()
 
 
 class XG2RefEngine:
@@ -137,7 +136,7 @@ def xgrammar_version() -> Optional[str]:
         return None
 
 
-class XGrammarMatcher:
+class XGrammarMatcher(_GrammarMatcherAdapter):
     """xgrammar's `GrammarMatcher` behind the common interface (masks unpacked from its bitmask)."""
 
     def __init__(self, xgr, matcher, vocab_size: int):
@@ -145,24 +144,9 @@ class XGrammarMatcher:
         self.vocab_size = vocab_size
         self._bitmask = xgr.allocate_token_bitmask(1, vocab_size)
 
-    def accept_token(self, token_id: int) -> bool:
-        return bool(self.matcher.accept_token(int(token_id)))
-
-    def accept_bytes(self, data: bytes) -> bool:
-        return bool(self.matcher.accept_string(bytes(data)))
-
-    def is_completed(self) -> bool:
-        return bool(self.matcher.is_completed())
-
     def bool_mask(self) -> np.ndarray:
         self.matcher.fill_next_token_bitmask(self._bitmask)
         return unpack_bitmask(self._bitmask.numpy()[0], self.vocab_size)
-
-    def rollback(self, num_steps: int) -> None:
-        self.matcher.rollback(num_steps)
-
-    def reset(self) -> None:
-        self.matcher.reset()
 
 
 class XGrammarEngine:
