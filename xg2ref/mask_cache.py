@@ -40,6 +40,7 @@ from .fsm.build import FSMArrays
 from .kernels import earley as K
 from .kernels import mask_cache as MK
 from .tokenizer_info import VocabArrays
+from .util import bound_kernel
 
 KIND_ACCEPTED, KIND_REJECTED, KIND_BITSET = 0, 1, 2
 KIND_NAMES = ("accepted list", "rejected list", "bitset")
@@ -211,29 +212,34 @@ class AdaptiveTokenMaskCache:
         self._state_mark = np.zeros(len(fsm.state_rule) + 1, dtype=np.int64)
         self._scratch = np.zeros(words, dtype=np.int32)
         self._cand = np.zeros(max(len(self.arrays.unc_sorted), 1), dtype=np.int32)
+        self._cand_tmp = np.zeros_like(self._cand)
+        self._fill = None  # the fill kernel's entry, bound on first use
 
     @property
     def memory_size_bytes(self) -> int:
         """Bytes of the entries (every array of `MaskCacheArrays`)."""
         return int(sum(a.nbytes for a in self.arrays))
 
-    def fill(self, parser: EarleyParser, words: np.ndarray) -> int:
-        """Write the regular tokens allowed now into int32 `words` (cleared first).
+    def fill(self, parser: EarleyParser, words: np.ndarray, not_regular: np.ndarray, stop_ids: np.ndarray) -> int:
+        """Write the tokens allowed now into int32 `words` (cleared first): the regular tokens
+        allowed by the grammar less `not_regular`, plus `stop_ids` when the input is a sentence.
 
+        Callers pass the same arrays on every call (the kernel entry is bound to their types).
         Returns the number of uncertain tokens checked against the full chart.
         """
-        a, v = self.arrays, self.vocab
-        n_cand = MK.gather_cached_mask(parser.arrays, parser.chart, a.state_entry, a.entry_kind, a.list_indptr,
-                                       a.list_ids, a.bitset_offset, a.bitset_words, a.unc_indptr, a.unc_sorted,
-                                       a.regular_words, v.sorted_ids, self._state_mark, self._scratch,
-                                       self._cand, words)
-        j = 0
-        while True:
-            status, j = MK.check_candidates(parser.arrays, parser.chart, v.token_bytes, v.token_offsets,
-                                            v.sorted_ids, self._cand, n_cand, j, words)
-            if status == K.OK:
-                return n_cand
-            parser._grow(status)
+        args = (parser.arrays, parser.chart, self.arrays, self.vocab, self._state_mark, self._scratch, self._cand,
+                self._cand_tmp, not_regular, stop_ids, words)
+        if self._fill is None:
+            self._fill = bound_kernel(MK.fill_mask, *args)
+        status, j, n_cand = self._fill(*args)
+        if status != K.OK:
+            v = self.vocab
+            while status != K.OK:
+                parser._grow(status)
+                status, j = MK.check_candidates(parser.arrays, parser.chart, v.token_bytes, v.token_offsets,
+                                                v.sorted_ids, self._cand, n_cand, j, words)
+            MK.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)
+        return n_cand
 
 
 def _indptr(parts: list) -> np.ndarray:

@@ -68,6 +68,7 @@ class GrammarMatcher:
         base_stop = self._vocab.is_stop
         self._extra_regular = np.flatnonzero(base_stop & ~self._is_stop & (np.diff(self._vocab.token_offsets) > 0))
         self._not_regular = np.flatnonzero(self._is_stop & ~base_stop)
+        self._stop_array = np.array(stops, dtype=np.int64)
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
         self._history: list[int] = []
         self._stop_accepted = False
@@ -161,25 +162,22 @@ class GrammarMatcher:
             raise MatcherError("the matcher has terminated after accepting a stop token; "
                                "there is no next-token mask (roll back or reset first)")
 
-    def _fill_words(self, words: np.ndarray) -> None:
-        """The allowed tokens now, as int32 bitmask words (exactly ceil(vocab_size / 32))."""
-        self.compiled_grammar.mask_cache.fill(self._parser, words)
-        bits = words.view(np.uint32)
-        for t in self._not_regular:
-            bits[t >> 5] &= ~np.uint32(1 << (t & 31))
-        for t in self._extra_regular:
-            data = self._token_bytes(int(t))
-            if self._parser.advance(data):
-                self._parser.rollback(len(data))
-                bits[t >> 5] |= np.uint32(1 << (t & 31))
-        if self._parser.is_completed():
-            for t in self._stop_token_ids:
-                bits[t >> 5] |= np.uint32(1 << (t & 31))
+    def _fill_words(self) -> None:
+        """The allowed tokens now, into `self._words` (exactly ceil(vocab_size / 32) int32)."""
+        words = self._words
+        self.compiled_grammar.mask_cache.fill(self._parser, words, self._not_regular, self._stop_array)
+        if len(self._extra_regular):
+            bits = words.view(np.uint32)
+            for t in self._extra_regular:
+                data = self._token_bytes(int(t))
+                if self._parser.advance(data):
+                    self._parser.rollback(len(data))
+                    bits[t >> 5] |= np.uint32(1 << (t & 31))
 
     def compute_bool_mask(self) -> np.ndarray:
         """bool[vocab_size]: the allowed tokens now (a fresh array)."""
         self._check_terminated()
-        self._fill_words(self._words)
+        self._fill_words()
         return unpack_bitmask(self._words, self._vocab_size)
 
     def _every_token_bool_mask(self) -> np.ndarray:
@@ -201,7 +199,8 @@ class GrammarMatcher:
         row = bitmask_row_view(bitmask, index, self._vocab_size)
         self._check_terminated()
         n = len(self._words)
-        self._fill_words(row[:n])
+        self._fill_words()
+        row[:n] = self._words
         row[n:] = 0
         full, rest = divmod(self._vocab_size, 32)
         all_allowed = bool((row[:full] == -1).all())

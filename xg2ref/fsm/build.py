@@ -219,7 +219,7 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES) -
     """Build, simplify and clean the FSM of every rule of `ir` (rules keep their order)."""
     names = tuple(r.name for r in ir.rules)
     rule_ids = {name: i for i, name in enumerate(names)}
-    fsms = [rule_fsm(rule.body, rule_ids, rule.name).without_epsilon() for rule in ir.rules]
+    fsms = [rule_fsm(rule.body, rule_ids, rule.name).with_tail_calls_as_loops(r) for r, rule in enumerate(ir.rules)]
     if sum(f.num_states for f in fsms) > MAX_GRAMMAR_STATES:
         raise GrammarLimitError(f"the grammar needs more than {MAX_GRAMMAR_STATES} FSM states")
     productive = _productive_rules(fsms)

@@ -138,6 +138,25 @@ class FSM:
         kept = tuple(e for e in self.rule_edges if e[1] not in rules)
         return FSM(self.num_states, self.start, self.finals, self.byte_edges, kept, self.eps_edges)
 
+    def with_tail_calls_as_loops(self, rule: int) -> "FSM":
+        """The same language with tail self-references turned into jumps back to `start`.
+
+        An edge `s -rule-> d` into a final state d with no edges out is a tail call: after the
+        nested match nothing else is read. Replacing it by `s -eps-> start` keeps the language
+        (the nested match is a path from start to a final state, which may itself jump again)
+        and turns right recursion such as `chars ::= [a-z] chars | "\""` into a loop, so the
+        Earley chart stops nesting one item per byte.
+        """
+        fsm = self.without_epsilon() if self.eps_edges else self
+        bytes_out, rules_out, _ = fsm.out_edges()
+        tail = {(s, r, d) for s, r, d in fsm.rule_edges
+                if r == rule and d in fsm.finals and not bytes_out[d] and not rules_out[d]}
+        if not tail:
+            return fsm
+        kept = tuple(e for e in fsm.rule_edges if e not in tail)
+        jumps = tuple(sorted({(s, fsm.start) for s, _, _ in tail}))
+        return FSM(fsm.num_states, fsm.start, fsm.finals, fsm.byte_edges, kept, jumps).without_epsilon()
+
     def trim(self) -> "FSM":
         """Keep the states reachable from start that can reach a final state; renumber BFS order.
 

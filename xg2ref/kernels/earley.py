@@ -75,32 +75,34 @@ def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int =
     )
 
 
-@njit(cache=True)
-def _add_item(chart, set_begin, end, state, origin):
-    """Append (state, origin) to the set being built unless present.
+@njit(cache=True, _nrt=False)
+def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, set_begin, end, state, origin):
+    """Append (state, origin) to the set being built (items set_begin:end) unless present.
 
-    Returns the new end, -1 when the item was already there, -NEED_ITEMS or -NEED_TABLE.
+    `tbl_key` / `tbl_gen` are the chart's dedup table (a slot is in use iff its tbl_gen equals
+    `gen`). Returns the new end, -1 when the item was already there, -NEED_ITEMS or -NEED_TABLE.
+    The chart's arrays come one by one: this is the innermost call of the recognizer, and
+    passing the whole Chart by value costs more than the work itself.
     """
-    mask = chart.tbl_key.shape[0] - 1
+    mask = tbl_key.shape[0] - 1
     if (end - set_begin) * 2 >= mask:
         return -NEED_TABLE
     key = (np.int64(state) << 32) | np.int64(origin)
     h = ((key * _HASH_MULT) >> 13) & mask
-    gen = chart.meta[1]
-    while chart.tbl_gen[h] == gen:
-        if chart.tbl_key[h] == key:
+    while tbl_gen[h] == gen:
+        if tbl_key[h] == key:
             return -1
         h = (h + 1) & mask
-    if end >= chart.item_state.shape[0]:
+    if end >= item_state.shape[0]:
         return -NEED_ITEMS
-    chart.tbl_gen[h] = gen
-    chart.tbl_key[h] = key
-    chart.item_state[end] = state
-    chart.item_origin[end] = origin
+    tbl_gen[h] = gen
+    tbl_key[h] = key
+    item_state[end] = state
+    item_origin[end] = origin
     return end + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _close_set(fsm, chart, k, begin, end):
     """Apply PREDICT and COMPLETE to set k (items begin:end, growing) until nothing changes.
 
@@ -113,14 +115,16 @@ def _close_set(fsm, chart, k, begin, end):
         # PREDICT: [i, k, A -> s], s -B-> t  |-  [k, k, B -> start(B)]
         for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
             b = fsm.ref_rule[e]
-            r = _add_item(chart, begin, end, fsm.rule_start[b], k)
+            r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
+                          begin, end, fsm.rule_start[b], k)
             if r < -1:
                 return -r, end
             if r >= 0:
                 end = r
             # ... and B nullable  |-  [i, k, A -> t]
             if fsm.rule_nullable[b]:
-                r = _add_item(chart, begin, end, fsm.ref_dst[e], i)
+                r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
+                              begin, end, fsm.ref_dst[e], i)
                 if r < -1:
                     return -r, end
                 if r >= 0:
@@ -132,7 +136,8 @@ def _close_set(fsm, chart, k, begin, end):
                 s2 = chart.item_state[q]
                 for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
                     if fsm.ref_rule[e] == rule:
-                        r = _add_item(chart, begin, end, fsm.ref_dst[e], chart.item_origin[q])
+                        r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
+                                      begin, end, fsm.ref_dst[e], chart.item_origin[q])
                         if r < -1:
                             return -r, end
                         if r >= 0:
@@ -141,7 +146,7 @@ def _close_set(fsm, chart, k, begin, end):
     return OK, end
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def seed_chart(fsm, chart, k, state):
     """Sets 0..k-1 empty, set k = the closure of the single item (state, origin 0); set k
     becomes the current set. Returns a status code."""
@@ -150,7 +155,8 @@ def seed_chart(fsm, chart, k, state):
     chart.meta[1] += 1
     for q in range(k + 1):
         chart.set_start[q] = 0
-    r = _add_item(chart, 0, 0, state, 0)
+    r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
+                  0, 0, state, 0)
     if r < 0:
         return -r
     status, end = _close_set(fsm, chart, k, 0, r)
@@ -161,13 +167,13 @@ def seed_chart(fsm, chart, k, state):
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def init_chart(fsm, chart):
     """Set 0: the root rule's start item, closed. Returns a status code."""
     return seed_chart(fsm, chart, 0, fsm.rule_start[fsm.root_rule[0]])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def advance_byte(fsm, chart, byte):
     """Build set k+1 from the current set k and one byte; commit it unless it is empty.
 
@@ -184,7 +190,8 @@ def advance_byte(fsm, chart, byte):
         s = chart.item_state[p]
         for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
             if fsm.byte_lo[e] <= byte and byte <= fsm.byte_hi[e]:
-                r = _add_item(chart, begin, end, fsm.byte_dst[e], chart.item_origin[p])
+                r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
+                              begin, end, fsm.byte_dst[e], chart.item_origin[p])
                 if r < -1:
                     return -r
                 if r >= 0:
@@ -199,7 +206,7 @@ def advance_byte(fsm, chart, byte):
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def advance_bytes(fsm, chart, data):
     """Advance over every byte of `data`. Returns (status, bytes consumed).
 
@@ -213,7 +220,7 @@ def advance_bytes(fsm, chart, data):
     return OK, data.shape[0]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def is_completed(fsm, chart):
     """Whether the bytes read so far form a sentence: [0, k, root -> f] with f final."""
     k = chart.meta[0] - 1
@@ -225,7 +232,7 @@ def is_completed(fsm, chart):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def fill_token_mask(fsm, chart, token_bytes, token_offsets, sorted_ids, sorted_lcp, j_start, out):
     """Check tokens sorted_ids[j_start:] against the current set; write out[id] = allowed.
 
@@ -268,7 +275,7 @@ def fill_token_mask(fsm, chart, token_bytes, token_offsets, sorted_ids, sorted_l
     return OK, sorted_ids.shape[0]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def next_byte_set(fsm, chart, out):
     """out[b] = some item of the current set has a byte edge on b (256 booleans)."""
     k = chart.meta[0] - 1

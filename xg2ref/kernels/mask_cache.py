@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .earley import EMPTY, OK, advance_byte, seed_chart
+from .earley import EMPTY, OK, advance_byte, is_completed, seed_chart
 
 REJECTED = 0
 ACCEPTED = 1
@@ -43,15 +43,17 @@ UNCERTAIN = 2
 
 # Context expansion gives up (the token stays uncertain) after this many occurrence runs.
 MAX_CONTEXT_RUNS = 256
+# ACCEPT-CTX is tried for rules with at most this many occurrences.
+MAX_ACCEPT_PARENTS = 8
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def init_chart_at_state(fsm, chart, state):
     """Set 0 empty, set 1 = the closure of the single item (state, origin 0). Returns a status."""
     return seed_chart(fsm, chart, 1, state)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def start_rule_may_end(fsm, chart):
     """The current set holds an origin-0 item in a final state (the start item's rule may end)."""
     k = chart.meta[0] - 1
@@ -61,7 +63,7 @@ def start_rule_may_end(fsm, chart):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _context_allows(fsm, chart, occ_indptr, occ_dst, follow1, work, seen, token_bytes, begin, end):
     """CONTEXT for the (rule, start) pairs already in `work` (work[0] = count, then pairs).
 
@@ -119,7 +121,28 @@ def _context_allows(fsm, chart, occ_indptr, occ_dst, follow1, work, seen, token_
     return OK, False, far
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
+def _every_parent_reads(fsm, chart, occ_indptr, occ_dst, rule, token_bytes, begin, end):
+    """ACCEPT-CTX: every occurrence `src -rule-> dst` reads token_bytes[begin:end] from
+    [0, 1, B -> dst] without B having to end. Returns (status, answer); False when the rule
+    has no occurrence or more than MAX_ACCEPT_PARENTS."""
+    n_occ = occ_indptr[rule + 1] - occ_indptr[rule]
+    if n_occ == 0 or n_occ > MAX_ACCEPT_PARENTS:
+        return OK, False
+    for o in range(occ_indptr[rule], occ_indptr[rule + 1]):
+        status = init_chart_at_state(fsm, chart, occ_dst[o])
+        if status != OK:
+            return status, False
+        for q in range(begin, end):
+            status = advance_byte(fsm, chart, token_bytes[q])
+            if status == EMPTY:
+                return OK, False
+            if status != OK:
+                return status, False
+    return OK, True
+
+
+@njit(cache=True, _nrt=False)
 def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_bytes, token_offsets,
                     sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, out):
     """out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state `state`.
@@ -204,26 +227,54 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                 return status, j, 1
             if ok:
                 cls = UNCERTAIN
+                if rule != fsm.root_rule[0]:
+                    for d in range(reached + 1):
+                        if comp[d] == 1 and d < length:
+                            status, every = _every_parent_reads(fsm, ctx_chart, occ_indptr, occ_dst, rule,
+                                                                token_bytes, begin + d, begin + length)
+                            if status != OK:
+                                chart.meta[0] = n0
+                                return status, j, 1
+                            if every:
+                                cls = ACCEPTED
+                                break
             elif far - begin > fail_len:
                 fail_len = far - begin  # every token sharing the bytes looked at is rejected too
-        fail_class = UNCERTAIN if cls == UNCERTAIN else REJECTED
+        fail_class = cls  # only a rejected prefix lets the tokens under it be skipped
         out[j] = cls
         j += 1
     chart.meta[0] = n0
     return OK, n, 0
 
 
-@njit(cache=True)
-def gather_cached_mask(fsm, chart, state_entry, entry_kind, list_indptr, list_ids, bitset_offset, bitset_words,
-                       unc_indptr, unc_sorted, regular_words, sorted_ids, state_mark, scratch, cand, words):
-    """Algorithm 1, first half: OR the accepted sets of the current set's scannable states into
-    `words` (cleared first) and collect their uncertain tokens (sorted indices) into `cand`.
+@njit(cache=True, _nrt=False)
+def _merge_runs(cand, mid, end, tmp):
+    """Merge the sorted runs cand[:mid] and cand[mid:end] in place (through `tmp`)."""
+    a, b, n = 0, mid, 0
+    while a < mid or b < end:
+        if b == end or (a < mid and cand[a] <= cand[b]):
+            tmp[n] = cand[a]
+            a += 1
+        else:
+            tmp[n] = cand[b]
+            b += 1
+        n += 1
+    for q in range(end):
+        cand[q] = tmp[q]
 
-    `state_mark` (int64[S]) and `scratch` (int32[W]) are caller-owned scratch; state_mark[0:]
-    holds generation marks and the generation counter lives in state_mark[-1]. Returns the
-    number of candidates, deduplicated and sorted, with those already accepted removed.
+
+@njit(cache=True, _nrt=False)
+def gather_cached_mask(fsm, chart, state_entry, entry_kind, list_indptr, list_ids, bitset_offset, bitset_words,
+                       unc_indptr, unc_sorted, regular_words, sorted_ids, state_mark, scratch, cand, cand_tmp,
+                       words):
+    """Algorithm 1, first half: OR the accepted sets of the current set's scannable states into
+    `words` and collect their uncertain tokens (sorted indices) into `cand`.
+
+    `state_mark` (int64[S]), `scratch` (int32[W]) and `cand_tmp` (like `cand`) are caller-owned
+    scratch; state_mark[0:] holds generation marks and the generation counter lives in
+    state_mark[-1]. Returns the number of candidates, deduplicated and sorted, with those
+    already accepted removed.
     """
-    words[:] = 0
     gen = state_mark[state_mark.shape[0] - 1] + 1
     state_mark[state_mark.shape[0] - 1] = gen
     k = chart.meta[0] - 1
@@ -235,31 +286,41 @@ def gather_cached_mask(fsm, chart, state_entry, entry_kind, list_indptr, list_id
         if e < 0 or state_mark[s] == gen:
             continue
         state_mark[s] = gen
-        n_entries += 1
         kind = entry_kind[e]
-        if kind == 0:  # accepted ids
-            for q in range(list_indptr[e], list_indptr[e + 1]):
-                t = list_ids[q]
-                words[t >> 5] |= np.int32(1) << np.int32(t & 31)
-        elif kind == 2:  # accepted bitset
+        # the first entry writes `words`, the others are OR-ed in (through `scratch`)
+        acc = words if n_entries == 0 else scratch
+        n_entries += 1
+        if kind == 2:  # accepted bitset
             off = bitset_offset[e]
-            for w in range(words.shape[0]):
-                words[w] |= bitset_words[off + w]
-        else:  # rejected ids: accepted = regular - rejected - uncertain
-            scratch[:] = regular_words
+            for w in range(acc.shape[0]):
+                acc[w] = bitset_words[off + w]
+        elif kind == 0:  # accepted ids
+            for w in range(acc.shape[0]):
+                acc[w] = 0
             for q in range(list_indptr[e], list_indptr[e + 1]):
                 t = list_ids[q]
-                scratch[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+                acc[t >> 5] |= np.int32(1) << np.int32(t & 31)
+        else:  # rejected ids: accepted = regular - rejected - uncertain
+            for w in range(acc.shape[0]):
+                acc[w] = regular_words[w]
+            for q in range(list_indptr[e], list_indptr[e + 1]):
+                t = list_ids[q]
+                acc[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
             for q in range(unc_indptr[e], unc_indptr[e + 1]):
                 t = sorted_ids[unc_sorted[q]]
-                scratch[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+                acc[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+        if n_entries > 1:
             for w in range(words.shape[0]):
                 words[w] |= scratch[w]
+        mid = n_cand
         for q in range(unc_indptr[e], unc_indptr[e + 1]):
             cand[n_cand] = unc_sorted[q]
             n_cand += 1
-    if n_entries > 1 and n_cand > 1:
-        cand[:n_cand].sort()
+        if mid > 0 and n_cand > mid:
+            _merge_runs(cand, mid, n_cand, cand_tmp)
+    if n_entries == 0:
+        for w in range(words.shape[0]):
+            words[w] = 0
     out = 0
     prev = -1
     for q in range(n_cand):
@@ -275,7 +336,7 @@ def gather_cached_mask(fsm, chart, state_entry, entry_kind, list_indptr, list_id
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def check_candidates(fsm, chart, token_bytes, token_offsets, sorted_ids, cand, n_cand, j_start, words):
     """Algorithm 1, second half: run each candidate (sorted indices, ascending) through the full
     chart, reusing the sets of the prefix shared with the previous candidate; set the bit of
@@ -317,7 +378,39 @@ def check_candidates(fsm, chart, token_bytes, token_offsets, sorted_ids, cand, n
     return OK, n_cand
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
+def finish_mask(fsm, chart, not_regular, stop_ids, words):
+    """Clear the bits of `not_regular` (ids the cache treats as regular that must not be
+    allowed: overriding stop tokens), then set those of `stop_ids` when the input so far is a
+    sentence."""
+    for t in not_regular:
+        words[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+    if is_completed(fsm, chart):
+        for t in stop_ids:
+            words[t >> 5] |= np.int32(1) << np.int32(t & 31)
+
+
+@njit(cache=True, _nrt=False)
+def fill_mask(fsm, chart, cache, vocab, state_mark, scratch, cand, cand_tmp, not_regular, stop_ids, words):
+    """Algorithm 1 in one call: `gather_cached_mask`, `check_candidates`, `finish_mask`.
+
+    `cache` is a MaskCacheArrays, `vocab` a VocabArrays. Returns (status, j, n_cand); on a
+    NEED_* status the caller grows the chart, goes on with `check_candidates` from candidate j
+    and then calls `finish_mask`.
+    """
+    n_cand = gather_cached_mask(fsm, chart, cache.state_entry, cache.entry_kind, cache.list_indptr,
+                                cache.list_ids, cache.bitset_offset, cache.bitset_words, cache.unc_indptr,
+                                cache.unc_sorted, cache.regular_words, vocab.sorted_ids, state_mark, scratch,
+                                cand, cand_tmp, words)
+    status, j = check_candidates(fsm, chart, vocab.token_bytes, vocab.token_offsets, vocab.sorted_ids, cand,
+                                 n_cand, 0, words)
+    if status == OK:
+        finish_mask(fsm, chart, not_regular, stop_ids, words)
+    return status, j, n_cand
+
+
+@njit(cache=True)  # allocates its result: needs Numba's reference counting
+
 def trie_subtree_end(token_offsets, sorted_ids, sorted_lcp):
     """end[j] = first sorted index after j whose token does not start with token j's bytes.
 
