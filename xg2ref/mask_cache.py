@@ -125,6 +125,7 @@ class _Classifier:
         self.work = np.zeros(2 * MK.MAX_CONTEXT_RUNS + 2 * (longest + 2) + 4, dtype=np.int64)
         self.seen = np.zeros(len(fsm.rule_start) * (longest + 1) + 1, dtype=np.int64)
         self.follow1 = np.full((len(fsm.rule_start), 256), -1, dtype=np.int8)
+        self.loop = np.zeros(256, dtype=np.bool_)
         self.chart = K.new_chart()
         self.ctx_chart = K.new_chart()
 
@@ -138,7 +139,7 @@ class _Classifier:
             status, j, which = MK.classify_tokens(self.fsm, self.chart, self.ctx_chart, state, self.occ_indptr,
                                                   self.occ_dst, v.token_bytes, v.token_offsets, v.sorted_ids,
                                                   v.sorted_lcp, self.subtree_end, j, self.comp, self.work,
-                                                  self.seen, self.follow1, out)
+                                                  self.seen, self.follow1, self.loop, out)
             if status == K.OK:
                 return out
             if which == 0:

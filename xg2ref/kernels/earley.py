@@ -174,6 +174,41 @@ def init_chart(fsm, chart):
 
 
 @njit(cache=True, _nrt=False)
+def _dfa_step(fsm, chart, k, byte):
+    """The common case of `advance_byte` without the general machinery: set k is the single
+    item [i, k, A -> s] and s has no rule edges. Then SCAN gives at most one item per matching
+    edge; when exactly one edge s -byte-> t matches, t has no rule edges (nothing to PREDICT)
+    and t is not final or set i is empty (nothing to COMPLETE), set k+1 = {[i, k+1, A -> t]}.
+
+    Commits and returns OK, returns EMPTY when no edge matches, -1 when the general step is
+    needed (nothing committed). Inside a string or a number this is every byte.
+    """
+    p = chart.set_start[k]
+    s = chart.item_state[p]
+    if fsm.ref_indptr[s] != fsm.ref_indptr[s + 1]:
+        return -1
+    t = -1
+    for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
+        if fsm.byte_lo[e] <= byte and byte <= fsm.byte_hi[e]:
+            if t >= 0:
+                return -1
+            t = fsm.byte_dst[e]
+    if t < 0:
+        return EMPTY
+    i = chart.item_origin[p]
+    if fsm.ref_indptr[t] != fsm.ref_indptr[t + 1]:
+        return -1
+    if fsm.is_final[t] and chart.set_start[i] != chart.set_start[i + 1]:
+        return -1
+    begin = chart.set_start[k + 1]
+    chart.item_state[begin] = t
+    chart.item_origin[begin] = i
+    chart.set_start[k + 2] = begin + 1
+    chart.meta[0] = k + 2
+    return OK
+
+
+@njit(cache=True, _nrt=False)
 def advance_byte(fsm, chart, byte):
     """Build set k+1 from the current set k and one byte; commit it unless it is empty.
 
@@ -183,6 +218,10 @@ def advance_byte(fsm, chart, byte):
     if chart.set_start.shape[0] < k + 3:
         return NEED_ITEMS
     begin = chart.set_start[k + 1]
+    if chart.set_start[k + 1] - chart.set_start[k] == 1 and begin < chart.item_state.shape[0]:
+        status = _dfa_step(fsm, chart, k, byte)
+        if status >= 0:
+            return status
     end = begin
     chart.meta[1] += 1
     # SCAN: [i, k, A -> s], s -byte-> t  |-  [i, k+1, A -> t]

@@ -144,11 +144,11 @@ def _every_parent_reads(fsm, chart, occ_indptr, occ_dst, rule, token_bytes, begi
 
 @njit(cache=True, _nrt=False)
 def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_bytes, token_offsets,
-                    sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, out):
+                    sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, loop, out):
     """out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state `state`.
 
-    `comp` (int8, longer than the longest token), `work` (int64) and `seen` (int64, at least
-    rules x (longest token + 1) + 1) are scratch; `follow1` (int8[rules, 256], -1 = unknown)
+    `comp` (int8, longer than the longest token), `work` (int64), `seen` (int64, at least
+    rules x (longest token + 1) + 1) and `loop` (bool[256]) are scratch; `follow1` (int8[rules, 256], -1 = unknown)
     is filled in as a side effect and kept across states. `chart` must hold the sets of
     `init_chart_at_state(state)` on the first call (j_start == 0). Returns (status, j, which).
     """
@@ -158,6 +158,12 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
     if j_start == 0:
         chart.meta[0] = n0
     comp[0] = 1 if start_rule_may_end(fsm, chart) else 0
+    # SELF-LOOP: every byte of t has an edge s -b-> s  |-  t accepted (the item stays in s)
+    loop[:] = False
+    for e in range(fsm.byte_indptr[state], fsm.byte_indptr[state + 1]):
+        if fsm.byte_dst[e] == state:
+            for b in range(fsm.byte_lo[e], fsm.byte_hi[e] + 1):
+                loop[b] = True
     fail_len = 0
     fail_class = REJECTED
     j = j_start
@@ -175,6 +181,18 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                 j = subtree_end[j]
             else:
                 j += 1
+            continue
+        inside = True
+        for d in range(length):
+            if not loop[token_bytes[begin + d]]:
+                inside = False
+                break
+        if inside:
+            out[j] = ACCEPTED
+            fail_len = 0
+            depth = chart.meta[0] - n0  # keep only the sets this token shares with the last parsed one
+            chart.meta[0] = n0 + (lcp if lcp < depth else depth)
+            j += 1
             continue
         depth = chart.meta[0] - n0
         common = lcp if lcp < depth else depth
@@ -242,7 +260,12 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                 fail_len = far - begin  # every token sharing the bytes looked at is rejected too
         fail_class = cls  # only a rejected prefix lets the tokens under it be skipped
         out[j] = cls
-        j += 1
+        if cls == REJECTED and fail_len == length and subtree_end[j] > j + 1:
+            for q in range(j + 1, subtree_end[j]):  # token j is itself the rejected prefix
+                out[q] = REJECTED
+            j = subtree_end[j]
+        else:
+            j += 1
     chart.meta[0] = n0
     return OK, n, 0
 
