@@ -12,6 +12,7 @@ def test_table_has_ratios():
     assert "x " in text and "3.0" in text and "2.00" in text and "1 / 2 / 3" in text
 
 
+@pytest.mark.jit_only
 @pytest.mark.xgrammar
 def test_bench_runs_on_suite_cases():
     pytest.importorskip("xgrammar")

@@ -99,6 +99,7 @@ def test_mask_with_a_dead_prefix(capsys, vocab_file):
     assert "the prefix is not viable" in out and "rejected at byte 0" in out
 
 
+@pytest.mark.jit_only
 def test_mask_prefix_hex_on_llama3(capsys):
     status, out, _ = run(capsys, "mask", 'root ::= "ab" [0-9]', "--prefix-hex", "6162", "--limit", "3")
     assert status == 0
@@ -155,6 +156,7 @@ def test_cases_lists_the_suite(capsys):
     assert names[:2] == ["json", "arithmetic"] and "recursion" in names
 
 
+@pytest.mark.jit_only
 def test_diff_oracle_only_writes_a_report(capsys, tmp_path):
     report = tmp_path / "report.json"
     status, out, _ = run(capsys, "diff", "--against", "none", "--cases", "list", "--quick", "--no-progress",

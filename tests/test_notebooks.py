@@ -13,6 +13,7 @@ def test_there_are_notebooks():
     assert NOTEBOOKS
 
 
+@pytest.mark.jit_only
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path, tmp_path):
     done = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
