@@ -110,7 +110,7 @@ def test_tail_self_calls_become_loops():
 
 
 def test_tail_calls_keep_non_tail_references():
-    # `x` after the self-reference: not a tail call, the nesting is needed (a^n b^n)
+    # "b" after the self-reference: not a tail call, the nesting is needed (a^n b^n)
     fsm = build_grammar_fsms(parse_ebnf('root ::= "a" root "b" | ""')).fsms[0]
     assert fsm.rule_edges
     sub = FSM(3, 0, frozenset([1, 2]), ((0, 97, 97, 1),), ((1, 0, 2),))  # s ::= "a" s | "a" (as an NFA)

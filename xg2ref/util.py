@@ -1,4 +1,4 @@
-"""Small helpers shared by the front end and the FSM builder."""
+"""Small helpers: deep recursion for the front end and the FSM builder, bound Numba kernel entries."""
 
 from __future__ import annotations
 

@@ -148,9 +148,10 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
     """out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state `state`.
 
     `comp` (int8, longer than the longest token), `work` (int64), `seen` (int64, at least
-    rules x (longest token + 1) + 1) and `loop` (bool[256]) are scratch; `follow1` (int8[rules, 256], -1 = unknown)
-    is filled in as a side effect and kept across states. `chart` must hold the sets of
-    `init_chart_at_state(state)` on the first call (j_start == 0). Returns (status, j, which).
+    rules x (longest token + 1) + 1) and `loop` (bool[256]) are scratch; `follow1`
+    (int8[rules, 256], -1 = unknown) is filled in as a side effect and kept across states.
+    `chart` must hold the sets of `init_chart_at_state(state)` on the first call (j_start == 0).
+    Returns (status, j, which).
     """
     rule = fsm.state_rule[state]
     n0 = 2
@@ -433,7 +434,6 @@ def fill_mask(fsm, chart, cache, vocab, state_mark, scratch, cand, cand_tmp, not
 
 
 @njit(cache=True)  # allocates its result: needs Numba's reference counting
-
 def trie_subtree_end(token_offsets, sorted_ids, sorted_lcp):
     """end[j] = first sorted index after j whose token does not start with token j's bytes.
 
