@@ -44,6 +44,8 @@ from .util import bound_kernel
 
 KIND_ACCEPTED, KIND_REJECTED, KIND_BITSET = 0, 1, 2
 KIND_NAMES = ("accepted list", "rejected list", "bitset")
+# States given a row of the pure-state DFA table while building entries (1 KiB each).
+MAX_PURE_ROWS = 16384
 
 
 class MaskCacheArrays(NamedTuple):
@@ -118,7 +120,10 @@ class _Classifier:
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays):
         self.fsm, self.vocab = fsm, vocab
         self.occ_indptr, self.occ_dst = rule_occurrences(fsm)
-        self.subtree_end = MK.trie_subtree_end(vocab.token_offsets, vocab.sorted_ids, vocab.sorted_lcp)
+        # the kernel walks the vocabulary in sorted order: give it the bytes in that order, with
+        # sorted position k as the token's "id", so memory is read front to back
+        self.identity = np.arange(len(vocab.sorted_ids), dtype=np.int32)
+        self.subtree_end = MK.trie_subtree_end(vocab.sorted_offsets, self.identity, vocab.sorted_lcp)
         lengths = np.diff(vocab.token_offsets)
         longest = int(lengths.max(initial=0))
         self.comp = np.zeros(longest + 2, dtype=np.int8)
@@ -126,20 +131,32 @@ class _Classifier:
         self.seen = np.zeros(len(fsm.rule_start) * (longest + 1) + 1, dtype=np.int64)
         self.follow1 = np.full((len(fsm.rule_start), 256), -1, dtype=np.int8)
         self.loop = np.zeros(256, dtype=np.bool_)
+        self.pure_row = np.zeros(len(fsm.state_rule), dtype=np.int32)
+        rows = MK.mark_pure_states(fsm, MAX_PURE_ROWS, self.pure_row)
+        self.pure_next = np.zeros((rows, 256), dtype=np.int32)
+        MK.fill_pure_next(fsm, self.pure_row, self.pure_next)
         self.chart = K.new_chart()
         self.ctx_chart = K.new_chart()
+        m = len(vocab.sorted_ids)
+        self.acc_idx = np.zeros(m, dtype=np.int32)
+        self.unc_idx = np.zeros(m, dtype=np.int32)
+        self.n_list = np.zeros(2, dtype=np.int64)
 
     def classify(self, state: int) -> np.ndarray:
+        """The class of every sorted token; afterwards `accepted()` and `uncertain()` list the
+        sorted indices of those two classes."""
         v = self.vocab
         out = np.zeros(len(v.sorted_ids), dtype=np.int8)
+        self.n_list[:] = 0
         while (status := MK.init_chart_at_state(self.fsm, self.chart, state)) != K.OK:
             self.chart = grown_chart(self.chart, status)
         j = 0
         while True:
             status, j, which = MK.classify_tokens(self.fsm, self.chart, self.ctx_chart, state, self.occ_indptr,
-                                                  self.occ_dst, v.token_bytes, v.token_offsets, v.sorted_ids,
+                                                  self.occ_dst, v.sorted_bytes, v.sorted_offsets, self.identity,
                                                   v.sorted_lcp, self.subtree_end, j, self.comp, self.work,
-                                                  self.seen, self.follow1, self.loop, out)
+                                                  self.seen, self.follow1, self.loop, self.pure_row,
+                                                  self.pure_next, out, self.acc_idx, self.unc_idx, self.n_list)
             if status == K.OK:
                 return out
             if which == 0:
@@ -149,6 +166,13 @@ class _Classifier:
             if j == 0:  # the kernel restarts from the state's own sets
                 while (st := MK.init_chart_at_state(self.fsm, self.chart, state)) != K.OK:
                     self.chart = grown_chart(self.chart, st)
+
+
+    def accepted(self) -> np.ndarray:
+        return self.acc_idx[:self.n_list[0]]
+
+    def uncertain(self) -> np.ndarray:
+        return self.unc_idx[:self.n_list[1]]
 
 
 class AdaptiveTokenMaskCache:
@@ -166,23 +190,28 @@ class AdaptiveTokenMaskCache:
         kinds, lists, bitsets, uncs, counts = [], [], [], [], []
         regular_words = np.zeros(words, dtype=np.int32)
         pack_ids(vocab.sorted_ids, regular_words)
+        buffer = np.zeros(len(vocab.sorted_ids), dtype=np.int32)
         for e, s in enumerate(scannable):
             cls = classifier.classify(int(s))
-            acc = vocab.sorted_ids[cls == MK.ACCEPTED]
-            rej = vocab.sorted_ids[cls == MK.REJECTED]
-            unc = np.flatnonzero(cls == MK.UNCERTAIN).astype(np.int32)
-            counts.append((len(acc), len(rej), len(unc)))
+            acc, unc = classifier.accepted(), classifier.uncertain()
+            n_acc, n_unc = len(acc), len(unc)
+            n_rej = len(cls) - n_acc - n_unc
+            counts.append((n_acc, n_rej, n_unc))
             state_entry[s] = e
             # the smallest form: a list of 4-byte ids, or a bitset of `words` 4-byte words
-            kind = int(np.argmin([len(acc), len(rej), words]))
+            kind = int(np.argmin([n_acc, n_rej, words]))
             kinds.append(kind)
-            lists.append(np.sort(acc) if kind == KIND_ACCEPTED else np.sort(rej) if kind == KIND_REJECTED
-                         else np.zeros(0, np.int32))
             if kind == KIND_BITSET:
                 bits = np.zeros(words, dtype=np.int32)
-                pack_ids(acc, bits)
+                MK.pack_sorted(acc, vocab.sorted_ids, bits)
                 bitsets.append(bits)
-            uncs.append(unc)
+                lists.append(buffer[:0].copy())
+            elif kind == KIND_ACCEPTED:
+                lists.append(np.sort(vocab.sorted_ids[acc]))
+            else:
+                k = MK.gather_class(cls, MK.REJECTED, vocab.sorted_ids, False, buffer)
+                lists.append(np.sort(buffer[:k]))
+            uncs.append(unc.copy())
             if progress is not None:
                 progress(e + 1, len(scannable))
         n = len(scannable)
@@ -221,18 +250,20 @@ class AdaptiveTokenMaskCache:
         """Bytes of the entries (every array of `MaskCacheArrays`)."""
         return int(sum(a.nbytes for a in self.arrays))
 
-    def fill(self, parser: EarleyParser, words: np.ndarray, not_regular: np.ndarray, stop_ids: np.ndarray) -> int:
+    def fill(self, parser: EarleyParser, words: np.ndarray, not_regular: np.ndarray,
+             stop_ids: np.ndarray) -> tuple[int, bool]:
         """Write the tokens allowed now into int32 `words` (cleared first): the regular tokens
         allowed by the grammar less `not_regular`, plus `stop_ids` when the input is a sentence.
 
         Callers pass the same arrays on every call (the kernel entry is bound to their types).
-        Returns the number of uncertain tokens checked against the full chart.
+        Returns the number of uncertain tokens checked against the full chart, and whether
+        every id is allowed.
         """
         args = (parser.arrays, parser.chart, self.arrays, self.vocab, self._state_mark, self._scratch, self._cand,
                 self._cand_tmp, not_regular, stop_ids, words)
         if self._fill is None:
             self._fill = bound_kernel(MK.fill_mask, *args)
-        status, j, n_cand = self._fill(*args)
+        status, j, n_cand, full = self._fill(*args)
         if status != K.OK:
             v = self.vocab
             while status != K.OK:
@@ -240,7 +271,8 @@ class AdaptiveTokenMaskCache:
                 status, j = MK.check_candidates(parser.arrays, parser.chart, v.token_bytes, v.token_offsets,
                                                 v.sorted_ids, self._cand, n_cand, j, words)
             MK.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)
-        return n_cand
+            full = MK.all_allowed(words, self.vocab_size)
+        return n_cand, bool(full)
 
 
 def _indptr(parts: list) -> np.ndarray:

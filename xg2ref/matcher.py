@@ -31,6 +31,7 @@ from .bitmask import bitmask_row_view, unpack_bitmask
 from .compiler import CompiledGrammar
 from .earley import EarleyParser
 from .exceptions import MatcherError
+from .kernels import mask_cache as MK
 
 _STOP_STEP = -1  # history marker: a stop token (no bytes)
 
@@ -72,6 +73,8 @@ class GrammarMatcher:
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
         self._history: list[int] = []
         self._stop_accepted = False
+        self._row_key: Optional[tuple] = None  # (bitmask, index, data pointer, shape) of _row
+        self._row: Optional[np.ndarray] = None
 
     # ---- state --------------------------------------------------------------------------
 
@@ -162,10 +165,11 @@ class GrammarMatcher:
             raise MatcherError("the matcher has terminated after accepting a stop token; "
                                "there is no next-token mask (roll back or reset first)")
 
-    def _fill_words(self) -> None:
-        """The allowed tokens now, into `self._words` (exactly ceil(vocab_size / 32) int32)."""
+    def _fill_words(self) -> bool:
+        """The allowed tokens now, into `self._words` (exactly ceil(vocab_size / 32) int32).
+        Returns whether every id is allowed."""
         words = self._words
-        self.compiled_grammar.mask_cache.fill(self._parser, words, self._not_regular, self._stop_array)
+        _, full = self.compiled_grammar.mask_cache.fill(self._parser, words, self._not_regular, self._stop_array)
         if len(self._extra_regular):
             bits = words.view(np.uint32)
             for t in self._extra_regular:
@@ -173,6 +177,19 @@ class GrammarMatcher:
                 if self._parser.advance(data):
                     self._parser.rollback(len(data))
                     bits[t >> 5] |= np.uint32(1 << (t & 31))
+            full = bool(MK.all_allowed(words, self._vocab_size))
+        return full
+
+    def _row_view(self, bitmask, index: int) -> np.ndarray:
+        """`bitmask_row_view`, remembered for the last bitmask while it keeps its memory and
+        shape (a decoding loop passes the same one at every step)."""
+        torch_like = hasattr(bitmask, "data_ptr")
+        key = (bitmask, index, bitmask.data_ptr(), tuple(bitmask.shape)) if torch_like else None
+        if key is not None and self._row_key is not None and self._row_key[0] is bitmask and self._row_key[1:] == key[1:]:
+            return self._row
+        row = bitmask_row_view(bitmask, index, self._vocab_size)
+        self._row_key, self._row = key, (row if key is not None else None)
+        return row
 
     def compute_bool_mask(self) -> np.ndarray:
         """bool[vocab_size]: the allowed tokens now (a fresh array)."""
@@ -196,17 +213,13 @@ class GrammarMatcher:
 
         Returns True when some token is masked out (the bitmask must be applied).
         """
-        row = bitmask_row_view(bitmask, index, self._vocab_size)
+        row = self._row_view(bitmask, index)
         self._check_terminated()
         n = len(self._words)
-        self._fill_words()
+        full = self._fill_words()
         row[:n] = self._words
         row[n:] = 0
-        full, rest = divmod(self._vocab_size, 32)
-        all_allowed = bool((row[:full] == -1).all())
-        if rest and all_allowed:
-            all_allowed = int(row[full]) & ((1 << rest) - 1) == (1 << rest) - 1
-        return not all_allowed
+        return not full
 
     def find_jump_forward_string(self) -> str:
         """The longest string forced by the grammar from here (xgrammar's rule, see above)."""

@@ -172,6 +172,9 @@ class VocabArrays(NamedTuple):
                                  (0 for k = 0)
     is_special : bool[n]         empty non-stop tokens and padding ids
     is_stop : bool[n]
+    sorted_bytes : uint8[...]    the regular tokens' bytes again, concatenated in sorted order
+    sorted_offsets : int64[m + 1]  sorted token k is sorted_bytes[sorted_offsets[k]:sorted_offsets[k + 1]]
+                                 (kernels that walk the whole sorted vocabulary read memory in order)
     """
 
     token_bytes: np.ndarray
@@ -180,6 +183,8 @@ class VocabArrays(NamedTuple):
     sorted_lcp: np.ndarray
     is_special: np.ndarray
     is_stop: np.ndarray
+    sorted_bytes: np.ndarray
+    sorted_offsets: np.ndarray
 
 
 def _sorted_lcp(token_bytes: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -357,7 +362,11 @@ class TokenizerInfo:
         regular = np.flatnonzero((lens > 0) & ~is_stop & ~is_special)
         sorted_ids = np.array(sorted(regular.tolist(), key=decoded.__getitem__), dtype=np.int32)
         sorted_lcp = _sorted_lcp(token_bytes, offsets, sorted_ids.astype(np.int64))
-        return VocabArrays(token_bytes, offsets, sorted_ids, sorted_lcp, is_special, is_stop)
+        sorted_offsets = np.zeros(len(sorted_ids) + 1, dtype=np.int64)
+        np.cumsum(lens[sorted_ids], out=sorted_offsets[1:])
+        sorted_bytes = np.frombuffer(b"".join(decoded[t] for t in sorted_ids.tolist()), dtype=np.uint8).copy()
+        return VocabArrays(token_bytes, offsets, sorted_ids, sorted_lcp, is_special, is_stop, sorted_bytes,
+                           sorted_offsets)
 
     # ---- constructors -----------------------------------------------------------------------
 

@@ -143,16 +143,78 @@ def _every_parent_reads(fsm, chart, occ_indptr, occ_dst, rule, token_bytes, begi
 
 
 @njit(cache=True, _nrt=False)
+def mark_pure_states(fsm, max_rows, pure_row):
+    """pure_row[q] = a row number for every *pure* state q, -1 for the others; returns the count.
+
+    q is pure when it has no rule edges, is not final and its byte edges do not overlap: an
+    item [0, k, A -> q] is then the whole Earley set (nothing to predict, nothing to complete)
+    and a byte moves it to at most one state. At most `max_rows` states get a row.
+    """
+    rows = 0
+    for q in range(pure_row.shape[0]):
+        pure_row[q] = -1
+        if rows >= max_rows or fsm.is_final[q] or fsm.ref_indptr[q] != fsm.ref_indptr[q + 1]:
+            continue
+        disjoint = True
+        for e in range(fsm.byte_indptr[q], fsm.byte_indptr[q + 1]):
+            for f in range(e + 1, fsm.byte_indptr[q + 1]):
+                if fsm.byte_lo[e] <= fsm.byte_hi[f] and fsm.byte_lo[f] <= fsm.byte_hi[e]:
+                    disjoint = False
+        if disjoint:
+            pure_row[q] = rows
+            rows += 1
+    return rows
+
+
+@njit(cache=True, _nrt=False)
+def fill_pure_next(fsm, pure_row, pure_next):
+    """pure_next[pure_row[q], b] = the state byte b leads to from pure state q, -1 for none."""
+    for q in range(pure_row.shape[0]):
+        r = pure_row[q]
+        if r < 0:
+            continue
+        pure_next[r, :] = -1
+        for e in range(fsm.byte_indptr[q], fsm.byte_indptr[q + 1]):
+            for b in range(fsm.byte_lo[e], fsm.byte_hi[e] + 1):
+                pure_next[r, b] = fsm.byte_dst[e]
+
+
+@njit(cache=True, _nrt=False)
+def _dfa_walk(pure_row, pure_next, state, token_bytes, begin, length):
+    """Read a token from pure state `state` through pure states only. Returns (d, q): d bytes
+    were read and q is the state reached (q == -1: byte d has no edge; d < length and q >= 0:
+    q is not pure, the general parse must decide)."""
+    q = state
+    for d in range(length):
+        r = pure_row[q]
+        if r < 0:
+            return d, q
+        q = pure_next[r, token_bytes[begin + d]]
+        if q < 0:
+            return d, q
+    return length, q
+
+
+@njit(cache=True, _nrt=False)
 def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_bytes, token_offsets,
-                    sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, loop, out):
+                    sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, loop,
+                    pure_row, pure_next, out, acc_idx, unc_idx, n_list):
     """out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state `state`.
 
     `comp` (int8, longer than the longest token), `work` (int64), `seen` (int64, at least
     rules x (longest token + 1) + 1) and `loop` (bool[256]) are scratch; `follow1`
-    (int8[rules, 256], -1 = unknown) is filled in as a side effect and kept across states.
+    (int8[rules, 256], -1 = unknown) is filled in as a side effect and kept across states;
+    `pure_row`, `pure_next` are the pure-state table (`mark_pure_states`, `fill_pure_next`).
+    The accepted and the uncertain sorted indices are also listed, in order, in
+    acc_idx[:n_list[0]] and unc_idx[:n_list[1]] (the rejected are the rest).
     `chart` must hold the sets of `init_chart_at_state(state)` on the first call (j_start == 0).
     Returns (status, j, which).
     """
+    # a resumed call lists again what it classifies again
+    while n_list[0] > 0 and acc_idx[n_list[0] - 1] >= j_start:
+        n_list[0] -= 1
+    while n_list[1] > 0 and unc_idx[n_list[1] - 1] >= j_start:
+        n_list[1] -= 1
     rule = fsm.state_rule[state]
     n0 = 2
     n = sorted_ids.shape[0]
@@ -183,13 +245,36 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             else:
                 j += 1
             continue
-        inside = True
-        for d in range(length):
-            if not loop[token_bytes[begin + d]]:
-                inside = False
-                break
+        walked = -1
+        if pure_row[state] >= 0:
+            # PURE WALK: from a pure state the Earley sets are single items, so the parse is a
+            # DFA walk. All bytes read |- accepted; a missing edge at byte d |- t[:d+1] rejected
+            # (no state on the way was final: A cannot have ended, nothing else can follow)
+            walked, q = _dfa_walk(pure_row, pure_next, state, token_bytes, begin, length)
+            if walked < length and q < 0:
+                depth = chart.meta[0] - n0
+                chart.meta[0] = n0 + (lcp if lcp < depth else depth)
+                fail_len = walked + 1
+                fail_class = REJECTED
+                out[j] = REJECTED
+                if fail_len == length and subtree_end[j] > j + 1:
+                    for q in range(j + 1, subtree_end[j]):
+                        out[q] = REJECTED
+                    j = subtree_end[j]
+                else:
+                    j += 1
+                continue
+            inside = walked == length
+        else:
+            inside = True
+            for d in range(length):
+                if not loop[token_bytes[begin + d]]:
+                    inside = False
+                    break
         if inside:
             out[j] = ACCEPTED
+            acc_idx[n_list[0]] = j
+            n_list[0] += 1
             fail_len = 0
             depth = chart.meta[0] - n0  # keep only the sets this token shares with the last parsed one
             chart.meta[0] = n0 + (lcp if lcp < depth else depth)
@@ -212,6 +297,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             comp[d + 1] = 1 if start_rule_may_end(fsm, chart) else 0
         if reached == length:
             out[j] = ACCEPTED
+            acc_idx[n_list[0]] = j
+            n_list[0] += 1
             fail_len = 0
             j += 1
             continue
@@ -261,6 +348,12 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                 fail_len = far - begin  # every token sharing the bytes looked at is rejected too
         fail_class = cls  # only a rejected prefix lets the tokens under it be skipped
         out[j] = cls
+        if cls == ACCEPTED:
+            acc_idx[n_list[0]] = j
+            n_list[0] += 1
+        elif cls == UNCERTAIN:
+            unc_idx[n_list[1]] = j
+            n_list[1] += 1
         if cls == REJECTED and fail_len == length and subtree_end[j] > j + 1:
             for q in range(j + 1, subtree_end[j]):  # token j is itself the rejected prefix
                 out[q] = REJECTED
@@ -415,12 +508,26 @@ def finish_mask(fsm, chart, not_regular, stop_ids, words):
 
 
 @njit(cache=True, _nrt=False)
+def all_allowed(words, vocab_size):
+    """Every id below vocab_size has its bit set (nothing is masked out)."""
+    full = vocab_size >> 5
+    for w in range(full):
+        if words[w] != -1:
+            return False
+    rest = vocab_size & 31
+    if rest:
+        need = (np.int64(1) << rest) - 1
+        return (np.int64(words[full]) & need) == need
+    return True
+
+
+@njit(cache=True, _nrt=False)
 def fill_mask(fsm, chart, cache, vocab, state_mark, scratch, cand, cand_tmp, not_regular, stop_ids, words):
     """Algorithm 1 in one call: `gather_cached_mask`, `check_candidates`, `finish_mask`.
 
-    `cache` is a MaskCacheArrays, `vocab` a VocabArrays. Returns (status, j, n_cand); on a
-    NEED_* status the caller grows the chart, goes on with `check_candidates` from candidate j
-    and then calls `finish_mask`.
+    `cache` is a MaskCacheArrays, `vocab` a VocabArrays. Returns (status, j, n_cand, full):
+    `full` is `all_allowed` of the result (status OK only). On a NEED_* status the caller grows
+    the chart, goes on with `check_candidates` from candidate j and then calls `finish_mask`.
     """
     n_cand = gather_cached_mask(fsm, chart, cache.state_entry, cache.entry_kind, cache.list_indptr,
                                 cache.list_ids, cache.bitset_offset, cache.bitset_words, cache.unc_indptr,
@@ -428,9 +535,31 @@ def fill_mask(fsm, chart, cache, vocab, state_mark, scratch, cand, cand_tmp, not
                                 cand, cand_tmp, words)
     status, j = check_candidates(fsm, chart, vocab.token_bytes, vocab.token_offsets, vocab.sorted_ids, cand,
                                  n_cand, 0, words)
+    full = False
     if status == OK:
         finish_mask(fsm, chart, not_regular, stop_ids, words)
-    return status, j, n_cand
+        full = all_allowed(words, vocab.is_stop.shape[0])
+    return status, j, n_cand, full
+
+
+@njit(cache=True, _nrt=False)
+def gather_class(out, cls, sorted_ids, as_index, dst):
+    """Write into dst the tokens of class `cls`, in sorted order: their sorted indices when
+    `as_index`, else their ids. Returns how many."""
+    n = 0
+    for j in range(out.shape[0]):
+        if out[j] == cls:
+            dst[n] = j if as_index else sorted_ids[j]
+            n += 1
+    return n
+
+
+@njit(cache=True, _nrt=False)
+def pack_sorted(indices, sorted_ids, words):
+    """Set in int32 `words` the bit of the token id at each sorted index of `indices`."""
+    for j in indices:
+        t = sorted_ids[j]
+        words[t >> 5] |= np.int32(1) << np.int32(t & 31)
 
 
 @njit(cache=True)  # allocates its result: needs Numba's reference counting
