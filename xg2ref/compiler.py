@@ -15,11 +15,12 @@ issues; `max_threads` is accepted and ignored (one thread).
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Union
+from typing import Optional, Union
 
 from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
 from .grammar.grammar import Grammar
 from .grammar.passes import normalize
+from .lookahead import LookaheadReport, lookahead_arrays
 from .mask_cache import AdaptiveTokenMaskCache
 from .tokenizer_info import TokenizerInfo
 
@@ -29,16 +30,18 @@ class CompiledGrammar:
 
     Attributes: `grammar` (the source `Grammar`), `tokenizer_info`, `fsms` (per-rule FSMs),
     `arrays` (their flat form), `mask_cache` (the adaptive token-mask cache),
+    `lookahead_report` (which lookahead assertions the cache used: xg2ref/lookahead.py),
     `memory_size_bytes`.
     """
 
     def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo, fsms: GrammarFSMs, arrays: FSMArrays,
-                 mask_cache: AdaptiveTokenMaskCache):
+                 mask_cache: AdaptiveTokenMaskCache, lookahead_report: Optional[LookaheadReport] = None):
         self.grammar = grammar
         self.tokenizer_info = tokenizer_info
         self.fsms = fsms
         self.arrays = arrays
         self.mask_cache = mask_cache
+        self.lookahead_report = lookahead_report if lookahead_report is not None else LookaheadReport()
 
     @property
     def memory_size_bytes(self) -> int:
@@ -52,10 +55,13 @@ class CompiledGrammar:
 
 def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo) -> CompiledGrammar:
     """Normalize, build the FSMs, flatten: no caching."""
-    fsms = build_grammar_fsms(normalize(grammar.ir))
+    ir = normalize(grammar.ir)
+    fsms = build_grammar_fsms(ir)
     arrays = fsms.to_arrays()
-    cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size)
-    return CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache)
+    lookahead, report = lookahead_arrays(ir, fsms)
+    cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
+                                   lookahead=lookahead)
+    return CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
 
 
 class GrammarCompiler:

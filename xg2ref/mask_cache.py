@@ -39,6 +39,7 @@ from .earley import EarleyParser, grown_chart
 from .fsm.build import FSMArrays
 from .kernels import earley as K
 from .kernels import mask_cache as MK
+from .lookahead import LookaheadArrays, no_lookahead
 from .tokenizer_info import VocabArrays
 from .util import bound_kernel
 
@@ -117,8 +118,9 @@ def pack_ids(ids: np.ndarray, words: np.ndarray) -> None:
 class _Classifier:
     """Runs `classify_tokens` for one state after another, growing the two charts on demand."""
 
-    def __init__(self, fsm: FSMArrays, vocab: VocabArrays):
+    def __init__(self, fsm: FSMArrays, vocab: VocabArrays, lookahead: Optional[LookaheadArrays] = None):
         self.fsm, self.vocab = fsm, vocab
+        self.lookahead = lookahead if lookahead is not None else no_lookahead(len(fsm.rule_start))
         self.occ_indptr, self.occ_dst = rule_occurrences(fsm)
         # the kernel walks the vocabulary in sorted order: give it the bytes in that order, with
         # sorted position k as the token's "id", so memory is read front to back
@@ -156,7 +158,8 @@ class _Classifier:
                                                   self.occ_dst, v.sorted_bytes, v.sorted_offsets, self.identity,
                                                   v.sorted_lcp, self.subtree_end, j, self.comp, self.work,
                                                   self.seen, self.follow1, self.loop, self.pure_row,
-                                                  self.pure_next, out, self.acc_idx, self.unc_idx, self.n_list)
+                                                  self.pure_next, *self.lookahead, out, self.acc_idx, self.unc_idx,
+                                                  self.n_list)
             if status == K.OK:
                 return out
             if which == 0:
@@ -179,13 +182,13 @@ class AdaptiveTokenMaskCache:
     """The cache of one compiled grammar: an entry per scannable state, and the run-time fill."""
 
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int,
-                 progress: Optional[Callable[[int, int], None]] = None):
+                 progress: Optional[Callable[[int, int], None]] = None, lookahead: Optional[LookaheadArrays] = None):
         start = time.perf_counter()
         self.vocab = vocab
         self.vocab_size = vocab_size
         words = (vocab_size + 31) // 32
         scannable = np.flatnonzero(np.diff(fsm.byte_indptr) > 0).astype(np.int32)
-        classifier = _Classifier(fsm, vocab)
+        classifier = _Classifier(fsm, vocab, lookahead)
         state_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
         kinds, lists, bitsets, uncs, counts = [], [], [], [], []
         regular_words = np.zeros(words, dtype=np.int32)

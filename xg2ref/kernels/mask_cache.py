@@ -196,15 +196,32 @@ def _dfa_walk(pure_row, pure_next, state, token_bytes, begin, length):
 
 
 @njit(cache=True, _nrt=False)
+def _filter_walk(la_next, la_final, row, token_bytes, lo, hi):
+    """Run token_bytes[lo:hi] through a lookahead filter from `row`. Returns (agrees, stop):
+    the filter accepted a prefix or read everything (True), or died; either way the answer
+    depends on token_bytes[:stop] only."""
+    if la_final[row]:
+        return True, lo
+    for p in range(lo, hi):
+        row = la_next[row, token_bytes[p]]
+        if row < 0:
+            return False, p + 1
+        if la_final[row]:
+            return True, p + 1
+    return True, hi
+
+
+@njit(cache=True, _nrt=False)
 def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_bytes, token_offsets,
                     sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, loop,
-                    pure_row, pure_next, out, acc_idx, unc_idx, n_list):
+                    pure_row, pure_next, la_start, la_next, la_final, out, acc_idx, unc_idx, n_list):
     """out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state `state`.
 
     `comp` (int8, longer than the longest token), `work` (int64), `seen` (int64, at least
     rules x (longest token + 1) + 1) and `loop` (bool[256]) are scratch; `follow1`
     (int8[rules, 256], -1 = unknown) is filled in as a side effect and kept across states;
-    `pure_row`, `pure_next` are the pure-state table (`mark_pure_states`, `fill_pure_next`).
+    `pure_row`, `pure_next` are the pure-state table (`mark_pure_states`, `fill_pure_next`),
+    `la_*` the lookahead filters (xg2ref/lookahead.py, `LookaheadArrays`).
     The accepted and the uncertain sorted indices are also listed, in order, in
     acc_idx[:n_list[0]] and unc_idx[:n_list[1]] (the rejected are the rest).
     `chart` must hold the sets of `init_chart_at_state(state)` on the first call (j_start == 0).
@@ -304,7 +321,21 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             continue
         fail_len = reached + 1
         cls = REJECTED
+        agrees = True
+        if la_start[rule] >= 0:
+            # LOOKAHEAD: A's assertion L holds (inferred or verified), so when no rest t[d:]
+            # after a place where A may end agrees with FILTER(L)  |-  t rejected
+            agrees = False
+            for d in range(reached + 1):
+                if comp[d] == 1 and d < length:
+                    agrees, stop = _filter_walk(la_next, la_final, la_start[rule], token_bytes, begin + d,
+                                                begin + length)
+                    if agrees:
+                        break
+                    fail_len = stop - begin if stop - begin > fail_len else fail_len
         for d in range(reached + 1):
+            if not agrees:
+                break
             if comp[d] == 1 and d < length:
                 b = token_bytes[begin + d]
                 if follow1[rule, b] < 0:  # FOLLOW1: can byte b follow the rule at all?
@@ -321,7 +352,7 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
         work[0] = 0
         seen[seen.shape[0] - 1] += 1
         for d in range(reached + 1):
-            if comp[d] == 1 and d < length and follow1[rule, token_bytes[begin + d]] == 1:
+            if agrees and comp[d] == 1 and d < length and follow1[rule, token_bytes[begin + d]] == 1:
                 work[1 + 2 * work[0]] = rule
                 work[2 + 2 * work[0]] = begin + d
                 work[0] += 1
