@@ -9,7 +9,9 @@ with byte edges) the vocabulary splits, from that state alone, into
 - **uncertain** tokens: the rule may end inside them and a parent might go on; only these
   need the full Earley chart at run time.
 
-The inference rules and the loops sit in `xg2ref/kernels/mask_cache.py`. This module builds
+The inference rules and the loops sit in `xg2ref/kernels/mask_cache.py` (building entries)
+and `xg2ref/kernels/mask_fill.py` (using them); lookahead assertions, inferred or verified,
+filter tokens while entries are built (`xg2ref/lookahead.py`). This module builds
 one entry per scannable state, eagerly, and stores it in the smallest of three forms
 (XGrammar §3.1, Figure 5): the list of accepted ids, the list of rejected ids, or a bitset of
 the accepted ids (int32 words, the bitmask layout). Uncertain tokens are kept as indices into
@@ -23,8 +25,8 @@ Example: for `root ::= "[" item ("," item)* "]"; item ::= [a-z]+` and the state 
 one letter, `"ab"` is accepted, `"1"` rejected, and `"a,"` uncertain (item may end after `a`,
 and `,` can follow it); `"a)"` is rejected: no parent of item reads `)`.
 
-What it leaves out: lookahead assertions (a later step), JIT construction of entries (§3.5)
-and sharing entries across grammars (§3.3); entries are built for every scannable state.
+What it leaves out: JIT construction of entries (§3.5) and sharing entries across grammars
+(§3.3); entries are built for every scannable state.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .earley import EarleyParser, grown_chart
 from .fsm.build import FSMArrays
 from .kernels import earley as K
 from .kernels import mask_cache as MK
+from .kernels import mask_fill as MF
 from .lookahead import LookaheadArrays, no_lookahead
 from .tokenizer_info import VocabArrays
 from .util import bound_kernel
@@ -265,16 +268,16 @@ class AdaptiveTokenMaskCache:
         args = (parser.arrays, parser.chart, self.arrays, self.vocab, self._state_mark, self._scratch, self._cand,
                 self._cand_tmp, not_regular, stop_ids, words)
         if self._fill is None:
-            self._fill = bound_kernel(MK.fill_mask, *args)
+            self._fill = bound_kernel(MF.fill_mask, *args)
         status, j, n_cand, full = self._fill(*args)
         if status != K.OK:
             v = self.vocab
             while status != K.OK:
                 parser._grow(status)
-                status, j = MK.check_candidates(parser.arrays, parser.chart, v.token_bytes, v.token_offsets,
+                status, j = MF.check_candidates(parser.arrays, parser.chart, v.token_bytes, v.token_offsets,
                                                 v.sorted_ids, self._cand, n_cand, j, words)
-            MK.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)
-            full = MK.all_allowed(words, self.vocab_size)
+            MF.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)
+            full = MF.all_allowed(words, self.vocab_size)
         return n_cand, bool(full)
 
 

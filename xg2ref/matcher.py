@@ -31,7 +31,7 @@ from .bitmask import bitmask_row_view, unpack_bitmask
 from .compiler import CompiledGrammar
 from .earley import EarleyParser
 from .exceptions import MatcherError
-from .kernels import mask_cache as MK
+from .kernels import mask_fill as MF
 
 _STOP_STEP = -1  # history marker: a stop token (no bytes)
 
@@ -177,7 +177,7 @@ class GrammarMatcher:
                 if self._parser.advance(data):
                     self._parser.rollback(len(data))
                     bits[t >> 5] |= np.uint32(1 << (t & 31))
-            full = bool(MK.all_allowed(words, self._vocab_size))
+            full = bool(MF.all_allowed(words, self._vocab_size))
         return full
 
     def _row_view(self, bitmask, index: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""XGrammar-2 §3.4 (Appendix D, Table 6) and XGrammar §3.1-§3.3: the adaptive token-mask cache kernels.
+"""XGrammar-2 §3.4 (Appendix D, Table 6) and XGrammar §3.1-§3.3: building the token-mask cache entries.
 
 Building an entry. For one scannable FSM state s of rule A, every regular token is run
 through an Earley parse that starts from the single item `[0, 1, A -> s]` (set 0 is left
@@ -6,9 +6,15 @@ empty, so that A's origin has no parent). With `comp(d)` meaning "after d bytes 
 an item of A with origin 0 in a final state" (A may end there):
 
     ACCEPT     all bytes of t are read inside A               |-  t accepted (any context)
+    LOOKAHEAD  A's assertion L holds and FILTER(L) rejects
+               every rest t[d:] with comp(d)                  |-  t rejected (lookahead.py)
     UNCERTAIN  t dies at byte r, comp(d) for some d <= r,
                and CONTEXT(A, t[d:])                          |-  t uncertain
     REJECT     otherwise                                      |-  t rejected (any context)
+
+Shortcuts that decide the same classes faster: SELF-LOOP (every byte of t loops on s: accepted),
+ACCEPT-CTX (every occurrence of A reads the rest: accepted, see `_every_parent_reads`) and
+PURE WALK (from a pure state the parse is a table walk, see `mark_pure_states`).
 
 CONTEXT is context expansion (XGrammar §3.2): A's parents are the FSM edges `src -A-> dst`
 of the grammar, so whatever follows A starts at some such `dst`. `CONTEXT(A, rest)` runs
@@ -22,9 +28,7 @@ Earley sets of the prefix it shares with its predecessor (XGrammar §3.3's rollb
 a prefix is rejected outright, every token under it in the trie is rejected without parsing
 (`subtree_end` jumps over a whole subtree when the rejected prefix is itself a token).
 
-Using entries at run time (XGrammar Algorithm 1): the mask is the union of the accepted sets
-of the scannable states of the current Earley set, plus those uncertain tokens (of any of
-them) that the full chart accepts, checked again in byte order with prefix reuse.
+Using the entries at run time is `mask_fill.py`.
 
 Status codes as in `earley.py`; a NEED_* status comes with `which` (0: the main chart,
 1: the context chart) and the index to resume from.
@@ -35,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .earley import EMPTY, OK, advance_byte, is_completed, seed_chart
+from .earley import EMPTY, OK, advance_byte, seed_chart
 
 REJECTED = 0
 ACCEPTED = 1
@@ -393,184 +397,6 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             j += 1
     chart.meta[0] = n0
     return OK, n, 0
-
-
-@njit(cache=True, _nrt=False)
-def _merge_runs(cand, mid, end, tmp):
-    """Merge the sorted runs cand[:mid] and cand[mid:end] in place (through `tmp`)."""
-    a, b, n = 0, mid, 0
-    while a < mid or b < end:
-        if b == end or (a < mid and cand[a] <= cand[b]):
-            tmp[n] = cand[a]
-            a += 1
-        else:
-            tmp[n] = cand[b]
-            b += 1
-        n += 1
-    for q in range(end):
-        cand[q] = tmp[q]
-
-
-@njit(cache=True, _nrt=False)
-def gather_cached_mask(fsm, chart, state_entry, entry_kind, list_indptr, list_ids, bitset_offset, bitset_words,
-                       unc_indptr, unc_sorted, regular_words, sorted_ids, state_mark, scratch, cand, cand_tmp,
-                       words):
-    """Algorithm 1, first half: OR the accepted sets of the current set's scannable states into
-    `words` and collect their uncertain tokens (sorted indices) into `cand`.
-
-    `state_mark` (int64[S]), `scratch` (int32[W]) and `cand_tmp` (like `cand`) are caller-owned
-    scratch; state_mark[0:] holds generation marks and the generation counter lives in
-    state_mark[-1]. Returns the number of candidates, deduplicated and sorted, with those
-    already accepted removed.
-    """
-    gen = state_mark[state_mark.shape[0] - 1] + 1
-    state_mark[state_mark.shape[0] - 1] = gen
-    k = chart.meta[0] - 1
-    n_cand = 0
-    n_entries = 0
-    for p in range(chart.set_start[k], chart.set_start[k + 1]):
-        s = chart.item_state[p]
-        e = state_entry[s]
-        if e < 0 or state_mark[s] == gen:
-            continue
-        state_mark[s] = gen
-        kind = entry_kind[e]
-        # the first entry writes `words`, the others are OR-ed in (through `scratch`)
-        acc = words if n_entries == 0 else scratch
-        n_entries += 1
-        if kind == 2:  # accepted bitset
-            off = bitset_offset[e]
-            for w in range(acc.shape[0]):
-                acc[w] = bitset_words[off + w]
-        elif kind == 0:  # accepted ids
-            for w in range(acc.shape[0]):
-                acc[w] = 0
-            for q in range(list_indptr[e], list_indptr[e + 1]):
-                t = list_ids[q]
-                acc[t >> 5] |= np.int32(1) << np.int32(t & 31)
-        else:  # rejected ids: accepted = regular - rejected - uncertain
-            for w in range(acc.shape[0]):
-                acc[w] = regular_words[w]
-            for q in range(list_indptr[e], list_indptr[e + 1]):
-                t = list_ids[q]
-                acc[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
-            for q in range(unc_indptr[e], unc_indptr[e + 1]):
-                t = sorted_ids[unc_sorted[q]]
-                acc[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
-        if n_entries > 1:
-            for w in range(words.shape[0]):
-                words[w] |= scratch[w]
-        mid = n_cand
-        for q in range(unc_indptr[e], unc_indptr[e + 1]):
-            cand[n_cand] = unc_sorted[q]
-            n_cand += 1
-        if mid > 0 and n_cand > mid:
-            _merge_runs(cand, mid, n_cand, cand_tmp)
-    if n_entries == 0:
-        for w in range(words.shape[0]):
-            words[w] = 0
-    out = 0
-    prev = -1
-    for q in range(n_cand):
-        c = cand[q]
-        if c == prev:
-            continue
-        prev = c
-        t = sorted_ids[c]
-        if (words[t >> 5] >> np.int32(t & 31)) & 1:
-            continue
-        cand[out] = c
-        out += 1
-    return out
-
-
-@njit(cache=True, _nrt=False)
-def check_candidates(fsm, chart, token_bytes, token_offsets, sorted_ids, cand, n_cand, j_start, words):
-    """Algorithm 1, second half: run each candidate (sorted indices, ascending) through the full
-    chart, reusing the sets of the prefix shared with the previous candidate; set the bit of
-    each allowed token. Returns (status, j) as `fill_token_mask` does."""
-    n_sets0 = chart.meta[0]
-    fail_len = 0
-    prev_begin = 0
-    prev_len = 0
-    for j in range(j_start, n_cand):
-        tid = sorted_ids[cand[j]]
-        begin = token_offsets[tid]
-        length = token_offsets[tid + 1] - begin
-        lcp = 0
-        if j > j_start:
-            limit = length if length < prev_len else prev_len
-            while lcp < limit and token_bytes[begin + lcp] == token_bytes[prev_begin + lcp]:
-                lcp += 1
-        prev_begin = begin
-        prev_len = length
-        if fail_len > 0 and lcp >= fail_len:
-            continue
-        fail_len = 0
-        depth = chart.meta[0] - n_sets0
-        common = lcp if lcp < depth else depth
-        chart.meta[0] = n_sets0 + common
-        allowed = True
-        for d in range(common, length):
-            status = advance_byte(fsm, chart, token_bytes[begin + d])
-            if status == EMPTY:
-                fail_len = d + 1
-                allowed = False
-                break
-            if status != OK:
-                chart.meta[0] = n_sets0
-                return status, j
-        if allowed:
-            words[tid >> 5] |= np.int32(1) << np.int32(tid & 31)
-    chart.meta[0] = n_sets0
-    return OK, n_cand
-
-
-@njit(cache=True, _nrt=False)
-def finish_mask(fsm, chart, not_regular, stop_ids, words):
-    """Clear the bits of `not_regular` (ids the cache treats as regular that must not be
-    allowed: overriding stop tokens), then set those of `stop_ids` when the input so far is a
-    sentence."""
-    for t in not_regular:
-        words[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
-    if is_completed(fsm, chart):
-        for t in stop_ids:
-            words[t >> 5] |= np.int32(1) << np.int32(t & 31)
-
-
-@njit(cache=True, _nrt=False)
-def all_allowed(words, vocab_size):
-    """Every id below vocab_size has its bit set (nothing is masked out)."""
-    full = vocab_size >> 5
-    for w in range(full):
-        if words[w] != -1:
-            return False
-    rest = vocab_size & 31
-    if rest:
-        need = (np.int64(1) << rest) - 1
-        return (np.int64(words[full]) & need) == need
-    return True
-
-
-@njit(cache=True, _nrt=False)
-def fill_mask(fsm, chart, cache, vocab, state_mark, scratch, cand, cand_tmp, not_regular, stop_ids, words):
-    """Algorithm 1 in one call: `gather_cached_mask`, `check_candidates`, `finish_mask`.
-
-    `cache` is a MaskCacheArrays, `vocab` a VocabArrays. Returns (status, j, n_cand, full):
-    `full` is `all_allowed` of the result (status OK only). On a NEED_* status the caller grows
-    the chart, goes on with `check_candidates` from candidate j and then calls `finish_mask`.
-    """
-    n_cand = gather_cached_mask(fsm, chart, cache.state_entry, cache.entry_kind, cache.list_indptr,
-                                cache.list_ids, cache.bitset_offset, cache.bitset_words, cache.unc_indptr,
-                                cache.unc_sorted, cache.regular_words, vocab.sorted_ids, state_mark, scratch,
-                                cand, cand_tmp, words)
-    status, j = check_candidates(fsm, chart, vocab.token_bytes, vocab.token_offsets, vocab.sorted_ids, cand,
-                                 n_cand, 0, words)
-    full = False
-    if status == OK:
-        finish_mask(fsm, chart, not_regular, stop_ids, words)
-        full = all_allowed(words, vocab.is_stop.shape[0])
-    return status, j, n_cand, full
 
 
 @njit(cache=True, _nrt=False)
