@@ -19,6 +19,7 @@ from .bitmask import allocate_token_bitmask, get_bitmask_shape, reset_token_bitm
 from .compiler import CompiledGrammar, GrammarCompiler
 from .exceptions import EBNFError, GrammarLimitError, MatcherError, TokenizerError, XG2RefError
 from .grammar.grammar import Grammar
+from .grammar.regex import RegexError
 from .matcher import GrammarMatcher
 from .tokenizer_info import TokenizerInfo, VocabType
 
@@ -32,6 +33,7 @@ __all__ = [
     "GrammarLimitError",
     "GrammarMatcher",
     "MatcherError",
+    "RegexError",
     "TokenizerError",
     "TokenizerInfo",
     "VocabType",

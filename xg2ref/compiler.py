@@ -95,6 +95,10 @@ class GrammarCompiler:
         self._evict()
         return compiled
 
+    def compile_regex(self, regex: str) -> CompiledGrammar:
+        """The grammar of the strings `regex` matches as a whole (`Grammar.from_regex`)."""
+        return self.compile_grammar(Grammar.from_regex(regex))
+
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """The builtin JSON grammar (`Grammar.builtin_json_grammar()`)."""
         return self.compile_grammar(Grammar.builtin_json_grammar())

@@ -171,3 +171,11 @@ is_grammar_accept_string = _is_grammar_accept_string
 def _get_allow_empty_rule_ids(compiled_grammar: "CompiledGrammar") -> list:
     """Ids of the rules that derive the empty string, in the compiled grammar's rule order."""
     return [r for r, nullable in enumerate(compiled_grammar.fsms.nullable) if nullable]
+
+
+def _regex_to_ebnf(regex: str, with_rule_name: bool = True) -> str:
+    """The EBNF of `Grammar.from_regex(regex)`: `root ::= ...` or, without the rule name, the body."""
+    from .grammar.grammar import Grammar
+
+    text = str(Grammar.from_regex(regex))
+    return text if with_rule_name else text.split("::=", 1)[1].strip() + "\n"

@@ -8,8 +8,8 @@ Equality and hashing walk the IR iteratively (a pre-order list of node signature
 a tree), so grammars nested as deep as the parser allows still compare; the IR dataclasses'
 own `==` recurses and stops a few hundred levels down.
 
-What it leaves out: xgrammar's other constructors (from_json_schema, from_regex,
-from_structural_tag), union/concat, and serialization.
+What it leaves out: xgrammar's other constructors (from_json_schema, from_structural_tag),
+union/concat, and serialization.
 """
 
 from __future__ import annotations
@@ -43,6 +43,17 @@ class Grammar:
     def from_ebnf(cls, ebnf_string: str, *, root_rule_name: str = "root") -> "Grammar":
         """Parse EBNF text in xgrammar's dialect (raises EBNFError or GrammarLimitError)."""
         return cls(parse_ebnf(ebnf_string, root_rule_name=root_rule_name))
+
+    @classmethod
+    def from_regex(cls, regex: str, *, print_converted_ebnf: bool = False) -> "Grammar":
+        """The grammar of the strings `regex` matches as a whole (xg2ref/grammar/regex.py;
+        raises RegexError naming an unsupported construct)."""
+        from .regex import regex_to_ir
+
+        grammar = cls(regex_to_ir(regex))
+        if print_converted_ebnf:
+            print(grammar)
+        return grammar
 
     @classmethod
     def from_ir(cls, ir: GrammarIR) -> "Grammar":
