@@ -214,8 +214,13 @@ BAD = [
     ('root ::= "a" ;', "Unexpected character: ';'", 1, 14),
     ('root ::= true\ntrue ::= "a"', "true is a reserved word", 1, 10),
     ('false ::= "a"\nroot ::= "b"', "false is a reserved word", 1, 1),
-    ("root ::= TagDispatch", "TagDispatch(...) is an intrinsic that xg2ref does not support yet", 1, 10),
-    ('root ::= "a"\n  Regex', "Regex(...) is an intrinsic", 2, 3),
+    ("root ::= TagDispatch", "TagDispatch is an intrinsic: call it as TagDispatch(...)", 1, 10),
+    ('root ::= "a"\n  Regex', "Regex is an intrinsic: call it as Regex(...)", 2, 3),
+    ('root ::= Regex("a" "b")', "Expect ')' or ','", 1, 20),
+    ('root ::= Regex("a", flags="q")', "Regex: unknown flag 'q'", 1, 16),
+    ('root ::= Regex("a", foo=1)', "Regex: unknown argument foo", 1, 25),
+    ('root ::= Regex("a", json_string=1)', "json_string must be true or false", 1, 33),
+    ('root ::= Regex(a)', "exactly one positional argument", 1, 10),
     ('root ::= "a" "b"\nx ::= "c"\ny ::= [z-a]', "lower bound is larger than upper bound", 3, 8),
 ]
 
@@ -225,13 +230,15 @@ BEYOND_XG2REF = [
     ("root ::= TokenTagDispatch((1, root))", "TokenTagDispatch(...) is an intrinsic", 1, 10),
     ("root ::= Token(1, 2)", "Token(...) is an intrinsic", 1, 10),
     ("root ::= ExcludeToken(1)", "ExcludeToken(...) is an intrinsic", 1, 10),
-    ('root ::= "a" Regex("[a-z]+")', "Regex(...) is an intrinsic", 1, 14),
     ('root ::= Substring("ab", "c")', "Substring(...) is an intrinsic", 1, 10),
     ('root[max_tokens=3] ::= "a"', "rule options (name[...] ::=) are not supported yet", 1, 1),
     ('root ::= x\nx[lazy, max_chars=4] ::= "a"', "rule options (name[...] ::=) are not supported yet", 2, 1),
     ('root ::= "\\x110000"', "beyond U+10FFFF", 1, 11),
     ('root ::= [\\UFFFFFFFF]', "beyond U+10FFFF", 1, 11),
     ('root ::= "a"\x00garbage', "Unexpected NUL character", 1, 13),
+    ('root ::= Regex("(a")', "Regex: missing ')'", 1, 16),
+    ('root ::= Regex(json_string=true, "a")', "positional argument follows a named one", 1, 34),
+    ('root ::= Regex("a", flags="s", flags="s")', "argument flags is given twice", 1, 32),
 ]
 
 

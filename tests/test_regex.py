@@ -126,3 +126,29 @@ def test_api():
     # the printed grammar parses back to the same grammar
     g = xgr.Grammar.from_regex(r'[^"\\]*\s?(x|y){2,5}.')
     assert xgr.Grammar.from_ebnf(str(g)) == g
+
+
+AGREE = [(r"a.b", ["axb", "a\rb"]), (r"\d+", ["12", "\u0661"]), (r"\w", ["a", "é", "_"]), (r"\s", [" ", "\u00a0", "\x0b"]),
+         (r"[^a]", ["\n", "b"]), (r"a|", ["", "a"]), (r"x{2,3}?", ["xx", "xxx", "x"]), (r"[\d-]", ["-", "5"]),
+         (r"(?<n>a)b", ["ab"]), (r"\u{1F600}", ["😀"]), (r"\cJ", ["\n"]), (r"^ab$", ["ab"]), (r"[^]", ["\n", "a"]),
+         (r"\x41", ["A"]), (r"[\b]", ["\b"]), (r"\/", ["/"]), (r"a{0}", [""]), (r"(ab)*", ["", "abab"]), (r"[a-]", ["-"])]
+# (pattern, string, xgrammar's verdict): specs/05-front-ends.md, "Regex", differences
+DIFFER = [(r"a.b", "a\nb", True), (r"\s", "\u3000", False), (r"\s", "\u2028", False), (r"\s", "\ufeff", False)]
+
+
+@pytest.mark.xgrammar
+def test_against_xgrammar():
+    xg = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string as theirs
+
+    for pattern, texts in AGREE:
+        for text in texts:
+            assert _is_grammar_accept_string(xgr.Grammar.from_regex(pattern), text) == theirs(
+                xg.Grammar.from_regex(pattern), text), (pattern, text)
+    for pattern, text, verdict in DIFFER:
+        assert theirs(xg.Grammar.from_regex(pattern), text) == verdict
+        assert _is_grammar_accept_string(xgr.Grammar.from_regex(pattern), text) != verdict
+    for pattern in (r"{a}", r"[]"):  # xgrammar refuses; Python and ECMAScript take them
+        with pytest.raises(Exception):
+            xg.Grammar.from_regex(pattern)
+        xgr.Grammar.from_regex(pattern)

@@ -26,9 +26,13 @@ Limits (GrammarLimitError): `MAX_GRAMMAR_CHARS` characters of text, `MAX_RULES` 
 `MAX_NESTING` nested groups (xgrammar's "Nest layer exceeded"), integers up to
 `MAX_INTEGER` (xgrammar's lexer bound).
 
-What it leaves out: the intrinsics of section 5 (TagDispatch, TokenTagDispatch, Token,
-ExcludeToken, Regex, Substring) and rule options (`name[max_tokens=3] ::=`), both rejected
-with a message saying so; escapes beyond U+10FFFF are rejected (xgrammar wraps them around).
+Intrinsics are parsed as calls, `Name(value, ..., key=value)` with values that are strings,
+integers, `true`/`false`, rule names or parenthesized tuples. `Regex(...)` becomes the IR of
+its pattern (xg2ref/grammar/regex.py).
+
+What it leaves out: the other intrinsics of section 5 (TagDispatch, TokenTagDispatch, Token,
+ExcludeToken, Substring) and rule options (`name[max_tokens=3] ::=`), both rejected with a
+message saying so; escapes beyond U+10FFFF are rejected (xgrammar wraps them around).
 """
 
 from __future__ import annotations
@@ -68,9 +72,16 @@ item: atom quantifier?
 atom: STRING                  -> string
     | CLASS                   -> char_class
     | NAME                    -> ref
-    | INTRINSIC               -> intrinsic
+    | INTRINSIC _LPAR [arguments] _RPAR  -> macro
     | _LPAR choices _RPAR     -> group
     | _LPAR _RPAR             -> empty_group
+arguments: argument (_COMMA argument)*
+argument: value
+    | NAME _EQUAL value       -> named_argument
+value: STRING                 -> v_string
+    | INT                     -> v_int
+    | NAME                    -> v_name
+    | _LPAR [value (_COMMA value)* _COMMA?] _RPAR  -> v_tuple
 quantifier: STAR | PLUS | QMARK
     | _LBRACE INT _RBRACE                   -> exact
     | _LBRACE INT _COMMA _RBRACE            -> at_least
@@ -87,6 +98,7 @@ CLASS: /\[(?:[^\]\\\r\n]|\\[^\r\n])*\]/
 INT: /[0-9]+/
 LOOKAHEAD: "(="
 _ASSIGN: "::="
+_EQUAL: "="
 _LPAR: "("
 _RPAR: ")"
 _VBAR: "|"
@@ -123,6 +135,7 @@ class _TokenChecks(PostLex):
     def process(self, stream):
         previous: Optional[Token] = None
         opens: list[bool] = []  # one entry per open '(' (True) or '(=' (False)
+        macro_depth: list[int] = []  # the depth of each open intrinsic call's '('
         depth = rules = 0
         for tok in stream:
             kind = tok.type
@@ -133,13 +146,17 @@ class _TokenChecks(PostLex):
                 if previous is not None and previous.end_line == tok.line:
                     raise _Located(f'The rule name "{tok}" should be at the beginning of the line',
                                    tok.start_pos, "lexer")
-            if kind in ("RULE_NAME", "NAME") and tok in RESERVED_WORDS:
+            if previous is not None and previous.type == "INTRINSIC" and kind != "_LPAR":
+                raise _Located(f"{previous} is an intrinsic: call it as {previous}(...)", previous.start_pos)
+            if kind == "INTRINSIC":
+                macro_depth.append(depth + 1)
+            if kind == "_EQUAL" and not macro_depth:  # '=' only names an intrinsic's argument
+                raise _Located("Unexpected character: '='", tok.start_pos, "lexer")
+            if kind in ("RULE_NAME", "NAME") and tok in RESERVED_WORDS and not macro_depth:
                 raise _Located(f"{tok} is a reserved word (a boolean in intrinsic arguments) and cannot "
                                "name a rule", tok.start_pos, "lexer")
             if kind == "RULE_OPTIONS":
                 raise _Located("rule options (name[...] ::=) are not supported yet", tok.start_pos)
-            elif kind == "INTRINSIC":
-                raise _Located(f"{tok}(...) is an intrinsic that xg2ref does not support yet", tok.start_pos)
             elif kind == "_LPAR":
                 opens.append(True)
                 depth += 1
@@ -149,12 +166,16 @@ class _TokenChecks(PostLex):
             elif kind == "LOOKAHEAD":
                 opens.append(False)
             elif kind == "_RPAR" and opens:
+                if macro_depth and macro_depth[-1] == depth and opens[-1]:
+                    macro_depth.pop()
                 depth -= opens.pop()
             elif kind == "INT" and int(tok) > MAX_INTEGER:
                 raise _Located(f"Integer is too large: {tok}, max allowed is {MAX_INTEGER}",
                                tok.start_pos, "lexer", limit=True)
             previous = tok
             yield tok
+        if previous is not None and previous.type == "INTRINSIC":
+            raise _Located(f"{previous} is an intrinsic: call it as {previous}(...)", previous.start_pos)
 
 
 _PARSER: Optional[Lark] = None
@@ -321,6 +342,16 @@ def decode_char_class(source: str, start: int) -> tuple[CharClass, int]:
 # ---------------------------------------------------------------------------------------------
 # Parse tree to IR, bottom-up and without recursion (groups may nest MAX_NESTING deep).
 
+
+class _Value:
+    """An intrinsic's argument: kind ("string", "integer", "boolean", "rule name", "tuple"),
+    value and source offset."""
+
+    __slots__ = ("kind", "value", "pos")
+
+    def __init__(self, kind: str, value, pos: int):
+        self.kind, self.value, self.pos = kind, value, pos
+
 _QUANTIFIERS = {"*": (0, None), "+": (1, None), "?": (0, 1)}
 
 
@@ -381,6 +412,69 @@ class _Builder:
 
     def group(self, body: Expr) -> Expr:
         return body
+
+    # ---- intrinsics: Name(value, ..., key=value) ------------------------------------------
+
+    def arguments(self, *args):
+        return list(args)
+
+    def argument(self, value):
+        return (None, value)
+
+    def named_argument(self, name: Token, value):
+        return (name, value)
+
+    def v_string(self, tok: Token):
+        return _Value("string", decode_string(self.source, tok.start_pos)[0].decode("utf-8", "surrogatepass"),
+                      tok.start_pos)
+
+    def v_int(self, tok: Token):
+        return _Value("integer", int(tok), tok.start_pos)
+
+    def v_name(self, tok: Token):
+        if tok in RESERVED_WORDS:
+            return _Value("boolean", tok == "true", tok.start_pos)
+        return _Value("rule name", str(tok), tok.start_pos)
+
+    def v_tuple(self, *items):
+        return _Value("tuple", list(items), items[0].pos if items else -1)
+
+    def macro(self, name: Token, args=None) -> Expr:
+        positional: list[_Value] = []
+        named: dict[str, _Value] = {}
+        for key, value in args or ():
+            if key is None:
+                if named:
+                    raise _Located(f"{name}: a positional argument follows a named one", value.pos)
+                positional.append(value)
+            elif str(key) in named:
+                raise _Located(f"{name}: argument {key} is given twice", key.start_pos)
+            else:
+                named[str(key)] = value
+        if name == "Regex":
+            return self.regex_macro(name, positional, named)
+        raise _Located(f"{name}(...) is an intrinsic that xg2ref does not support yet", name.start_pos)
+
+    def regex_macro(self, name: Token, positional: list, named: dict) -> Expr:
+        """`Regex("pattern", json_string=false, flags="")`: the pattern's language, inline."""
+        from .regex import RegexError, regex_to_expr
+
+        if len(positional) != 1 or positional[0].kind != "string":
+            raise _Located("Regex takes exactly one positional argument, the pattern string", name.start_pos)
+        unknown = sorted(set(named) - {"json_string", "flags"})
+        if unknown:
+            raise _Located(f"Regex: unknown argument {unknown[0]} (json_string, flags)", named[unknown[0]].pos)
+        json_string = named.get("json_string", _Value("boolean", False, -1))
+        flags = named.get("flags", _Value("string", "", -1))
+        if json_string.kind != "boolean":
+            raise _Located("Regex: json_string must be true or false", json_string.pos)
+        if flags.kind != "string":
+            raise _Located("Regex: flags must be a string", flags.pos)
+        try:
+            return regex_to_expr(positional[0].value, json_string=json_string.value, flags=flags.value)
+        except RegexError as err:
+            raise _Located(f"Regex: {err.message}" + (f" (pattern offset {err.pos})" if err.pos >= 0 else ""),
+                           positional[0].pos) from None
 
     def empty_group(self) -> Expr:
         return EPSILON
@@ -461,6 +555,8 @@ def _parser_expects(err: UnexpectedInput) -> set[str]:
 
 
 def _translate(err: UnexpectedInput, source: str) -> _Located:
+    if isinstance(err, UnexpectedToken) and err.token.type == "_EQUAL":
+        return _Located("Unexpected character: '='", err.token.start_pos, "lexer")
     if isinstance(err, UnexpectedToken):
         tok = err.token
         expected = _parser_expects(err)
