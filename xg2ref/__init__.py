@@ -17,7 +17,7 @@ from typing import Any
 
 from .bitmask import allocate_token_bitmask, get_bitmask_shape, reset_token_bitmask
 from .compiler import CompiledGrammar, GrammarCompiler
-from .exceptions import EBNFError, GrammarLimitError, MatcherError, TokenizerError, XG2RefError
+from .exceptions import EBNFError, GrammarLimitError, InvalidJSONError, MatcherError, TokenizerError, XG2RefError
 from .grammar.grammar import Grammar
 from .grammar.regex import RegexError
 from .matcher import GrammarMatcher
@@ -32,6 +32,7 @@ __all__ = [
     "GrammarCompiler",
     "GrammarLimitError",
     "GrammarMatcher",
+    "InvalidJSONError",
     "MatcherError",
     "RegexError",
     "TokenizerError",

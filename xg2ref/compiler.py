@@ -95,6 +95,14 @@ class GrammarCompiler:
         self._evict()
         return compiled
 
+    def compile_json_schema(self, schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
+                            separators: Optional[tuple] = None, strict_mode: bool = True,
+                            max_whitespace_cnt: Optional[int] = None, any_order: bool = False) -> CompiledGrammar:
+        """`Grammar.from_json_schema` with the same options, compiled."""
+        return self.compile_grammar(Grammar.from_json_schema(
+            schema, any_whitespace=any_whitespace, indent=indent, separators=separators, strict_mode=strict_mode,
+            max_whitespace_cnt=max_whitespace_cnt, any_order=any_order))
+
     def compile_regex(self, regex: str) -> CompiledGrammar:
         """The grammar of the strings `regex` matches as a whole (`Grammar.from_regex`)."""
         return self.compile_grammar(Grammar.from_regex(regex))

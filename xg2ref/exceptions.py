@@ -34,6 +34,11 @@ class GrammarLimitError(XG2RefError):
     """A grammar past a documented size or depth limit (see specs/01-ebnf.md, "Limits")."""
 
 
+class InvalidJSONError(XG2RefError):
+    """A JSON Schema (or JSON text) that is invalid or uses something xg2ref cannot enforce as a
+    grammar; the message starts with the JSON path of the offending part (`$.properties.a`)."""
+
+
 class MatcherError(XG2RefError):
     """A matcher call that cannot be honoured (rollback past the start, mask after termination...)."""
 

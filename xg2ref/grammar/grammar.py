@@ -8,8 +8,7 @@ Equality and hashing walk the IR iteratively (a pre-order list of node signature
 a tree), so grammars nested as deep as the parser allows still compare; the IR dataclasses'
 own `==` recurses and stops a few hundred levels down.
 
-What it leaves out: xgrammar's other constructors (from_json_schema, from_structural_tag),
-union/concat, and serialization.
+What it leaves out: `from_structural_tag`, union/concat, and serialization.
 """
 
 from __future__ import annotations
@@ -51,6 +50,23 @@ class Grammar:
         from .regex import regex_to_ir
 
         grammar = cls(regex_to_ir(regex))
+        if print_converted_ebnf:
+            print(grammar)
+        return grammar
+
+    @classmethod
+    def from_json_schema(cls, schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
+                         separators: Optional[tuple] = None, strict_mode: bool = True,
+                         max_whitespace_cnt: Optional[int] = None, print_converted_ebnf: bool = False,
+                         any_order: bool = False) -> "Grammar":
+        """The grammar of the JSON texts valid under `schema` (a dict, a bool, JSON text or a
+        pydantic model class), in the layout the options ask for (xg2ref/grammar/json_schema.py;
+        raises InvalidJSONError naming the offending part by its JSON path)."""
+        from .json_schema import json_schema_to_ir
+
+        grammar = cls(json_schema_to_ir(schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+                                        strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt,
+                                        any_order=any_order))
         if print_converted_ebnf:
             print(grammar)
         return grammar

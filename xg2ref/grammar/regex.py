@@ -394,8 +394,20 @@ def _alts_to_ir(alts: list, parser: _Parser) -> Expr:
     return options[0] if len(options) == 1 else Choice(tuple(options))
 
 
-def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "") -> Expr:
-    """The IR expression matching exactly the strings `pattern` matches as a whole.
+def _has_anchor_in_group(items: list) -> bool:
+    for item in items:
+        if isinstance(item, tuple) and item[0] == "group":
+            if any(x is _START or x is _END or _has_anchor_in_group([x]) for alt in item[1] for x in alt):
+                return True
+        elif isinstance(item, tuple) and item[0] == "repeat" and _has_anchor_in_group([item[1]]):
+            return True
+    return False
+
+
+def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "", search: bool = False) -> Expr:
+    """The IR expression matching exactly the strings `pattern` matches as a whole, or with
+    `search`, the strings that contain a match (JSON Schema's `pattern`): a top-level
+    alternative not anchored by `^` may have anything before it, one without `$` anything after.
 
     Example: regex_to_expr("ab|c?") == Choice((ByteString(b"ab"), Repeat(ByteString(b"c"), 0, 1)))
     """
@@ -406,6 +418,16 @@ def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "") -
     if parser.i != len(pattern):
         raise parser.error("unbalanced ')'")
     _check_anchors(alts, True, True, parser)
+    if search:
+        anything = ("repeat", ("class", [(0, MAX_CODEPOINT)]), 0, None)
+        wrapped = []
+        for items in alts:
+            if _has_anchor_in_group(items):
+                raise RegexError("an anchor inside a group is not supported in a search pattern", pattern)
+            start = bool(items) and items[0] is _START
+            end = bool(items) and items[-1] is _END
+            wrapped.append(([] if start else [anything]) + items + ([] if end else [anything]))
+        alts = wrapped
     return _alts_to_ir(alts, parser)
 
 

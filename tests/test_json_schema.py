@@ -1,0 +1,158 @@
+"""JSON Schema front end (xg2ref/grammar/json_schema.py) against the `jsonschema` validator.
+
+Soundness: every sentence drawn from the grammar parses and validates. Completeness: every
+valid value, serialized canonically in the layout, is accepted.
+"""
+
+import json
+import random
+from decimal import Decimal
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xg2ref as xgr
+from xg2ref.grammar.json_lexical import integer_range, number_range
+from xg2ref.grammar.ir import GrammarIR, Rule
+from xg2ref.oracle.recognizer import Recognizer
+from xg2ref.oracle.strategies import sentences
+
+
+def accepts(schema, text: str, **options) -> bool:
+    return Recognizer(xgr.Grammar.from_json_schema(schema, **options).ir).is_sentence(text.encode())
+
+
+def valid(schema, value) -> bool:
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).is_valid(value)
+
+
+SCHEMAS = [
+    {"type": "object", "properties": {"a": {"type": "integer", "minimum": 5, "maximum": 120},
+                                      "b": {"type": "string", "maxLength": 3}}, "required": ["a"]},
+    {"type": "array", "items": {"type": "number", "exclusiveMinimum": 0.5, "maximum": 7}, "minItems": 1, "maxItems": 3},
+    {"type": "array", "prefixItems": [{"type": "boolean"}, {"type": "null"}], "items": {"enum": ["x", 2]}},
+    {"type": "object", "properties": {"k": {"const": [1, {"z": None}]}}, "additionalProperties": {"type": "integer"}},
+    {"type": "object", "patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": False},
+    {"type": "object", "propertyNames": {"pattern": "^[a-c]+$"}, "additionalProperties": {"type": "boolean"}},
+    {"anyOf": [{"type": "string", "minLength": 2}, {"type": "integer", "maximum": -3}]},
+    {"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+               {"properties": {"b": {"type": "integer"}}, "required": ["b"]}]},
+    {"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+                                                          "next": {"$ref": "#/$defs/node"}}, "required": ["v"]}},
+     "$ref": "#/$defs/node"},
+    {"type": "string", "pattern": "a[0-9]"},
+    {"type": "string", "format": "date"},
+    {"type": ["string", "null"], "enum": ["a", None, 3]},
+    {"minLength": 2},
+    {"type": "integer", "multipleOf": 7, "minimum": -30, "maximum": 30},
+]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=[json.dumps(s)[:50] for s in SCHEMAS])
+def test_sentences_validate(schema):
+    ir = xgr.Grammar.from_json_schema(schema).ir
+    rng = random.Random(0)
+    drawn = 0
+    for _ in range(60):
+        text = sentences(ir, rng)
+        if text is None:
+            continue
+        drawn += 1
+        value = json.loads(text)
+        assert valid(schema, value), (schema, text)
+    assert drawn > 0
+
+
+VALUES = [None, True, False, 0, -1, 3, 5, 7, 120, 121, -7, -28, 2.5, 0.5, 0.75, "", "a", "ab", "abc", "abcd", "a1",
+          "xa5y", "2024-02-29", "2023-02-29", "2024-13-01", [], [1], [0.6, 7], [0.6, 7, 1.0, 2], [True, None, "x", 2],
+          [True], {}, {"a": 7}, {"a": 7, "b": "xy"}, {"b": "x"}, {"a": 4}, {"k": [1, {"z": None}], "q": 3},
+          {"x1": 1, "xy": -2}, {"y": 1}, {"ab": True, "c": False}, {"ad": True}, {"a": "s", "b": 1},
+          {"v": 1, "next": {"v": 2}}, {"next": {"v": 2}}]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=[json.dumps(s)[:50] for s in SCHEMAS])
+@pytest.mark.parametrize("any_whitespace", [True, False])
+def test_valid_values_are_accepted_and_invalid_rejected(schema, any_whitespace):
+    for value in VALUES:
+        text = json.dumps(value, ensure_ascii=False)
+        if isinstance(value, float) and value.is_integer():
+            continue
+        assert accepts(schema, text, any_whitespace=any_whitespace) == valid(schema, value), (schema, text)
+
+
+def test_layouts():
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}, "required": ["a"]}
+    value = {"a": [1, 2]}
+    assert accepts(schema, json.dumps(value), any_whitespace=False)
+    assert not accepts(schema, json.dumps(value, separators=(",", ":")), any_whitespace=False)
+    assert accepts(schema, json.dumps(value, separators=(",", ":")), any_whitespace=False, separators=(",", ":"))
+    assert accepts(schema, json.dumps(value, indent=2), any_whitespace=False, indent=2)
+    assert not accepts(schema, json.dumps(value, indent=4), any_whitespace=False, indent=2)
+    assert accepts(schema, '{ "a" :\n[1 ,2]\t}')
+    assert accepts(schema, '{"a":  [1]}', max_whitespace_cnt=2) and not accepts(schema, '{"a":   [1]}',
+                                                                                   max_whitespace_cnt=2)
+
+
+def test_strict_mode_and_any_order():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+    assert not accepts(schema, '{"a": 1, "c": 2}') and accepts(schema, '{"a": 1, "c": 2}', strict_mode=False)
+    assert not accepts(schema, '{"a": 1, "a": 2}', strict_mode=False)  # a declared name is no additional key
+    assert not accepts(schema, '{"b": 1, "a": 2}') and accepts(schema, '{"b": 1, "a": 2}', any_order=True)
+    assert not accepts({**schema, "required": ["a"]}, '{"b": 1}', any_order=True)
+    tuple_schema = {"type": "array", "prefixItems": [{"type": "integer"}]}
+    assert not accepts(tuple_schema, "[1, 2]") and accepts(tuple_schema, "[1, 2]", strict_mode=False)
+
+
+def test_strings_escape_and_count_code_points():
+    schema = {"type": "string", "minLength": 2, "maxLength": 2}
+    assert accepts(schema, '"\\u00e9\\n"') and accepts(schema, '"é😀"')
+    assert not accepts(schema, '"\\ud83d\\ude00"')  # one code point as two escapes: not taken
+    assert not accepts(schema, '"a\tb"'[:-1] + '"')  # a raw control character is not JSON
+    assert accepts({"type": "string", "pattern": '^a"b$'}, '"a\\"b"')
+    assert accepts({"type": "string", "pattern": "^a/b$"}, '"a\\/b"')
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.none(), st.integers(-300, 300)), st.one_of(st.none(), st.integers(-300, 300)),
+       st.integers(-400, 400))
+def test_integer_ranges(lo, hi, v):
+    r = Recognizer(GrammarIR((Rule("root", integer_range(lo, hi)),)))
+    assert r.is_sentence(str(v).encode()) == ((lo is None or v >= lo) and (hi is None or v <= hi))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.none(), st.decimals(-50, 50, places=2)), st.booleans(),
+       st.one_of(st.none(), st.decimals(-50, 50, places=2)), st.booleans(), st.decimals(-60, 60, places=3))
+def test_number_ranges(lo, lo_x, hi, hi_x, v):
+    r = Recognizer(GrammarIR((Rule("root", number_range(lo, lo_x, hi, hi_x)),)))
+    want = (lo is None or (v > lo if lo_x else v >= lo)) and (hi is None or (v < hi if hi_x else v <= hi))
+    text = format(v, "f")
+    assert r.is_sentence(text.encode()) == want, (lo, lo_x, hi, hi_x, text)
+
+
+@pytest.mark.parametrize("schema, message", [
+    ({"type": "strin"}, r"\$.type: must be one of"),
+    ({"properties": {"a": {"type": 3}}}, r"\$.properties.a.type"),
+    ({"type": "string", "pattern": "(?=x)"}, r"\$.pattern: lookahead"),
+    ({"$ref": "#/definitions/missing"}, r"does not point into the schema"),
+    ({"$ref": "http://example.com/s.json"}, "not a local reference"),
+    ({"type": "array", "minItems": -1}, r"\$.minItems: must be a non-negative integer"),
+    ({"type": "number", "minimum": "3"}, r"\$.minimum: must be a number"),
+    ({"items": {"type": "object", "required": "a"}}, r"\$.items.required: must be a list"),
+    ("{not json", "not valid JSON"),
+])
+def test_bad_schemas_name_the_part(schema, message):
+    with pytest.raises(xgr.InvalidJSONError, match=message):
+        xgr.Grammar.from_json_schema(schema)
+
+
+def test_api():
+    info = xgr.TokenizerInfo([b'{"', b'a', b'":', b' 1', b'}', b'</s>'], stop_token_ids=[5])
+    compiled = xgr.GrammarCompiler(info).compile_json_schema(
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, any_whitespace=False)
+    m = xgr.GrammarMatcher(compiled)
+    assert m.accept_string('{"a": 1}') and m.is_completed()
+    assert "root ::=" in xgr.testing._json_schema_to_ebnf({"type": "integer"})
+    assert Decimal("0.5") == Decimal(repr(0.5))

@@ -1,0 +1,172 @@
+"""JSON Schema objects as grammar IR, for `json_schema.py` (xgrammar's object conversion).
+
+The members of an object, written `m_0 .. m_{n-1}` in the order of `properties` (then the
+`required` names that `properties` does not list, with any value), then the additional members
+(`patternProperties` and `additionalProperties`) after them:
+
+    R(i, first)  the members from i on, `first` when nothing is written yet
+    R(i, f)      = sep? m_i R(i+1, no)              m_i required
+                 | sep? m_i R(i+1, no) | R(i+1, f)    m_i optional
+    R(n, f)      = the additional members (none, or one or more with separators)
+
+`sep?` is the item separator unless `first`. Each R(i, f) is a rule, so the size stays linear.
+With `any_order` the state is the set of members written so far (exact up to
+`MAX_ANY_ORDER_PROPERTIES` properties).
+
+An additional member's key is any string but the declared names (a trie of the names: at a
+node the next character either follows a name, or leaves every name behind), unless
+`propertyNames` says what keys look like; a pattern member's key is searched by its regex.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Optional
+
+from ..exceptions import InvalidJSONError
+from .ir import EPSILON, ByteString, CharClass, Expr, Repeat
+from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
+                           seq)
+from .regex import RegexError, complement, regex_to_expr
+
+_serial = itertools.count()
+
+
+def _key_excluding(conv, names: list[str]) -> Expr:
+    """The content of a JSON string key that decodes to none of `names`.
+
+    Keys are written in canonical characters (raw, or the escapes JSON requires), so that a
+    key's bytes decide which name it spells. Where no name holds a character that has an
+    escaped form, the escapes are one shared rule; otherwise every character class is written
+    out with its escapes.
+    """
+    from .json_lexical import RAW_FORBIDDEN
+    from .regex import intersect, subtract
+
+    key_char = conv.rule(("key_char",), "json_key_char", lambda: encoded_char([(0, 0x10FFFF)]))
+    if not names:
+        return Repeat(key_char, 0, None)
+    anything = Repeat(key_char, 0, None)
+    special = RAW_FORBIDDEN + ((0x2F, 0x2F),)
+    plain = not any(intersect([(ord(c), ord(c)) for n in names for c in n], special))
+    escaped = conv.rule(("key_escape",), "json_key_escape", lambda: encoded_char(list(special))) if plain else None
+
+    def chars(ranges) -> Expr:
+        if not plain:
+            return encoded_char(ranges)
+        raw = subtract(ranges, special)
+        return choice(*([CharClass(tuple(raw))] if raw else []), escaped)
+
+    def node(prefix: str) -> Expr:
+        longer = sorted({n[len(prefix)] for n in names if len(n) > len(prefix) and n.startswith(prefix)})
+        parts = [] if prefix in names else [EPSILON]
+        others = complement([(ord(c), ord(c)) for c in longer])
+        if others:
+            parts.append(seq(chars(others), anything))
+        for c in longer:
+            parts.append(seq(encoded_char([(ord(c), ord(c))]), node(prefix + c)))
+        return choice(*parts)
+
+    return node("")
+
+
+def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) -> Expr:
+    lv = conv.level(level)
+    layout = conv.layout
+    props = schema.get("properties") or {}
+    required = schema.get("required") or []
+    patterns = schema.get("patternProperties") or {}
+    if not isinstance(props, dict):
+        raise InvalidJSONError(f"{path}.properties: must be an object")
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise InvalidJSONError(f"{path}.required: must be a list of strings")
+    if not isinstance(patterns, dict):
+        raise InvalidJSONError(f"{path}.patternProperties: must be an object")
+    additional = schema.get("additionalProperties")
+    if additional is None:
+        additional = loose or not conv.strict or (not props and not patterns)
+    declared = [(n, s, n in required) for n, s in props.items()]
+    declared += [(n, True, True) for n in dict.fromkeys(required) if n not in props]
+    sep, key_sep = layout.item_sep(lv), layout.key_sep()
+    members = [seq(ByteString(json_string_literal(n)), key_sep,
+                   conv.visit(s, level + 1, f"{path}.properties.{n}")) for n, s, _ in declared]
+    extras = []
+    for pattern, sub in patterns.items():
+        try:
+            key = json_encode_regex(regex_to_expr(pattern, search=True))
+        except RegexError as err:
+            raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err.message}") from None
+        value = conv.visit(sub, level + 1, f"{path}.patternProperties.{pattern}")
+        if value != NOTHING:
+            extras.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep, value))
+    if additional is not False:
+        value = conv.visit(additional, level + 1, f"{path}.additionalProperties")
+        if value != NOTHING:
+            extras.append(seq(ByteString(b'"'), _additional_key(conv, schema, declared, patterns, path),
+                              ByteString(b'"'), key_sep, value))
+    extra = choice(*extras)
+    serial = next(_serial)
+    open_, close = layout.open(lv), layout.close(lv)
+
+    def tail(first: bool) -> Expr:
+        if extra == NOTHING:
+            return EPSILON if not first else NOTHING
+        more = Repeat(seq(sep, extra), 0, None)
+        return seq(extra, more) if first else more
+
+    if conv.any_order and len(declared) > 1:
+        body = _any_order(conv, serial, members, [r for _, _, r in declared], sep, tail)
+    else:
+        def rest(i: int, first: bool) -> Expr:
+            """R(i, first), restricted to non-empty content when `first`."""
+            def build():
+                if i == len(members):
+                    return tail(first)
+                with_m = seq(EPSILON if first else sep, members[i], rest(i + 1, False))
+                return with_m if declared[i][2] else choice(with_m, rest(i + 1, first))
+            return conv.rule(("members", serial, i, first), f"obj{serial}_m{i}{'f' if first else ''}", build)
+        body = rest(0, True)
+    filled = seq(ByteString(b"{"), open_, body, close, ByteString(b"}"))
+    if any(r for _, _, r in declared):
+        return filled
+    return choice(seq(ByteString(b"{"), layout.empty(), ByteString(b"}")), filled)
+
+
+def _additional_key(conv, schema: dict, declared: list, patterns: dict, path: str) -> Expr:
+    names_schema = schema.get("propertyNames")
+    if names_schema is None or names_schema is True:
+        if not declared:
+            return Repeat(conv.rule(("char",), "json_char", any_string_char), 0, None)
+        return _key_excluding(conv, [n for n, _, _ in declared])
+    names_schema = conv.deref(names_schema, f"{path}.propertyNames")
+    if names_schema is False:
+        return NOTHING
+    if not isinstance(names_schema, dict):
+        raise InvalidJSONError(f"{path}.propertyNames: must be a schema")
+    if "enum" in names_schema or "const" in names_schema:
+        values = names_schema["enum"] if "enum" in names_schema else [names_schema["const"]]
+        return choice(*(ByteString(json_string_literal(v)[1:-1]) for v in values if isinstance(v, str)))
+    return conv.string_content(names_schema, f"{path}.propertyNames")
+
+
+MAX_ANY_ORDER_PROPERTIES = 8
+
+
+def _any_order(conv, serial: int, members: list, required: list, sep: Expr, tail) -> Expr:
+    n = len(members)
+    if n > MAX_ANY_ORDER_PROPERTIES:
+        raise InvalidJSONError(f"any_order supports objects of at most {MAX_ANY_ORDER_PROPERTIES} properties, "
+                               f"this one has {n}")
+    need = frozenset(i for i in range(n) if required[i])
+
+    def state(done: frozenset) -> Expr:
+        first = not done
+
+        def build():
+            parts = [seq(EPSILON if first else sep, members[i], state(done | {i})) for i in range(n) if i not in done]
+            if need <= done:
+                parts.append(tail(first))
+            return choice(*parts)
+        return conv.rule(("any_order", serial, done), f"obj{serial}_s{sum(1 << i for i in done)}", build)
+
+    return state(frozenset())

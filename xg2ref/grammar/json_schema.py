@@ -1,0 +1,534 @@
+"""JSON Schema to grammar IR: `Grammar.from_json_schema` / `compile_json_schema` (XGrammar-2 §2.1
+front ends; xgrammar's `JSONSchemaConverter`).
+
+A schema becomes rules whose language is the set of JSON texts that validate, written in the
+layout the options ask for and in the canonical lexical forms of `json_lexical.py`. The
+converter walks the schema once, top down, with the JSON path of each part for errors:
+
+    true, {}                 any JSON value              false        nothing
+    {"$ref": p}              the rule of the target (one rule per target and nesting level,
+                             so recursive schemas give recursive rules)
+    allOf                    the subschemas merged into one (`_merge`), then converted
+    anyOf, oneOf             a choice over the branches, each merged with the siblings
+    enum, const              the values' serializations
+    type (one or a list)     a choice over the types; without `type`, every type, each under
+                             the keywords that apply to it (the standard's reading)
+
+Objects list their properties in schema order (required ones always, optional ones maybe), then
+the additional members `additionalProperties`/`patternProperties` allow; with `any_order` the
+declared properties come in any order. Arrays: `prefixItems` (or a list `items`), then `items`,
+counted against `minItems`/`maxItems`. Strings: `minLength`/`maxLength` count code points,
+`pattern` is searched (not anchored unless it says `^`/`$`), `format` is one of the formats of
+`json_formats.py`. Numbers and integers: the bounds, exclusive or not (draft-4 booleans too).
+
+Options (xgrammar's): `any_whitespace` (JSON whitespace between tokens, at most
+`max_whitespace_cnt` of it), else the fixed layout of `json.dumps(indent=, separators=)`;
+`strict_mode` (objects and arrays take no members beyond those the schema names unless it
+allows them); `any_order`. What the converter does not enforce is listed in
+specs/05-front-ends.md ("JSON Schema", "Not enforced").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from typing import Any, Optional
+from urllib.parse import unquote
+
+from ..exceptions import InvalidJSONError
+from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef
+from .json_lexical import (NOTHING, any_string_char, choice, integer_range, json_encode_regex, json_string_literal,
+                           number_range, seq)
+from .regex import RegexError, regex_to_expr
+
+TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
+# nesting levels that get their own indentation (deeper levels reuse the last one)
+MAX_INDENT_LEVELS = 16
+# `any_order` objects are exact up to this many declared properties (2^n states)
+MAX_ANY_ORDER_PROPERTIES = 8
+ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "id", "$comment",
+                         "readOnly", "writeOnly", "deprecated", "$anchor", "definitions", "$defs", "format_",
+                         "contentMediaType", "contentEncoding"})
+
+
+class Layout:
+    """Where whitespace goes: `any_whitespace`, or json.dumps's fixed layout."""
+
+    def __init__(self, any_whitespace: bool, indent: Optional[int], separators, max_whitespace_cnt: Optional[int]):
+        if indent is not None and (not isinstance(indent, int) or isinstance(indent, bool) or indent < 0):
+            raise InvalidJSONError(f"indent must be a non-negative integer or None, got {indent!r}")
+        if max_whitespace_cnt is not None and (not isinstance(max_whitespace_cnt, int) or max_whitespace_cnt < 0):
+            raise InvalidJSONError(f"max_whitespace_cnt must be a non-negative integer or None, got "
+                                   f"{max_whitespace_cnt!r}")
+        self.any = any_whitespace
+        self.indent = indent
+        if separators is None:
+            separators = (",", ": ") if indent is not None else (", ", ": ")
+        if len(separators) != 2 or not all(isinstance(s, str) for s in separators):
+            raise InvalidJSONError(f"separators must be a pair of strings, got {separators!r}")
+        self.item, self.key = separators
+        self.ws = Repeat(WHITESPACE, 0, max_whitespace_cnt)
+        self.by_level = indent is not None and not any_whitespace
+
+    def _lit(self, text: str) -> Expr:
+        return ByteString(text.encode()) if text else EPSILON
+
+    def open(self, level: int) -> Expr:
+        if self.any:
+            return self.ws
+        return self._lit("\n" + " " * (self.indent * (level + 1)) if self.by_level else "")
+
+    def item_sep(self, level: int) -> Expr:
+        if self.any:
+            return seq(self.ws, ByteString(b","), self.ws)
+        return self._lit(self.item + ("\n" + " " * (self.indent * (level + 1)) if self.by_level else ""))
+
+    def close(self, level: int) -> Expr:
+        if self.any:
+            return self.ws
+        return self._lit("\n" + " " * (self.indent * level) if self.by_level else "")
+
+    def key_sep(self) -> Expr:
+        return seq(self.ws, ByteString(b":"), self.ws) if self.any else self._lit(self.key)
+
+    def empty(self) -> Expr:
+        return self.ws if self.any else EPSILON
+
+
+class SchemaConverter:
+    """One conversion: the rules built so far, memoized by (what, nesting level)."""
+
+    def __init__(self, schema: Any, *, any_whitespace: bool = True, indent: Optional[int] = None,
+                 separators=None, strict_mode: bool = True, max_whitespace_cnt: Optional[int] = None,
+                 any_order: bool = False):
+        self.root = schema
+        self.layout = Layout(any_whitespace, indent, separators, max_whitespace_cnt)
+        self.strict = strict_mode
+        self.any_order = any_order
+        self.rules: dict[str, Expr] = {}
+        self.memo: dict[tuple, str] = {}
+
+    # ---- rules --------------------------------------------------------------------------
+
+    def level(self, level: int) -> int:
+        return min(level, MAX_INDENT_LEVELS) if self.layout.by_level else 0
+
+    def rule(self, key: tuple, hint: str, build) -> Expr:
+        """The rule for `key`, built once by `build()` (a reference is handed out first, so
+        recursion ends at the rule)."""
+        name = self.memo.get(key)
+        if name is None:
+            base = re.sub(r"[^A-Za-z0-9_]", "_", hint)[:60] or "r"
+            name, k = base, 1
+            while name in self.rules:
+                k += 1
+                name = f"{base}_{k}"
+            self.memo[key] = name
+            self.rules[name] = NOTHING
+            self.rules[name] = build()
+        return RuleRef(name)
+
+    def convert(self) -> GrammarIR:
+        body = self.visit(self.root, 0, "$")
+        rules = [Rule("root", body)] + [Rule(n, e) for n, e in self.rules.items()]
+        return GrammarIR(tuple(rules), root="root")
+
+    # ---- schemas ------------------------------------------------------------------------
+
+    def visit(self, schema: Any, level: int, path: str) -> Expr:
+        if schema is True:
+            return self.any_value(level)
+        if schema is False:
+            return NOTHING
+        if not isinstance(schema, dict):
+            raise InvalidJSONError(f"{path}: a schema must be an object or a boolean, got {type(schema).__name__}")
+        if "$ref" in schema:
+            rest = {k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS}
+            ref = schema["$ref"]
+            if not isinstance(ref, str):
+                raise InvalidJSONError(f"{path}.$ref: must be a string")
+            if not rest:
+                target = self.resolve(ref, path)
+                return self.rule(("ref", ref, self.level(level)), "ref_" + ref.rsplit("/", 1)[-1],
+                                 lambda: self.visit(target, level, ref))
+            return self.visit({"allOf": [{"$ref": ref}, rest]}, level, path)
+        if "allOf" in schema:
+            parts = schema["allOf"]
+            if not isinstance(parts, list):
+                raise InvalidJSONError(f"{path}.allOf: must be a list")
+            merged = {k: v for k, v in schema.items() if k != "allOf"}
+            for i, part in enumerate(parts):
+                merged = self.merge(merged, self.deref(part, f"{path}.allOf[{i}]"), f"{path}.allOf[{i}]")
+            return self.visit(merged, level, path)
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                branches = schema[key]
+                if not isinstance(branches, list):
+                    raise InvalidJSONError(f"{path}.{key}: must be a list")
+                rest = {k: v for k, v in schema.items() if k != key}
+                return choice(*(self.visit(self.merge(rest, self.deref(b, f"{path}.{key}[{i}]"),
+                                                      f"{path}.{key}[{i}]") if _constrains(rest) else b,
+                                           level, f"{path}.{key}[{i}]") for i, b in enumerate(branches)))
+        if "const" in schema:
+            return self.literal(schema["const"], level)
+        if "enum" in schema:
+            values = schema["enum"]
+            if not isinstance(values, list):
+                raise InvalidJSONError(f"{path}.enum: must be a list")
+            types = schema.get("type")
+            return choice(*(self.literal(v, level) for v in values if types is None or _has_type(v, types)))
+        types = schema.get("type")
+        if types is None:
+            if not _constrains(schema):
+                return self.any_value(level)
+            types = list(TYPES)
+        if isinstance(types, str):
+            types = [types]
+        if not isinstance(types, list) or any(t not in TYPES for t in types):
+            raise InvalidJSONError(f"{path}.type: must be one of {', '.join(TYPES)} or a list of them, got {types!r}")
+        if "integer" in types and "number" in types:
+            types = [t for t in types if t != "integer"]
+        return choice(*(getattr(self, "t_" + t)(schema, level, path) for t in types))
+
+    def deref(self, schema: Any, path: str) -> Any:
+        """Follow `$ref`s at the top of a schema (for merging)."""
+        seen = set()
+        while isinstance(schema, dict) and set(schema) - ANNOTATIONS == {"$ref"}:
+            ref = schema["$ref"]
+            if ref in seen:
+                raise InvalidJSONError(f"{path}: $ref {ref!r} refers to itself")
+            seen.add(ref)
+            schema = self.resolve(ref, path)
+        return schema
+
+    def resolve(self, ref: str, path: str) -> Any:
+        """A local reference: `#`, a JSON pointer `#/a/b~1c`, or `#name` ($anchor / $id)."""
+        if not ref.startswith("#"):
+            raise InvalidJSONError(f"{path}.$ref: {ref!r} is not a local reference (only '#...' refs are supported)")
+        if ref == "#":
+            return self.root
+        if not ref.startswith("#/"):
+            found = _find_anchor(self.root, ref[1:])
+            if found is None:
+                raise InvalidJSONError(f"{path}.$ref: no $anchor or $id {ref[1:]!r} in the schema")
+            return found
+        node = self.root
+        for raw in ref[2:].split("/"):
+            token = unquote(raw).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                raise InvalidJSONError(f"{path}.$ref: {ref!r} does not point into the schema")
+        return node
+
+    def merge(self, a: Any, b: Any, path: str) -> Any:
+        """allOf of two schemas as one schema (both must hold)."""
+        if a is False or b is False:
+            return False
+        if a is True or not a:
+            return b
+        if b is True or not b:
+            return a
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            raise InvalidJSONError(f"{path}: a schema must be an object or a boolean")
+        if "$ref" in b:
+            b = self.deref(b, path) if set(b) - ANNOTATIONS == {"$ref"} else b
+        out = dict(a)
+        for key, value in b.items():
+            if key not in out or key in ANNOTATIONS:
+                out[key] = value
+            elif key == "properties":
+                props = dict(out[key])
+                for name, sub in value.items():
+                    props[name] = self.merge(props[name], sub, f"{path}.properties.{name}") if name in props else sub
+                out[key] = props
+            elif key == "required":
+                out[key] = list(dict.fromkeys(list(out[key]) + list(value)))
+            elif key == "type":
+                ta = [out[key]] if isinstance(out[key], str) else list(out[key])
+                tb = [value] if isinstance(value, str) else list(value)
+                both = [t for t in ta if t in tb or (t == "integer" and "number" in tb)]
+                both += [t for t in tb if t == "integer" and "number" in ta and t not in both]
+                out[key] = both
+            elif key in ("minimum", "minLength", "minItems", "minProperties", "exclusiveMinimum"):
+                out[key] = max(out[key], value) if not isinstance(value, bool) else out[key] or value
+            elif key in ("maximum", "maxLength", "maxItems", "maxProperties", "exclusiveMaximum"):
+                out[key] = min(out[key], value) if not isinstance(value, bool) else out[key] or value
+            elif key == "enum":
+                out[key] = [v for v in out[key] if any(_json_equal(v, w) for w in value)]
+            elif key in ("items", "additionalProperties", "propertyNames"):
+                out[key] = self.merge(out[key], value, f"{path}.{key}")
+            elif key in ("anyOf", "oneOf", "allOf"):
+                out["allOf"] = list(out.get("allOf", [])) + [{key: value}]
+            elif out[key] != value:
+                raise InvalidJSONError(f"{path}.{key}: allOf with two different {key} values is not supported")
+        return out
+
+    # ---- values -------------------------------------------------------------------------
+
+    def any_value(self, level: int) -> Expr:
+        return self.visit_any(self.level(level))
+
+    def visit_any(self, level: int) -> Expr:
+        def build():
+            return choice(self.t_object({}, level, "$", loose=True), self.t_array({}, level, "$", loose=True),
+                          self.t_string({}, level, "$"), self.t_number({}, level, "$"), ByteString(b"true"),
+                          ByteString(b"false"), ByteString(b"null"))
+        return self.rule(("any", level), f"json_value_{level}" if self.layout.by_level else "json_value", build)
+
+    def literal(self, value: Any, level: int) -> Expr:
+        """One JSON value, serialized in the layout."""
+        if isinstance(value, dict):
+            if not value:
+                return seq(ByteString(b"{"), self.layout.empty(), ByteString(b"}"))
+            members = [seq(ByteString(json_string_literal(k)), self.layout.key_sep(), self.literal(v, level + 1))
+                       for k, v in value.items()]
+            return self.container(b"{", b"}", members, level)
+        if isinstance(value, list):
+            if not value:
+                return seq(ByteString(b"["), self.layout.empty(), ByteString(b"]"))
+            return self.container(b"[", b"]", [self.literal(v, level + 1) for v in value], level)
+        if isinstance(value, str):
+            return ByteString(json_string_literal(value))
+        return ByteString(json.dumps(value).encode())
+
+    def container(self, open_: bytes, close: bytes, members: list, level: int) -> Expr:
+        lv = self.level(level)
+        parts = [ByteString(open_), self.layout.open(lv)]
+        for i, m in enumerate(members):
+            if i:
+                parts.append(self.layout.item_sep(lv))
+            parts.append(m)
+        return seq(*parts, self.layout.close(lv), ByteString(close))
+
+    # ---- types --------------------------------------------------------------------------
+
+    def t_null(self, schema, level, path) -> Expr:
+        return ByteString(b"null")
+
+    def t_boolean(self, schema, level, path) -> Expr:
+        return choice(ByteString(b"true"), ByteString(b"false"))
+
+    def t_integer(self, schema, level, path) -> Expr:
+        lo, lo_x, hi, hi_x = _bounds(schema, path)
+        ilo = None if lo is None else int(lo) + 1 if lo_x and lo == int(lo) else _ceil(lo)
+        ihi = None if hi is None else int(hi) - 1 if hi_x and hi == int(hi) else _floor(hi)
+        if "multipleOf" in schema:
+            return _multiples(schema["multipleOf"], ilo, ihi, path)
+        return integer_range(ilo, ihi)
+
+    def t_number(self, schema, level, path) -> Expr:
+        if "multipleOf" in schema:
+            k = schema["multipleOf"]
+            if isinstance(k, int) or (isinstance(k, float) and k.is_integer()):
+                return self.t_integer(schema, level, path)
+        lo, lo_x, hi, hi_x = _bounds(schema, path)
+        return number_range(lo, lo_x, hi, hi_x)
+
+    def t_string(self, schema, level, path) -> Expr:
+        content = self.string_content(schema, path)
+        return NOTHING if content == NOTHING else seq(ByteString(b'"'), content, ByteString(b'"'))
+
+    def string_content(self, schema, path) -> Expr:
+        """What the quotes of a string valid under `schema` hold."""
+        lo = _count(schema, "minLength", path, 0)
+        hi = _count(schema, "maxLength", path, None)
+        if hi is not None and hi < lo:
+            return NOTHING
+        checks = [k for k in ("pattern", "format") if k in schema and (k == "pattern" or _format_regex(schema[k]))]
+        if checks and (lo > 0 or hi is not None):
+            raise InvalidJSONError(f"{path}: {checks[0]} together with minLength/maxLength is not supported yet")
+        if len(checks) == 2:
+            raise InvalidJSONError(f"{path}: pattern together with format is not supported yet")
+        if checks:
+            key = checks[0]
+            pattern = schema[key] if key == "pattern" else _format_regex(schema[key])
+            if not isinstance(pattern, str):
+                raise InvalidJSONError(f"{path}.{key}: must be a string")
+            try:
+                return json_encode_regex(regex_to_expr(pattern, search=(key == "pattern")))
+            except RegexError as err:
+                raise InvalidJSONError(f"{path}.{key}: {err.message}") from None
+        char = self.rule(("char",), "json_char", any_string_char)
+        return Repeat(char, lo, hi)
+
+    def t_array(self, schema, level, path, loose: bool = False) -> Expr:
+        lv = self.level(level)
+        prefix = schema.get("prefixItems")
+        items = schema.get("items")
+        if isinstance(items, list):  # draft 2019 and earlier: a tuple, then additionalItems
+            prefix, items = items, schema.get("additionalItems")
+        prefix = prefix or []
+        if items is None:
+            items = False if (prefix and self.strict and not loose) else True
+        lo = _count(schema, "minItems", path, 0)
+        hi = _count(schema, "maxItems", path, None)
+        if hi is not None and hi < lo:
+            return NOTHING
+        sep = self.layout.item_sep(lv)
+        elems = [self.visit(s, level + 1, f"{path}.prefixItems[{i}]") for i, s in enumerate(prefix)]
+        rest = self.visit(items, level + 1, f"{path}.items")
+
+        def tail(i: int) -> Expr:
+            """Items from index i on, i items written (a separator before each when i > 0)."""
+            if hi is not None and i >= hi:
+                return EPSILON
+            if i < len(elems):
+                more = seq(sep if i else EPSILON, elems[i], tail(i + 1))
+                return choice(EPSILON, more) if i >= lo else more
+            if rest == NOTHING:
+                return EPSILON if i >= lo else NOTHING
+            need = max(lo - i, 0)
+            top = None if hi is None else hi - i
+            if i == 0:
+                first = seq(rest, Repeat(seq(sep, rest), max(need - 1, 0), None if top is None else top - 1))
+                return first if need else choice(EPSILON, first)
+            return Repeat(seq(sep, rest), need, top)
+
+        body = tail(0)
+        empty = seq(ByteString(b"["), self.layout.empty(), ByteString(b"]"))
+        if body == NOTHING or body == EPSILON:
+            return NOTHING if body == NOTHING else empty
+        full = seq(ByteString(b"["), self.layout.open(lv), _without_empty(body), self.layout.close(lv),
+                   ByteString(b"]"))
+        return full if lo > 0 else choice(empty, full)
+
+    def t_object(self, schema, level, path, loose: bool = False) -> Expr:
+        from .json_objects import object_expr
+
+        return object_expr(self, schema, level, path, loose)
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def _constrains(schema: dict) -> bool:
+    return any(k not in ANNOTATIONS for k in schema)
+
+
+def _has_type(value: Any, types) -> bool:
+    types = [types] if isinstance(types, str) else types
+    kind = ("null" if value is None else "boolean" if isinstance(value, bool) else "integer" if isinstance(value, int)
+            else "number" if isinstance(value, float) else "string" if isinstance(value, str)
+            else "array" if isinstance(value, list) else "object")
+    return kind in types or (kind == "integer" and "number" in types) or (
+        kind == "number" and "integer" in types and float(value).is_integer())
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _find_anchor(node: Any, name: str) -> Any:
+    if isinstance(node, dict):
+        if node.get("$anchor") == name or node.get("$id") in (name, "#" + name):
+            return node
+        children = node.values()
+    elif isinstance(node, list):
+        children = node
+    else:
+        return None
+    for child in children:
+        found = _find_anchor(child, name)
+        if found is not None:
+            return found
+    return None
+
+
+def _number(value: Any, path: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidJSONError(f"{path}: must be a number, got {value!r}")
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def _bounds(schema: dict, path: str):
+    lo = hi = None
+    lo_x = hi_x = False
+    if "minimum" in schema:
+        lo = _number(schema["minimum"], f"{path}.minimum")
+    if "maximum" in schema:
+        hi = _number(schema["maximum"], f"{path}.maximum")
+    x = schema.get("exclusiveMinimum")
+    if isinstance(x, bool):  # draft 4
+        lo_x = x and lo is not None
+    elif x is not None:
+        v = _number(x, f"{path}.exclusiveMinimum")
+        if lo is None or v >= lo:
+            lo, lo_x = v, True
+    x = schema.get("exclusiveMaximum")
+    if isinstance(x, bool):
+        hi_x = x and hi is not None
+    elif x is not None:
+        v = _number(x, f"{path}.exclusiveMaximum")
+        if hi is None or v <= hi:
+            hi, hi_x = v, True
+    return lo, lo_x, hi, hi_x
+
+
+def _ceil(d: Decimal) -> int:
+    return int(d.to_integral_value(rounding="ROUND_CEILING"))
+
+
+def _floor(d: Decimal) -> int:
+    return int(d.to_integral_value(rounding="ROUND_FLOOR"))
+
+
+def _count(schema: dict, key: str, path: str, default):
+    if key not in schema:
+        return default
+    value = schema[key]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidJSONError(f"{path}.{key}: must be a non-negative integer, got {value!r}")
+    return value
+
+
+MAX_ENUMERATED_MULTIPLES = 10_000
+
+
+def _multiples(k: Any, lo: Optional[int], hi: Optional[int], path: str) -> Expr:
+    """Integers in lo..hi divisible by k (k a positive integer)."""
+    if isinstance(k, float) and k.is_integer():
+        k = int(k)
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise InvalidJSONError(f"{path}.multipleOf: only a positive integer is supported, got {k!r}")
+    if k == 1:
+        return integer_range(lo, hi)
+    if lo is None or hi is None or (hi - lo) // k > MAX_ENUMERATED_MULTIPLES:
+        raise InvalidJSONError(f"{path}.multipleOf: supported for bounded ranges of at most "
+                               f"{MAX_ENUMERATED_MULTIPLES} multiples")
+    first = -(-lo // k) * k
+    return choice(*(ByteString(str(v).encode()) for v in range(first, hi + 1, k)))
+
+
+def _without_empty(body: Expr) -> Expr:
+    """`body` minus the empty alternative that `tail(0)` adds when no item is required."""
+    from .ir import Choice
+
+    if isinstance(body, Choice) and body.alternatives[0] == EPSILON:
+        rest = body.alternatives[1:]
+        return rest[0] if len(rest) == 1 else Choice(rest)
+    return body
+
+
+def _format_regex(name: Any) -> Optional[str]:
+    from .json_formats import FORMAT_REGEXES
+
+    return FORMAT_REGEXES.get(name) if isinstance(name, str) else None
+
+
+def json_schema_to_ir(schema: Any, **options) -> GrammarIR:
+    """Convert a schema (dict, bool, JSON text or a pydantic model class) to grammar IR."""
+    if isinstance(schema, (str, bytes)):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as err:
+            raise InvalidJSONError(f"$: the schema is not valid JSON: {err}") from None
+    elif hasattr(schema, "model_json_schema"):
+        schema = schema.model_json_schema()
+    return SchemaConverter(schema, **options).convert()
