@@ -156,3 +156,17 @@ def test_api():
     assert m.accept_string('{"a": 1}') and m.is_completed()
     assert "root ::=" in xgr.testing._json_schema_to_ebnf({"type": "integer"})
     assert Decimal("0.5") == Decimal(repr(0.5))
+
+
+@pytest.mark.parametrize("schema, yes, no", [
+    ({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}, ["a", "abc"], ["", "abcd", "A"]),
+    ({"type": "string", "pattern": "x", "minLength": 2, "maxLength": 4}, ["xa", "aaax", "x\\n"], ["x", "aaaax"]),
+    ({"type": "string", "format": "email", "maxLength": 8}, ["a@b.cd"], ["ab@cd.efg"]),
+    ({"type": "string", "format": "date", "maxLength": 10}, ["2020-01-31"], []),
+    ({"type": "string", "format": "date", "maxLength": 9}, [], ["2020-01-31"]),
+])
+def test_patterns_and_formats_under_length_bounds(schema, yes, no):
+    for text in yes:
+        assert accepts(schema, f'"{text}"'), text
+    for text in no:
+        assert not accepts(schema, f'"{text}"'), text

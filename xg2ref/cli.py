@@ -6,6 +6,7 @@
     xg2ref fsm GRAMMAR [RULE]                         the byte-level FSM of a rule, or of all
     xg2ref diff [--against xgrammar|none] ...         xg2ref vs its oracle vs xgrammar on the suite
     xg2ref bench mask [--vocab V] [--limit N]         mask time, compile time, cache size vs xgrammar
+    xg2ref bench jsonschemabench [--sample N]         compile rate and output validity per subset
     xg2ref cases                                      the bundled suite
 
 GRAMMAR is a path to an EBNF (.ebnf, .gbnf) file, the name of a bundled case (`json`,
@@ -278,6 +279,11 @@ def cmd_diff(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.what == "jsonschemabench":
+        from .bench_jsonschema import bench_jsonschemabench
+
+        return bench_jsonschemabench(args.data, sample=args.sample, subsets=args.subsets, vocab=args.vocab,
+                                     progress=not args.no_progress)
     from .bench import bench_mask
 
     return bench_mask(vocab=args.vocab, data_dir=args.data, cases=args.cases, limit=args.limit)
@@ -342,12 +348,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
-    p.add_argument("what", choices=("mask",), help="mask: per-token mask time, compile time, cache size")
+    p.add_argument("what", choices=("mask", "jsonschemabench"),
+                   help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
+                        "output validity per JSONSchemaBench subset")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
                    help="folder holding json_mode_eval/ (default ../shared/data)")
     p.add_argument("--cases", nargs="+", metavar="NAME", help="workloads: json and suite case names (default: all)")
     p.add_argument("--limit", type=int, help="json-mode-eval completions used (default: all 100)")
+    p.add_argument("--sample", type=int, metavar="N", help="jsonschemabench: N seeded schemas per subset (default: all)")
+    p.add_argument("--subsets", nargs="+", metavar="NAME", help="jsonschemabench: subsets (default: all ten)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 

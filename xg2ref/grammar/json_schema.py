@@ -38,8 +38,9 @@ from urllib.parse import unquote
 
 from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef
-from .json_lexical import (NOTHING, any_string_char, choice, integer_range, json_encode_regex, json_string_literal,
-                           number_range, seq)
+from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, integer_range, json_encode_regex,
+                           json_string_literal, number_range, seq)
+from .regular import TooLarge, bounded_length
 from .regex import RegexError, regex_to_expr
 
 TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
@@ -120,15 +121,22 @@ class SchemaConverter:
         recursion ends at the rule)."""
         name = self.memo.get(key)
         if name is None:
-            base = re.sub(r"[^A-Za-z0-9_]", "_", hint)[:60] or "r"
-            name, k = base, 1
-            while name in self.rules:
-                k += 1
-                name = f"{base}_{k}"
-            self.memo[key] = name
-            self.rules[name] = NOTHING
+            name = self.memo[key] = self.new_rule(hint)
             self.rules[name] = build()
         return RuleRef(name)
+
+    def new_rule(self, hint: str) -> str:
+        """A fresh rule name (its body set later with `set_rule`)."""
+        base, k = re.sub(r"[^A-Za-z0-9_]", "_", hint)[:60] or "r", 1
+        name = base
+        while name in self.rules:
+            k += 1
+            name = f"{base}_{k}"
+        self.rules[name] = NOTHING
+        return name
+
+    def set_rule(self, name: str, body: Expr) -> None:
+        self.rules[name] = body
 
     def convert(self) -> GrammarIR:
         body = self.visit(self.root, 0, "$")
@@ -340,8 +348,6 @@ class SchemaConverter:
         if hi is not None and hi < lo:
             return NOTHING
         checks = [k for k in ("pattern", "format") if k in schema and (k == "pattern" or _format_regex(schema[k]))]
-        if checks and (lo > 0 or hi is not None):
-            raise InvalidJSONError(f"{path}: {checks[0]} together with minLength/maxLength is not supported yet")
         if len(checks) == 2:
             raise InvalidJSONError(f"{path}: pattern together with format is not supported yet")
         if checks:
@@ -350,9 +356,15 @@ class SchemaConverter:
             if not isinstance(pattern, str):
                 raise InvalidJSONError(f"{path}.{key}: must be a string")
             try:
-                return json_encode_regex(regex_to_expr(pattern, search=(key == "pattern")))
+                expr = regex_to_expr(pattern, search=(key == "pattern"))
             except RegexError as err:
                 raise InvalidJSONError(f"{path}.{key}: {err.message}") from None
+            if lo == 0 and hi is None:
+                return json_encode_regex(expr)
+            try:
+                return bounded_length(expr, lo, hi, encoded_char, self.new_rule, self.set_rule)
+            except TooLarge as err:
+                raise InvalidJSONError(f"{path}: {key} with minLength/maxLength: {err}") from None
         char = self.rule(("char",), "json_char", any_string_char)
         return Repeat(char, lo, hi)
 

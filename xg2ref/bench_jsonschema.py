@@ -1,0 +1,204 @@
+"""`xg2ref bench jsonschemabench`: compile rate and output validity on JSONSchemaBench.
+
+For every schema (or a seeded sample of `--sample N` per subset): compile it with xgrammar 0.2.8
+(when installed) and with xg2ref, then draw one string by a seeded random walk over xg2ref's
+masks (Llama-3 vocabulary) until a stop token or `MAX_WALK_TOKENS` tokens, and validate the
+finished ones with `jsonschema` (Draft 2020-12 rules for the keywords of every draft, formats
+checked). The walk is random but leans toward finishing: at each step it stops when a stop
+token is allowed with probability 1/2; otherwise with probability 0.4 it picks among the allowed
+tokens that start with `"`, `}` or `]`, with 0.4 among the allowed tokens of at most two bytes,
+else among all allowed tokens.
+
+The table has, per subset: schemas, compiled by xgrammar and by xg2ref, walks finished, valid,
+invalid, and the validity rate (valid / finished). Then the classes of compile failures (the
+error message with names and numbers blanked) and every invalid output with its reason.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+MAX_WALK_TOKENS = 512
+SUBSETS = ("Github_trivial", "Github_easy", "Github_medium", "Github_hard", "Github_ultra", "Glaiveai2K",
+           "JsonSchemaStore", "Kubernetes", "Snowplow", "WashingtonPost")
+
+
+@dataclass
+class SubsetRow:
+    name: str
+    schemas: int = 0
+    theirs: int = 0
+    ours: int = 0
+    finished: int = 0
+    valid: int = 0
+    invalid: int = 0
+    seconds: float = 0.0
+    failures: Counter = field(default_factory=Counter)
+    bad_outputs: list = field(default_factory=list)
+
+
+def load_schemas(data_dir: str, subsets, sample: Optional[int], seed: int = 0) -> dict:
+    """subset -> [(unique_id, schema)], all or a seeded sample of `sample` per subset."""
+    out = {}
+    for name in subsets:
+        path = os.path.join(data_dir, "jsonschemabench", f"{name}.jsonl.gz")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} not found (pass --data, the folder holding jsonschemabench/)")
+        rows = []
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                record = json.loads(line)
+                schema = record["json_schema"]
+                rows.append((record["unique_id"], json.loads(schema) if isinstance(schema, str) else schema))
+        if sample is not None and sample < len(rows):
+            rows = random.Random(f"{seed}/{name}").sample(rows, sample)
+        out[name] = rows
+    return out
+
+
+def failure_class(err: Exception) -> str:
+    """An error message with paths, quoted names and numbers blanked, for counting."""
+    text = str(err).split("\n")[0]
+    text = re.sub(r"\$[^:\s]*", "$…", text)
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
+    text = re.sub(r"\d+", "N", text)
+    return f"{type(err).__name__}: {text[:110]}"
+
+
+def random_walk(matcher, decoded: list, stops: np.ndarray, rng: random.Random, first_bytes: np.ndarray,
+                lengths: np.ndarray) -> Optional[bytes]:
+    """One seeded walk (module docstring) over token bytes `decoded`, stop tokens `stops`
+    (bool per id); None when it did not finish."""
+    out = bytearray()
+    for _ in range(MAX_WALK_TOKENS):
+        mask = matcher.compute_bool_mask()
+        if (mask & stops).any() and (rng.random() < 0.5 or not (mask & ~stops).any()):
+            return bytes(out)
+        allowed = mask & ~stops
+        if not allowed.any():
+            return None
+        u = rng.random()
+        pool = np.flatnonzero(allowed & first_bytes) if u < 0.4 else np.zeros(0, np.int64)
+        if not len(pool) and u < 0.8:
+            pool = np.flatnonzero(allowed & (lengths <= 2))
+        if not len(pool):
+            pool = np.flatnonzero(allowed)
+        token = int(pool[rng.randrange(len(pool))])
+        if not matcher.accept_token(token):
+            raise AssertionError(f"the matcher refused token {token} that its own mask allowed")
+        out += decoded[token]
+    return None
+
+
+def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=None, vocab: str = "llama3",
+                          seed: int = 0, out: Callable[[str], None] = print, progress: bool = True) -> int:
+    import jsonschema
+
+    from .compiler import GrammarCompiler
+    from .diff_report import ProgressBar
+    from .grammar.grammar import Grammar
+    from .matcher import GrammarMatcher
+    from .oracle.engines import EngineUnavailable, import_xgrammar
+    from .tokenizer_info import TokenizerInfo
+
+    info = TokenizerInfo.from_quicktok(vocab)
+    compiler = GrammarCompiler(info, cache_enabled=False)
+    try:
+        xgr = import_xgrammar()
+        xinfo = xgr.TokenizerInfo(list(info.decoded_vocab), xgr.VocabType.RAW, vocab_size=info.vocab_size,
+                                  stop_token_ids=list(info.stop_token_ids))
+        xcompiler = xgr.GrammarCompiler(xinfo, max_threads=1, cache_enabled=False)
+    except EngineUnavailable as err:
+        out(f"xgrammar not installed, its column stays empty ({err})")
+        xcompiler = None
+    data = load_schemas(data_dir, subsets or SUBSETS, sample, seed)
+    v = info.vocab_arrays()
+    lengths = np.diff(v.token_offsets)
+    first = v.token_bytes[np.minimum(v.token_offsets[:-1], len(v.token_bytes) - 1)]
+    first_bytes = (lengths > 0) & np.isin(first, np.frombuffer(b'"}]', dtype=np.uint8))
+    decoded = info.decoded_vocab
+    stops = np.zeros(info.vocab_size, dtype=np.bool_)
+    stops[info.stop_token_ids] = True
+    total = sum(len(rows) for rows in data.values())
+    bar = ProgressBar(total, enabled=progress)
+    rows, done = [], 0
+    for name, schemas in data.items():
+        row = SubsetRow(name)
+        rows.append(row)
+        start = time.perf_counter()
+        for uid, schema in schemas:
+            row.schemas += 1
+            done += 1
+            bar.update(done, f"{name} {uid}")
+            if xcompiler is not None:
+                try:
+                    xcompiler.compile_json_schema(json.dumps(schema))
+                    row.theirs += 1
+                except Exception:
+                    pass
+            try:
+                compiled = compiler.compile_grammar(Grammar.from_json_schema(schema))
+            except Exception as err:  # every failure is counted by its class
+                row.failures[failure_class(err)] += 1
+                continue
+            row.ours += 1
+            text = random_walk(GrammarMatcher(compiled), decoded, stops, random.Random(f"{seed}/{uid}"), first_bytes,
+                               lengths)
+            if text is None:
+                continue
+            row.finished += 1
+            try:
+                value = json.loads(text)
+                validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+                error = jsonschema.exceptions.best_match(
+                    validator(schema, format_checker=jsonschema.FormatChecker()).iter_errors(value))
+            except (ValueError, jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError) as err:
+                error = err
+            if error is None:
+                row.valid += 1
+            else:
+                row.invalid += 1
+                row.bad_outputs.append((uid, text[:200], str(getattr(error, "message", error))[:200]))
+        row.seconds = time.perf_counter() - start
+    bar.close()
+    out(format_table(rows, xcompiler is not None))
+    failures = Counter()
+    for row in rows:
+        failures.update(row.failures)
+    if failures:
+        out("\nxg2ref compile failures by class:")
+        for text, n in failures.most_common():
+            out(f"  {n:5d}  {text}")
+    bad = [(row.name, *b) for row in rows for b in row.bad_outputs]
+    if bad:
+        out("\ninvalid outputs:")
+        for name, uid, text, why in bad:
+            out(f"  {name} {uid}: {text!r}\n      {why}")
+    return 0
+
+
+def format_table(rows: list, with_xgrammar: bool) -> str:
+    head = (f"{'subset':<16}{'schemas':>8}{'xgrammar':>10}{'xg2ref':>8}{'finished':>10}{'valid':>7}{'invalid':>9}"
+            f"{'validity':>10}{'seconds':>9}")
+    lines = [head, "-" * len(head)]
+    totals = SubsetRow("total")
+    for row in rows + [totals]:
+        if row is not totals:
+            for f in ("schemas", "theirs", "ours", "finished", "valid", "invalid", "seconds"):
+                setattr(totals, f, getattr(totals, f) + getattr(row, f))
+        rate = f"{100 * row.valid / row.finished:.1f}%" if row.finished else "-"
+        theirs = f"{row.theirs}" if with_xgrammar else "-"
+        lines.append(f"{row.name:<16}{row.schemas:>8}{theirs:>10}{row.ours:>8}{row.finished:>10}{row.valid:>7}"
+                     f"{row.invalid:>9}{rate:>10}{row.seconds:>9.1f}")
+    lines.append("(compiled: schemas each engine compiles; validity = valid / finished walks, jsonschema with formats)")
+    return "\n".join(lines)

@@ -1,0 +1,237 @@
+"""A regular language under a length bound, as right-linear rules (for JSON Schema strings that
+have both a `pattern` or `format` and `minLength`/`maxLength`).
+
+The regex's IR (no rule references) becomes an NFA over code-point ranges (Thompson's
+construction, bounded repeats unrolled). Its length range [a, b] is read off the NFA (shortest
+path; longest path, or unbounded when a cycle lies on an accepting path). When [a, b] already
+lies inside the bound the regex is returned as it is; otherwise the NFA is multiplied by a
+counter:
+
+    (q, k) -c-> (q', k + 1)     for an edge q -c-> q', k + 1 <= max   (k saturates at min when
+                                                                         there is no max)
+    (q, k) accepting            when q is and min <= k
+
+and each product state becomes one rule `s ::= c1 t1 | c2 t2 | ... | ""` (the empty
+alternative when accepting). `MAX_PRODUCT_STATES` bounds the product.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable, Optional
+
+from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
+from .regex import merge_ranges
+
+MAX_NFA_STATES = 20_000
+MAX_PRODUCT_STATES = 4_000
+
+
+class TooLarge(Exception):
+    """The automaton would pass its size limit."""
+
+
+class _NFA:
+    def __init__(self):
+        self.edges: list[list[tuple[tuple, int]]] = []  # state -> [(ranges, dst)]
+        self.eps: list[list[int]] = []
+
+    def state(self) -> int:
+        if len(self.edges) >= MAX_NFA_STATES:
+            raise TooLarge(f"more than {MAX_NFA_STATES} automaton states")
+        self.edges.append([])
+        self.eps.append([])
+        return len(self.edges) - 1
+
+    def build(self, expr: Expr, src: int) -> int:
+        """Thompson fragment of `expr` from `src`; returns its exit state."""
+        if isinstance(expr, ByteString):
+            for c in expr.value.decode("utf-8", "surrogatepass"):
+                nxt = self.state()
+                self.edges[src].append((((ord(c), ord(c)),), nxt))
+                src = nxt
+            return src
+        if isinstance(expr, CharClass):
+            nxt = self.state()
+            ranges = tuple(expr.codepoint_ranges())
+            if ranges:
+                self.edges[src].append((ranges, nxt))
+            return nxt
+        if isinstance(expr, Sequence):
+            for item in expr.items:
+                src = self.build(item, src)
+            return src
+        if isinstance(expr, Choice):
+            end = self.state()
+            for alt in expr.alternatives:
+                start = self.state()
+                self.eps[src].append(start)
+                self.eps[self.build(alt, start)].append(end)
+            return end
+        if isinstance(expr, Repeat):
+            for _ in range(expr.min):
+                src = self.build(expr.body, src)
+            if expr.max is None:
+                loop = self.state()
+                self.eps[src].append(loop)
+                self.eps[self.build(expr.body, loop)].append(loop)
+                return loop
+            end = self.state()
+            for _ in range(expr.max - expr.min):
+                self.eps[src].append(end)
+                src = self.build(expr.body, src)
+            self.eps[src].append(end)
+            return end
+        raise TooLarge(f"{type(expr).__name__} in a regular expression")
+
+    def closure(self, q: int) -> set:
+        seen, stack = {q}, [q]
+        while stack:
+            for d in self.eps[stack.pop()]:
+                if d not in seen:
+                    seen.add(d)
+                    stack.append(d)
+        return seen
+
+
+def _without_epsilon(nfa: _NFA, start: int, final: int):
+    """(edges per state, finals) of the epsilon-free NFA, states renumbered from 0 = start."""
+    order, index = [start], {start: 0}
+    edges: list[list] = []
+    finals = set()
+    k = 0
+    while k < len(order):
+        q = order[k]
+        out = []
+        for c in nfa.closure(q):
+            if c == final:
+                finals.add(k)
+            for ranges, d in nfa.edges[c]:
+                if d not in index:
+                    index[d] = len(order)
+                    order.append(d)
+                out.append((ranges, index[d]))
+        edges.append(out)
+        k += 1
+    return edges, finals
+
+
+def _length_range(edges, finals) -> tuple[Optional[int], Optional[int], bool]:
+    """(shortest, longest accepted length or None when unbounded, empty language?)."""
+    n = len(edges)
+    rev = defaultdict(list)
+    for q, out in enumerate(edges):
+        for _, d in out:
+            rev[d].append(q)
+    alive, stack = set(finals), list(finals)
+    while stack:
+        for p in rev[stack.pop()]:
+            if p not in alive:
+                alive.add(p)
+                stack.append(p)
+    if 0 not in alive:
+        return None, None, True
+    dist, frontier, shortest = {0: 0}, [0], None
+    while frontier and shortest is None:
+        nxt = []
+        for q in frontier:
+            if q in finals:
+                shortest = dist[q]
+                break
+            for _, d in edges[q]:
+                if d not in dist:
+                    dist[d] = dist[q] + 1
+                    nxt.append(d)
+        frontier = nxt
+    # longest: a cycle among live states reachable from 0 makes it unbounded
+    state = [0] * n  # 0 new, 1 on stack, 2 done
+    longest: dict[int, int] = {}
+
+    def visit(q: int) -> Optional[int]:
+        stack = [(q, iter(edges[q]))]
+        state[q] = 1
+        while stack:
+            node, it = stack[-1]
+            advanced = False
+            for _, d in it:
+                if d not in alive:
+                    continue
+                if state[d] == 1:
+                    return None
+                if state[d] == 0:
+                    state[d] = 1
+                    stack.append((d, iter(edges[d])))
+                    advanced = True
+                    break
+            if not advanced:
+                stack.pop()
+                state[node] = 2
+                best = 0 if node in finals else -1
+                for _, d in edges[node]:
+                    if d in alive and longest.get(d, -1) >= 0:
+                        best = max(best, longest[d] + 1)
+                longest[node] = best
+        return longest[q]
+
+    return shortest, visit(0), False
+
+
+def bounded_length(expr: Expr, lo: int, hi: Optional[int], encode: Callable[[list], Expr],
+                   new_rule: Callable[[str], str], set_rule: Callable[[str, Expr], None]) -> Expr:
+    """The strings of regex IR `expr` with lo <= length <= hi (code points), each character
+    written by `encode(ranges)`; `new_rule(hint) -> name` and `set_rule(name, body)` make the
+    rules. Raises TooLarge past the size limits."""
+    nfa = _NFA()
+    start = nfa.state()
+    final = nfa.build(expr, start)
+    edges, finals = _without_epsilon(nfa, start, final)
+    shortest, longest, empty = _length_range(edges, finals)
+    if empty or (hi is not None and shortest > hi) or (longest is not None and longest < lo):
+        return CharClass(())
+    if shortest >= lo and (hi is None or (longest is not None and longest <= hi)):
+        return _encode_tree(expr, encode)
+    cap = hi if hi is not None else lo
+    names: dict[tuple, str] = {}
+    pending = [(0, 0)]
+    seen = {(0, 0)}
+    while pending:  # reachable product states
+        q, k = pending.pop()
+        for _, d in edges[q]:
+            nk = min(k + 1, cap) if hi is None else k + 1
+            if hi is not None and nk > hi:
+                continue
+            if (d, nk) not in seen:
+                seen.add((d, nk))
+                pending.append((d, nk))
+                if len(seen) > MAX_PRODUCT_STATES:
+                    raise TooLarge(f"more than {MAX_PRODUCT_STATES} states for the length bound")
+    for state in sorted(seen):
+        names[state] = new_rule("len")
+    for (q, k) in sorted(seen):
+        by_dst: dict[tuple, list] = defaultdict(list)
+        for ranges, d in edges[q]:
+            nk = min(k + 1, cap) if hi is None else k + 1
+            if (d, nk) in seen:
+                by_dst[(d, nk)].extend(ranges)
+        alts = [Sequence((encode(merge_ranges(r)), RuleRef(names[t]))) for t, r in by_dst.items()]
+        if q in finals and k >= lo:
+            alts.append(EPSILON)
+        body = alts[0] if len(alts) == 1 else Choice(tuple(alts)) if alts else CharClass(())
+        set_rule(names[(q, k)], body)
+    return RuleRef(names[(0, 0)])
+
+
+def _encode_tree(expr: Expr, encode) -> Expr:
+    """`expr` with every character class and literal character written by `encode`."""
+    if isinstance(expr, CharClass):
+        return encode(expr.codepoint_ranges())
+    if isinstance(expr, ByteString):
+        chars = [encode([(ord(c), ord(c))]) for c in expr.value.decode("utf-8", "surrogatepass")]
+        return EPSILON if not chars else chars[0] if len(chars) == 1 else Sequence(tuple(chars))
+    if isinstance(expr, Sequence):
+        return Sequence(tuple(_encode_tree(e, encode) for e in expr.items))
+    if isinstance(expr, Choice):
+        return Choice(tuple(_encode_tree(e, encode) for e in expr.alternatives))
+    if isinstance(expr, Repeat):
+        return Repeat(_encode_tree(expr.body, encode), expr.min, expr.max)
+    raise TooLarge(f"{type(expr).__name__} in a regular expression")
