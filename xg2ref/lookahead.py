@@ -141,6 +141,56 @@ def first_bytes(fsms: GrammarFSMs) -> list[np.ndarray]:
     return first
 
 
+def follow_bytes(fsms: GrammarFSMs, first: Optional[list] = None) -> np.ndarray:
+    """FOLLOW(r) of every rule as bool[R, 256]: the bytes that can come right after r ends, in
+    any sentence (the classic analysis, over the FSMs, to a fixed point):
+
+        occurrence q -A-> d in rule B      |-  FIRST(from d) <= FOLLOW(A)
+        ... and B may end from d           |-  FOLLOW(B) <= FOLLOW(A)
+
+    FIRST(from d) is the bytes on edges out of the states reached from d through nullable rule
+    edges, and FIRST of the rules referenced there. After the root nothing follows. Context
+    expansion uses it to drop end positions whose next byte can never follow the rule.
+    """
+    first = first if first is not None else first_bytes(fsms)
+    n = len(fsms.fsms)
+    follow = np.zeros((n, 256), dtype=np.bool_)
+    inherits: list[tuple[int, int]] = []  # (A, B): FOLLOW(B) <= FOLLOW(A)
+    for b, fsm in enumerate(fsms.fsms):
+        bytes_out, rules_out, _ = fsm.out_edges()
+        reach_memo: dict[int, tuple[set, bool]] = {}
+
+        def reach(d: int) -> tuple[set, bool]:
+            if d not in reach_memo:
+                seen, stack = {d}, [d]
+                while stack:
+                    q = stack.pop()
+                    for c, t in rules_out[q]:
+                        if fsms.nullable[c] and t not in seen:
+                            seen.add(t)
+                            stack.append(t)
+                reach_memo[d] = (seen, any(q in fsm.finals for q in seen))
+            return reach_memo[d]
+
+        for _, a, d in fsm.rule_edges:
+            states, may_end = reach(d)
+            for q in states:
+                for lo, hi, _ in bytes_out[q]:
+                    follow[a, lo:hi + 1] = True
+                for c, _ in rules_out[q]:
+                    follow[a] |= first[c]
+            if may_end and a != b:
+                inherits.append((a, b))
+    changed = True
+    while changed:
+        changed = False
+        for a, b in inherits:
+            if (follow[b] & ~follow[a]).any():
+                follow[a] |= follow[b]
+                changed = True
+    return follow
+
+
 def filter_automaton(lookahead: Expr, rule_ids: dict[str, int], fsms: GrammarFSMs,
                      first: list[np.ndarray]) -> Optional[FSM]:
     """FILTER(L) as a DFA without rule edges, or None when it would be too large."""

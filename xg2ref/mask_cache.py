@@ -121,7 +121,8 @@ def pack_ids(ids: np.ndarray, words: np.ndarray) -> None:
 class _Classifier:
     """Runs `classify_tokens` for one state after another, growing the two charts on demand."""
 
-    def __init__(self, fsm: FSMArrays, vocab: VocabArrays, lookahead: Optional[LookaheadArrays] = None):
+    def __init__(self, fsm: FSMArrays, vocab: VocabArrays, lookahead: Optional[LookaheadArrays] = None,
+                 follow: Optional[np.ndarray] = None):
         self.fsm, self.vocab = fsm, vocab
         self.lookahead = lookahead if lookahead is not None else no_lookahead(len(fsm.rule_start))
         self.occ_indptr, self.occ_dst = rule_occurrences(fsm)
@@ -134,7 +135,10 @@ class _Classifier:
         self.comp = np.zeros(longest + 2, dtype=np.int8)
         self.work = np.zeros(2 * MK.MAX_CONTEXT_RUNS + 2 * (longest + 2) + 4, dtype=np.int64)
         self.seen = np.zeros(len(fsm.rule_start) * (longest + 1) + 1, dtype=np.int64)
+        # FOLLOW1: -1 = ask context expansion, 0 = the byte never follows the rule (grammar analysis)
         self.follow1 = np.full((len(fsm.rule_start), 256), -1, dtype=np.int8)
+        if follow is not None:
+            self.follow1[~follow] = 0
         self.loop = np.zeros(256, dtype=np.bool_)
         self.pure_row = np.zeros(len(fsm.state_rule), dtype=np.int32)
         rows = MK.mark_pure_states(fsm, MAX_PURE_ROWS, self.pure_row)
@@ -185,13 +189,14 @@ class AdaptiveTokenMaskCache:
     """The cache of one compiled grammar: an entry per scannable state, and the run-time fill."""
 
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int,
-                 progress: Optional[Callable[[int, int], None]] = None, lookahead: Optional[LookaheadArrays] = None):
+                 progress: Optional[Callable[[int, int], None]] = None, lookahead: Optional[LookaheadArrays] = None,
+                 follow: Optional[np.ndarray] = None):
         start = time.perf_counter()
         self.vocab = vocab
         self.vocab_size = vocab_size
         words = (vocab_size + 31) // 32
         scannable = np.flatnonzero(np.diff(fsm.byte_indptr) > 0).astype(np.int32)
-        classifier = _Classifier(fsm, vocab, lookahead)
+        classifier = _Classifier(fsm, vocab, lookahead, follow)
         state_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
         kinds, lists, bitsets, uncs, counts = [], [], [], [], []
         regular_words = np.zeros(words, dtype=np.int32)

@@ -46,7 +46,7 @@ ACCEPTED = 1
 UNCERTAIN = 2
 
 # Context expansion gives up (the token stays uncertain) after this many occurrence runs.
-MAX_CONTEXT_RUNS = 256
+MAX_CONTEXT_RUNS = 4096
 # ACCEPT-CTX is tried for rules with at most this many occurrences.
 MAX_ACCEPT_PARENTS = 8
 
