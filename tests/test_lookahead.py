@@ -46,6 +46,8 @@ def test_written_assertions_are_verified_or_set_aside():
     # what follows a rule may come from its parent's parent: here "x" after b ends list
     climbing = 'root ::= "(" list ")" "x"\nlist ::= b | b "," list\nb ::= "b" b | "b" (= [,)])'
     assert report_of(climbing).verified == {"b": "[,)]"}
+    # the root's own occurrences count: here an "a" follows r1 when root recurses
+    assert report_of('root ::= (root r1)?\nr1 ::= "a" (= "c")').unverified == {"r1": '"c"'}
     # recursion: every v is followed by "]" (true), and then by a "w" inside the nesting (false)
     assert report_of('root ::= "[" v "]"\nv ::= "[" v "]" w | "0" w (= "]")\nw ::= "" | "w" w').verified == {
         "v": '"]"'}

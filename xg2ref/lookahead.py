@@ -30,8 +30,8 @@ VERIFY(A, F = FILTER(L)) walks pairs (grammar state, F state) from every occurre
     byte edge q -b-> q'                         |- continue at (q', F(b))
     rule edge q -C-> q'                         |- enter C at its start with the same F state;
                                                    each F state C can end with continues at q'
-    q final in rule B                           |- continue at every occurrence of B (the root
-                                                   ends the input: nothing follows, which agrees)
+    q final in rule B                           |- continue at every occurrence of B (where the
+                                                   root ends the input, nothing follows: agreed)
 
 The walk over-approximates every continuation of A, so when no path FAILs, L is true. Entering
 a rule is summarised per (rule, F state) and iterated to a fixed point, which handles
@@ -303,8 +303,8 @@ def verify(rule: int, dense: _Dense, fsms: GrammarFSMs, edges: Optional[_Edges] 
             if not ok:
                 return False
             for r, lr in list(climbing):
-                if r == fsms.root:
-                    continue  # the input ends: nothing follows
+                # where r ends, what follows is read at r's occurrences; the root may also
+                # end the input, which agrees with any assertion
                 pending.extend((pb, pd, lr) for pb, pd in parents[r])
         if (sum(map(len, exits.values())), len(requested), len(climbing)) == before:
             return True

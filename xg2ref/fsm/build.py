@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..exceptions import GrammarLimitError
-from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence
+from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch
 from ..util import deep_recursion
 from .fsm import FSM
 from .utf8 import class_sequences
@@ -92,6 +92,10 @@ class _NFABuilder:
             return end
         if isinstance(expr, Repeat):
             return self.repeat(expr, src)
+        if isinstance(expr, TagDispatch):
+            from ..grammar.tag_dispatch import add_fragment
+
+            return add_fragment(self, expr, src)
         raise TypeError(f"unknown grammar node {expr!r}")
 
     def repeat(self, expr: Repeat, src: int) -> int:

@@ -30,8 +30,10 @@ Intrinsics are parsed as calls, `Name(value, ..., key=value)` with values that a
 integers, `true`/`false`, rule names or parenthesized tuples. `Regex(...)` becomes the IR of
 its pattern (xg2ref/grammar/regex.py).
 
-What it leaves out: the other intrinsics of section 5 (TagDispatch, TokenTagDispatch, Token,
-ExcludeToken, Substring) and rule options (`name[max_tokens=3] ::=`), both rejected with a
+`TagDispatch(...)` becomes a `TagDispatch` node (xg2ref/grammar/tag_dispatch.py).
+
+What it leaves out: the other intrinsics of section 5 (TokenTagDispatch, Token, ExcludeToken,
+Substring) and rule options (`name[max_tokens=3] ::=`), both rejected with a
 message saying so; escapes beyond U+10FFFF are rejected (xgrammar wraps them around).
 """
 
@@ -45,7 +47,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.lark import PostLex
 
 from ..exceptions import EBNFError, GrammarLimitError
-from .ir import EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
+from .ir import (EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
+                 TagDispatch)
 
 MAX_GRAMMAR_CHARS = 10_000_000
 MAX_RULES = 100_000
@@ -453,7 +456,38 @@ class _Builder:
                 named[str(key)] = value
         if name == "Regex":
             return self.regex_macro(name, positional, named)
+        if name == "TagDispatch":
+            return self.tag_dispatch_macro(name, positional, named)
         raise _Located(f"{name}(...) is an intrinsic that xg2ref does not support yet", name.start_pos)
+
+    def tag_dispatch_macro(self, name: Token, positional: list, named: dict) -> Expr:
+        """`TagDispatch(("tag", rule), ..., loop_after_dispatch=true, excludes=("s", ...))`."""
+        tags = []
+        for value in positional:
+            items = value.value if value.kind == "tuple" else None
+            if not items or len(items) != 2 or items[0].kind != "string" or items[1].kind != "rule name":
+                raise _Located("TagDispatch: each positional argument is a pair (\"tag\", rule_name)", value.pos)
+            if not items[0].value:
+                raise _Located("TagDispatch: a tag must not be empty", items[0].pos)
+            self.references.append(Token("NAME", items[1].value, start_pos=items[1].pos))
+            tags.append((items[0].value.encode("utf-8", "surrogatepass"), items[1].value))
+        unknown = sorted(set(named) - {"loop_after_dispatch", "excludes"})
+        if unknown:
+            raise _Located(f"TagDispatch: unknown argument {unknown[0]} (loop_after_dispatch, excludes)",
+                           named[unknown[0]].pos)
+        loop = named.get("loop_after_dispatch", _Value("boolean", True, -1))
+        if loop.kind != "boolean":
+            raise _Located("TagDispatch: loop_after_dispatch must be true or false", loop.pos)
+        excludes_value = named.get("excludes", _Value("tuple", [], -1))
+        if excludes_value.kind != "tuple" or any(v.kind != "string" or not v.value for v in excludes_value.value):
+            raise _Located("TagDispatch: excludes must be a tuple of non-empty strings", excludes_value.pos)
+        excludes = tuple(v.value.encode("utf-8", "surrogatepass") for v in excludes_value.value)
+        for e, value in zip(excludes, excludes_value.value):
+            for tag, _ in tags:
+                if tag.startswith(e):
+                    raise _Located(f"TagDispatch: exclude {value.value!r} is a prefix of tag "
+                                   f"{tag.decode('utf-8', 'surrogatepass')!r}", value.pos)
+        return TagDispatch(tuple(tags), loop.value, excludes)
 
     def regex_macro(self, name: Token, positional: list, named: dict) -> Expr:
         """`Regex("pattern", json_string=false, flags="")`: the pattern's language, inline."""

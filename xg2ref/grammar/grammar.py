@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from .ebnf import parse_ebnf
-from .ir import ByteString, CharClass, Choice, GrammarIR, Repeat, RuleRef, Sequence, walk
+from .ir import ByteString, CharClass, Choice, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, walk
 from .printer import print_grammar
 
 BUILTIN_JSON_PATH = Path(__file__).with_name("builtin_json.ebnf")
@@ -140,4 +140,6 @@ def _node_signature(node) -> tuple:
         return ("Choice", None, len(node.alternatives))
     if isinstance(node, Repeat):
         return ("Repeat", (node.min, node.max), 1)
+    if isinstance(node, TagDispatch):
+        return ("TagDispatch", (node.tags, node.loop, node.excludes), 0)
     raise TypeError(f"not a grammar expression: {node!r}")

@@ -14,8 +14,8 @@ Every node is a frozen, hashable dataclass, so two grammars compare equal exactl
 have the same rules with the same trees. A rule may carry a lookahead assertion `(= ...)`:
 a hint about what follows the rule. It never changes the language; the mask cache uses it.
 
-What it leaves out: the intrinsics (TagDispatch, Regex, Substring, Token, ...) and rule
-options (max_tokens, ...) arrive with the front-end issue.
+`TagDispatch` (XGrammar-2 §3.2) is a seventh, leaf node that names rules. What it leaves out:
+the other intrinsics (Substring, Token, ...) and rule options (max_tokens, ...).
 """
 
 from __future__ import annotations
@@ -98,7 +98,21 @@ class Repeat:
     max: Optional[int]
 
 
-Expr = Union[ByteString, CharClass, RuleRef, Sequence, Choice, Repeat]
+@dataclass(frozen=True, slots=True)
+class TagDispatch:
+    """XGrammar-2 §3.2's intrinsic: free text until a whole tag (trigger) appears, then the
+    tag's rule, then free text again (`loop`) or the end. Free text never holds an `excludes`
+    string. `tags` pairs each tag's bytes with a rule name; rules are referenced by name.
+
+    Example: TagDispatch(((b"<call>", "call"),), loop=False, excludes=(b"</s>",))
+    """
+
+    tags: tuple[tuple[bytes, str], ...]
+    loop: bool = True
+    excludes: tuple[bytes, ...] = ()
+
+
+Expr = Union[ByteString, CharClass, RuleRef, Sequence, Choice, Repeat, TagDispatch]
 EPSILON = ByteString(b"")
 
 
@@ -154,4 +168,7 @@ def referenced_rules(expr: Expr) -> list[str]:
     for node in walk(expr):
         if isinstance(node, RuleRef):
             seen.setdefault(node.name, None)
+        elif isinstance(node, TagDispatch):
+            for _, name in node.tags:
+                seen.setdefault(name, None)
     return list(seen)

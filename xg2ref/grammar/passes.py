@@ -29,7 +29,7 @@ from typing import AbstractSet, Callable, TypeVar
 from ..fsm.utf8 import encode_codepoint
 from ..util import deep_recursion
 from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
-                 children, referenced_rules)
+                 TagDispatch, children, referenced_rules, walk)
 
 T = TypeVar("T")
 
@@ -357,6 +357,7 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> Gr
 
     - Recursive rules cannot be inlined: substituting `b` into `b ::= "y" b | ""` yields a
       body that still mentions `b`, forever; the recursion must stay a rule reference.
+    - Rules a TagDispatch dispatches to are kept: it refers to them by name.
     - Rules with a lookahead assertion are kept: the assertion belongs to the rule (the mask
       cache uses it to settle tokens that run past the rule's end), and inlining would throw
       it away along with the rule.
@@ -368,6 +369,8 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> Gr
     """
     defined = {r.name: r for r in ir.rules}
     graph = {r.name: [n for n in referenced_rules(r.body) if n in defined] for r in ir.rules}
+    # a TagDispatch names its rules: they must stay rules
+    named = {name for r in ir.rules for node in walk(r.body) if isinstance(node, TagDispatch) for _, name in node.tags}
     bodies = {r.name: r.body for r in ir.rules}
     inlined: dict[str, Expr] = {}
 
@@ -379,7 +382,7 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> Gr
             recursive = len(component) > 1 or component[0] in graph[component[0]]
             for name in component:
                 bodies[name] = body = map_expr(bodies[name], substitute)
-                if (not recursive and name != ir.root and defined[name].lookahead is None
+                if (not recursive and name != ir.root and defined[name].lookahead is None and name not in named
                         and unrolled_size(body) <= max_size):
                     inlined[name] = body
         rules = tuple(Rule(r.name, bodies[r.name], None if r.lookahead is None else map_expr(r.lookahead, substitute))

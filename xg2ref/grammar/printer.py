@@ -32,7 +32,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Union
 
-from .ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
+from .ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, TagDispatch
 
 # Where an expression is printed, from loosest to tightest binding.
 TOP, ALTERNATIVE, ITEM, REPEATED = range(4)
@@ -124,6 +124,12 @@ def _leaf(node: Expr) -> str:
         return "[" + ("^" if node.negated else "") + "".join(body) + "]"
     if isinstance(node, RuleRef):
         return node.name
+    if isinstance(node, TagDispatch):
+        parts = [f"({_leaf(ByteString(tag))}, {name})" for tag, name in node.tags]
+        parts.append(f"loop_after_dispatch={'true' if node.loop else 'false'}")
+        excludes = "".join(_leaf(ByteString(e)) + ", " for e in node.excludes)
+        parts.append(f"excludes=({excludes.rstrip()})")
+        return "TagDispatch(" + ", ".join(parts) + ")"
     raise TypeError(f"not a grammar expression: {node!r}")
 
 

@@ -30,8 +30,8 @@ What it leaves out: speed. Every call rebuilds the table (the last one is kept, 
 questions about one input costs one table). The work grows like nodes * n^2 for unambiguous
 grammars and up to nodes * n^3 for ambiguous ones: 1,024 bytes take about 0.07 s for an
 expression grammar and about 10 s for ("a"* "a"*). Inputs longer than MAX_INPUT_BYTES raise
-ValueError; it is an oracle for short strings, not a matcher. Intrinsics (TagDispatch, ...)
-are not part of the IR yet.
+ValueError; it is an oracle for short strings, not a matcher. `TagDispatch` is read with
+`tag_scan`, on strings (no automaton).
 """
 
 from __future__ import annotations
@@ -48,13 +48,14 @@ from ..grammar.ir import (
     Repeat,
     RuleRef,
     Sequence,
+    TagDispatch,
 )
 
 # Longest input accepted by is_sentence / is_prefix; longer inputs raise ValueError.
 MAX_INPUT_BYTES = 1024
 
 # Node kinds of the oracle's own flattened tree.
-_BYTES, _CLASS, _SEQ, _CHOICE, _REPEAT, _REF = range(6)
+_BYTES, _CLASS, _SEQ, _CHOICE, _REPEAT, _REF, _TAG = range(7)
 
 _NOTHING: frozenset[int] = frozenset()
 
@@ -112,6 +113,38 @@ def _meets(ranges: tuple[tuple[int, int], ...], interval: Optional[tuple[int, in
         return False
     lo, hi = interval
     return any(a <= hi and lo <= b for a, b in ranges)
+
+
+def tag_scan(data: bytes, start: int, td: TagDispatch) -> tuple[list[int], list[tuple[int, int]], Optional[bytes]]:
+    """The oracle's reading of TagDispatch's free text from `start`, on strings, without an
+    automaton. The state is p, the current match: a prefix of some tag or exclude.
+
+        p ends no pattern:  p' = the longest suffix of p + b that is a prefix of a pattern
+        p is a tag:         p' = p + b if that is a prefix of a pattern, else the text dies
+        p' is an exclude:   the text dies
+
+    Returns (the positions where free text may end, the (position, tag index) where a tag has
+    just been read, the state at the end of the data or None when the text died).
+    """
+    patterns = [t for t, _ in td.tags] + list(td.excludes)
+    prefixes = {b""} | {pat[:k] for pat in patterns for k in range(len(pat) + 1)}
+    tags = {t: k for k, (t, _) in reversed(list(enumerate(td.tags)))}
+    excludes = set(td.excludes)
+    p, free, dispatch = b"", [start], []
+    for j in range(start, len(data)):
+        grown = p + data[j:j + 1]
+        if p in tags:
+            nxt = grown if grown in prefixes else None
+        else:
+            nxt = next(grown[k:] for k in range(len(grown) + 1) if grown[k:] in prefixes)
+        if nxt is None or (nxt in excludes and nxt not in tags):
+            return free, dispatch, None
+        p = nxt
+        if p in tags:
+            dispatch.append((j + 1, tags[p]))
+        else:
+            free.append(j + 1)
+    return free, dispatch, p
 
 
 class Recognizer:
@@ -172,6 +205,8 @@ class Recognizer:
             v = self._node(_REF, -1, ())
             refs.append((v, expr.name))
             return v
+        if isinstance(expr, TagDispatch):
+            return self._node(_TAG, expr, tuple(self._add(RuleRef(name), refs) for _, name in expr.tags))
         raise TypeError(f"not a grammar expression: {expr!r}")
 
     def _node(self, kind: int, arg: object, kids: tuple[int, ...]) -> int:
@@ -209,6 +244,8 @@ class Recognizer:
                     new = any(ne[k] for k in kids)
                 elif kind == _REPEAT:
                     new = self._arg[v][0] == 0 or ne[kids[0]]
+                elif kind == _TAG:
+                    new = True  # the empty free text
                 else:
                     new = ne[self._arg[v]]
                 if new and not ne[v]:
@@ -316,6 +353,16 @@ class Recognizer:
         if kind == _REPEAT:
             # REPEAT  j in S_c (see _copies), m <= c <= M         ⊢ j in reach(b{m,M}, i)
             return frozenset(self._copies(kids[0], i, arg[0], arg[1], reach))
+        if kind == _TAG:
+            # TAG     free text may end at j (tag_scan)               ⊢ j in reach(TD, i)
+            #         tag t read at p, k in reach(rule of t, p)       ⊢ k (no loop) or
+            #                                  reach(TD, k) (loop) in reach(TD, i)
+            free, dispatch, _ = tag_scan(data, i, arg)
+            out = set(free)
+            for p, tag in dispatch:
+                for k in reach[p][kids[tag]]:
+                    out.update(reach[k][v] if arg.loop else (k,))
+            return frozenset(out)
         # REF     j in reach(body of A, i)                        ⊢ j in reach(A, i)
         return reach[i][arg]
 
@@ -347,5 +394,24 @@ class Recognizer:
             #         L(b) is non-empty since pre(b, p); b{0,0} has no such c)
             hi = arg[1]
             return any(pre[p][kids[0]] for p in self._copies(kids[0], i, 0, None if hi is None else hi - 1, reach))
+        if kind == _TAG:
+            # TAG     the scan reads all of d[i:n]                    ⊢ pre(TD, i)
+            #         (ending in free text, or on a tag whose rule can start or that a
+            #         longer pattern continues)
+            #         tag t read at p, pre(rule of t, p)              ⊢ pre(TD, i)
+            #         ... k in reach(rule, p), pre(TD, k) (loop) or k = n ⊢ pre(TD, i)
+            free, dispatch, last = tag_scan(data, i, arg)
+            n = len(data)
+            for p, tag in dispatch:
+                r = kids[tag]
+                if pre[p][r] or any(pre[k][v] if arg.loop else k == n for k in reach[p][r]):
+                    return True
+            if last is None:
+                return False
+            tag_of = {t: k for k, (t, _) in reversed(list(enumerate(arg.tags)))}
+            if last not in tag_of:
+                return True
+            longer = any(len(pat) > len(last) and pat.startswith(last) for pat in [t for t, _ in arg.tags] + list(arg.excludes))
+            return longer and any(len(pat) > len(last) and pat.startswith(last) for pat, _ in arg.tags)
         # REF     pre(body of A, i)                                   ⊢ pre(A, i)
         return pre[i][arg]

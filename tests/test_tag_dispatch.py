@@ -1,0 +1,126 @@
+"""TagDispatch (xg2ref/grammar/tag_dispatch.py): the FSM against the oracle's suffix scan, the
+masks against the brute-force oracle, the verdicts against xgrammar 0.2.8."""
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+import xg2ref as xgr
+from xg2ref.compiler import compile_ir_grammar
+from xg2ref.earley import EarleyParser
+from xg2ref.grammar.grammar import Grammar
+from xg2ref.grammar.tag_dispatch import AhoCorasick
+from xg2ref.oracle.brute_force import brute_force_mask
+from xg2ref.oracle.recognizer import Recognizer
+
+GRAMMARS = [
+    'root ::= TagDispatch(("<a>", a), ("<bb>", b), loop_after_dispatch=true, excludes=("</s>",))\n'
+    'a ::= [0-9]+ "</a>"\nb ::= "x"',
+    'root ::= TagDispatch(("<a>", a), loop_after_dispatch=false)\na ::= "1" | "22"',
+    'root ::= TagDispatch(("ab", a), ("b", c), excludes=("bb", "ca"))\na ::= "1"\nc ::= "2"',
+    'root ::= "[" TagDispatch(("<", t), loop_after_dispatch=true) "]"\nt ::= "x>"',
+    'root ::= TagDispatch()',
+    'root ::= TagDispatch(("aa", a), ("aaa", b))\na ::= "1"\nb ::= "2"',
+]
+ALPHABET = b"<>ab/s12x[]"
+
+
+def strings(rng: random.Random, n: int) -> list[bytes]:
+    out = [b"", b"<a>1</a>", b"<bb>x", b"ab1b2", b"[<x>]", b"aaa2", b"aa1"]
+    out += [bytes(rng.choice(ALPHABET) for _ in range(rng.randint(1, 9))) for _ in range(n)]
+    return out
+
+
+@pytest.mark.parametrize("ebnf", GRAMMARS)
+def test_engine_verdicts_match_the_oracle(ebnf):
+    grammar = Grammar.from_ebnf(ebnf)
+    oracle = Recognizer(grammar.ir)
+    compiled = compile_ir_grammar(grammar, xgr.TokenizerInfo([]))
+    parser = EarleyParser(compiled.fsms, compiled.arrays)
+    for s in strings(random.Random(ebnf), 400):
+        parser.reset()
+        prefix = parser.advance(s)
+        assert prefix == oracle.is_prefix(s), (ebnf, s)
+        if prefix:
+            assert parser.is_completed() == oracle.is_sentence(s), (ebnf, s)
+
+
+@pytest.mark.parametrize("ebnf", GRAMMARS)
+def test_masks_match_the_brute_force_mask(ebnf):
+    vocab = [b"</s>", b"<", b"a", b">", b"<a>", b"1", b"</a>", b"bb", b"x", b"ab", b"b", b"2", b"22", b"[", b"]",
+             b"aa", b"<a", b"x>", b"a>1", b"s>"]
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=[0])
+    grammar = Grammar.from_ebnf(ebnf)
+    oracle = Recognizer(grammar.ir)
+    matcher = xgr.GrammarMatcher(compile_ir_grammar(grammar, info))
+    rng = random.Random(ebnf)
+    for _ in range(12):
+        prefix = b""
+        matcher.reset()
+        for _ in range(6):
+            have = matcher.compute_bool_mask()
+            want = brute_force_mask(oracle, prefix, vocab, stop_token_ids=[0],
+                                    special_token_ids=info.special_token_ids, vocab_size=info.vocab_size)
+            assert np.array_equal(have, want), (ebnf, prefix)
+            allowed = [t for t in np.flatnonzero(have) if t != 0]
+            if not allowed:
+                break
+            t = int(rng.choice(allowed))
+            assert matcher.accept_token(t)
+            prefix += vocab[t]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("ebnf", GRAMMARS[:4] + GRAMMARS[5:])
+def test_verdicts_match_xgrammar(ebnf):
+    xg = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string as theirs
+
+    from xg2ref.testing import _is_grammar_accept_string as ours
+
+    mine, other = Grammar.from_ebnf(ebnf), xg.Grammar.from_ebnf(ebnf)
+    for s in strings(random.Random(ebnf), 150):
+        text = s.decode()
+        assert ours(mine, text) == theirs(other, text), (ebnf, text)
+
+
+def test_print_parse_round_trip_and_errors():
+    for ebnf in GRAMMARS:
+        g = Grammar.from_ebnf(ebnf)
+        assert Grammar.from_ebnf(str(g)) == g
+    bad = [
+        ('root ::= TagDispatch(("<a>", a), excludes=("<",))\na ::= "x"', "exclude '<' is a prefix of tag '<a>'"),
+        ('root ::= TagDispatch(("<a>", nope))', 'Rule "nope" is not defined'),
+        ('root ::= TagDispatch(("", a))\na ::= "x"', "a tag must not be empty"),
+        ('root ::= TagDispatch("<a>")', "pair"),
+        ('root ::= TagDispatch(loop_after_dispatch=1)', "true or false"),
+        ('root ::= TagDispatch(excludes=("",))', "non-empty strings"),
+        ('root ::= TagDispatch(stop=("x",))', "unknown argument stop"),
+    ]
+    for ebnf, message in bad:
+        with pytest.raises(xgr.EBNFError, match=message):
+            Grammar.from_ebnf(ebnf)
+
+
+def test_aho_corasick():
+    ac = AhoCorasick([b"he", b"she", b"his", b"hers"])
+    assert ac.num_states == 10  # the classic example: root + 9 trie nodes
+    node, seen = 0, []
+    for i, b in enumerate(b"ushers"):
+        node = ac.step(node, b)
+        seen += [(i, ac.patterns[k]) for k in ac.outputs[node]]
+    assert seen == [(3, b"she"), (3, b"he"), (5, b"hers")]
+    # every trie node's failure target is its longest proper suffix in the trie
+    words = [b"", b"h", b"he", b"her", b"hers", b"hi", b"his", b"s", b"sh", b"she"]
+    for w in words[1:]:
+        node = 0
+        for b in w:
+            node = ac.goto[node][b]
+        target = next(s for k in range(1, len(w) + 1) for s in [w[k:]] if s in words)
+        fnode = 0
+        for b in target:
+            fnode = ac.goto[fnode][b]
+        assert ac.fail[node] == fnode, w
+    assert list(itertools.islice(iter(ac.outputs[0]), 1)) == []
