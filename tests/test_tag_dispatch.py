@@ -124,3 +124,20 @@ def test_aho_corasick():
             fnode = ac.goto[fnode][b]
         assert ac.fail[node] == fnode, w
     assert list(itertools.islice(iter(ac.outputs[0]), 1)) == []
+
+
+def test_plain_ebnf_accepts_what_tag_dispatch_accepts():
+    from xg2ref.bench_tagdispatch import plain_ebnf
+
+    tags = ["<a>", "<ab>", "b>", "<function=f>", "aa"]
+    body = 'r ::= "1" | "{" [^}]* "}"\n'
+    with_td = "root ::= TagDispatch(" + ", ".join(f'("{t}", r)' for t in tags) + ")\n" + body
+    plain = "root ::= td_0\n" + plain_ebnf(tags, ["r"] * len(tags)) + body
+    a = Recognizer(Grammar.from_ebnf(with_td).ir)
+    b = Recognizer(Grammar.from_ebnf(plain).ir)
+    rng = random.Random(7)
+    pieces = ["<", ">", "a", "b", "1", "{", "}", "<a>", "<ab>", "b>", "<function=f>", "aa", "x", "é", "="]
+    for _ in range(600):
+        s = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 7))).encode()
+        assert a.is_sentence(s) == b.is_sentence(s), s
+        assert a.is_prefix(s) == b.is_prefix(s), s

@@ -7,6 +7,7 @@
     xg2ref diff [--against xgrammar|none] ...         xg2ref vs its oracle vs xgrammar on the suite
     xg2ref bench mask [--vocab V] [--limit N]         mask time, compile time, cache size vs xgrammar
     xg2ref bench jsonschemabench [--sample N]         compile rate and output validity per subset
+    xg2ref bench tagdispatch                          Aho-Corasick sizes and plain-EBNF sizes (Table 2)
     xg2ref cases                                      the bundled suite
 
 GRAMMAR is a path to an EBNF (.ebnf, .gbnf) file, the name of a bundled case (`json`,
@@ -279,6 +280,10 @@ def cmd_diff(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.what == "tagdispatch":
+        from .bench_tagdispatch import bench_tagdispatch
+
+        return bench_tagdispatch(args.data, vocab=args.vocab)
     if args.what == "jsonschemabench":
         from .bench_jsonschema import bench_jsonschemabench
 
@@ -348,9 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
-    p.add_argument("what", choices=("mask", "jsonschemabench"),
+    p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
-                        "output validity per JSONSchemaBench subset")
+                        "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
                    help="folder holding json_mode_eval/ (default ../shared/data)")
