@@ -288,7 +288,7 @@ def cmd_bench(args) -> int:
         from .bench_jsonschema import bench_jsonschemabench
 
         return bench_jsonschemabench(args.data, sample=args.sample, subsets=args.subsets, vocab=args.vocab,
-                                     progress=not args.no_progress)
+                                     progress=not args.no_progress, timeout=args.timeout)
     from .bench import bench_mask
 
     return bench_mask(vocab=args.vocab, data_dir=args.data, cases=args.cases, limit=args.limit)
@@ -363,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="json-mode-eval completions used (default: all 100)")
     p.add_argument("--sample", type=int, metavar="N", help="jsonschemabench: N seeded schemas per subset (default: all)")
     p.add_argument("--subsets", nargs="+", metavar="NAME", help="jsonschemabench: subsets (default: all ten)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="jsonschemabench: stop an xg2ref compile after S seconds (default 60)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 

@@ -35,6 +35,8 @@ T = TypeVar("T")
 
 # Bodies of at most this many nodes (repetitions counted unrolled, see `unrolled_size`) are inlined.
 DEFAULT_INLINE_SIZE = 16
+# References under a repetition of more copies than this are not inlined.
+MAX_INLINE_COPIES = 16
 
 
 # --- traversal helpers --------------------------------------------------------------------------
@@ -362,10 +364,13 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> Gr
       cache uses it to settle tokens that run past the rule's end), and inlining would throw
       it away along with the rule.
 
+    - References under a repetition of more than `MAX_INLINE_COPIES` copies stay references:
+      `json_char{0,8192}` keeps one small rule instead of 8,192 copies of its states.
+
     Order: a single bottom-up sweep over the strongly connected components of the reference
     graph, callees first (Tarjan), so each rule's body is final before any caller needs it.
-    Lookahead assertions are rewritten last, with the final bodies. The inlined rules are
-    removed; every reference to them was replaced.
+    Lookahead assertions are rewritten last, with the final bodies. An inlined rule is removed
+    unless a reference to it remains (under a large repetition).
     """
     defined = {r.name: r for r in ir.rules}
     graph = {r.name: [n for n in referenced_rules(r.body) if n in defined] for r in ir.rules}
@@ -377,16 +382,30 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> Gr
     def substitute(node: Expr) -> Expr:
         return inlined.get(node.name, node) if isinstance(node, RuleRef) else node
 
+    def substitute_body(node: Expr) -> Expr:
+        """`substitute` everywhere but under a repetition of more than MAX_INLINE_COPIES copies
+        (a body copied that many times would multiply the FSM; the reference stays)."""
+        if isinstance(node, Repeat) and (node.max if node.max is not None else node.min + 1) > MAX_INLINE_COPIES:
+            return node
+        if isinstance(node, RuleRef):
+            return substitute(node)
+        kids = children(node)
+        return _with_children(node, [substitute_body(k) for k in kids]) if kids else node
+
     with deep_recursion():
         for component in _strongly_connected(graph):
             recursive = len(component) > 1 or component[0] in graph[component[0]]
             for name in component:
-                bodies[name] = body = map_expr(bodies[name], substitute)
+                bodies[name] = body = substitute_body(bodies[name])
                 if (not recursive and name != ir.root and defined[name].lookahead is None and name not in named
                         and unrolled_size(body) <= max_size):
                     inlined[name] = body
-        rules = tuple(Rule(r.name, bodies[r.name], None if r.lookahead is None else map_expr(r.lookahead, substitute))
-                      for r in ir.rules if r.name not in inlined)
+        lookaheads = {r.name: None if r.lookahead is None else map_expr(r.lookahead, substitute) for r in ir.rules}
+        kept = {r.name for r in ir.rules if r.name not in inlined}
+        still = {n for name in kept for expr in (bodies[name], lookaheads[name]) if expr is not None
+                 for n in referenced_rules(expr)}
+        rules = tuple(Rule(r.name, bodies[r.name], lookaheads[r.name]) for r in ir.rules
+                      if r.name not in inlined or r.name in still)
     return GrammarIR(rules, ir.root)
 
 
