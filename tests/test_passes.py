@@ -361,3 +361,14 @@ def test_normalize_keeps_the_language(g):
         assert all(have[name] == want[name] for name in have_ir.rule_names())
     assert nullable_rules(g) == {name for name, strings in want.items() if b"" in strings}
     assert all(not want[name] for name in unproductive_rules(g))
+
+
+def test_references_under_large_repetitions_are_not_inlined():
+    from xg2ref.grammar.ebnf import parse_ebnf
+    from xg2ref.grammar.passes import MAX_INLINE_COPIES, inline_small_rules
+
+    ir = parse_ebnf(f'root ::= c{{0,{MAX_INLINE_COPIES + 1}}} "-" c{{0,3}}\nc ::= [a-z] | "_"')
+    out = inline_small_rules(ir)
+    assert out.rule_names() == ["root", "c"]  # still referenced under the large repetition
+    body = out.rule("root").body
+    assert body.items[0].body == RuleRef("c") and body.items[2].body == ir.rule("c").body
