@@ -229,7 +229,6 @@ BEYOND_XG2REF = [
     ("root ::= TokenTagDispatch((1, root))", "TokenTagDispatch(...) is an intrinsic", 1, 10),
     ("root ::= Token(1, 2)", "Token(...) is an intrinsic", 1, 10),
     ("root ::= ExcludeToken(1)", "ExcludeToken(...) is an intrinsic", 1, 10),
-    ('root ::= Substring("ab", "c")', "Substring(...) is an intrinsic", 1, 10),
     ('root[max_tokens=3] ::= "a"', "rule options (name[...] ::=) are not supported yet", 1, 1),
     ('root ::= x\nx[lazy, max_chars=4] ::= "a"', "rule options (name[...] ::=) are not supported yet", 2, 1),
     ('root ::= "\\x110000"', "beyond U+10FFFF", 1, 11),

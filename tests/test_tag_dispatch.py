@@ -141,3 +141,20 @@ def test_plain_ebnf_accepts_what_tag_dispatch_accepts():
         s = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 7))).encode()
         assert a.is_sentence(s) == b.is_sentence(s), s
         assert a.is_prefix(s) == b.is_prefix(s), s
+
+
+def test_substring():
+    from xg2ref.testing import _is_grammar_accept_string as ours
+
+    g = Grammar.from_ebnf('root ::= "<" Substring("abc", "de", "f") ">"')
+    for text, want in [("<>", True), ("<abc>", True), ("<abcde>", True), ("<def>", True), ("<abcdef>", True),
+                       ("<de>", True), ("<bc>", False), ("<abcf>", False), ("<dea>", False), ("<abcabc>", False)]:
+        assert ours(g, text) == want, text
+    with pytest.raises(xgr.EBNFError, match="Substring takes one or more string"):
+        Grammar.from_ebnf("root ::= Substring()")
+    xg = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string as theirs
+
+    other = xg.Grammar.from_ebnf('root ::= "<" Substring("abc", "de", "f") ">"')
+    for text in ["<>", "<abc>", "<abcde>", "<def>", "<bc>", "<abcf>", "<f>", "<ab>"]:
+        assert ours(g, text) == theirs(other, text), text

@@ -32,8 +32,9 @@ its pattern (xg2ref/grammar/regex.py).
 
 `TagDispatch(...)` becomes a `TagDispatch` node (xg2ref/grammar/tag_dispatch.py).
 
-What it leaves out: the other intrinsics of section 5 (TokenTagDispatch, Token, ExcludeToken,
-Substring) and rule options (`name[max_tokens=3] ::=`), both rejected with a
+`Substring(...)` becomes the choice of its runs of whole chunks.
+
+What it leaves out: the other intrinsics of section 5 (TokenTagDispatch, Token, ExcludeToken) and rule options (`name[max_tokens=3] ::=`), both rejected with a
 message saying so; escapes beyond U+10FFFF are rejected (xgrammar wraps them around).
 """
 
@@ -458,7 +459,26 @@ class _Builder:
             return self.regex_macro(name, positional, named)
         if name == "TagDispatch":
             return self.tag_dispatch_macro(name, positional, named)
+        if name == "Substring":
+            return self.substring_macro(name, positional, named)
         raise _Located(f"{name}(...) is an intrinsic that xg2ref does not support yet", name.start_pos)
+
+    def substring_macro(self, name: Token, positional: list, named: dict) -> Expr:
+        """`Substring("chunk", ...)`: any run of consecutive whole chunks, the empty one too.
+
+            S_i = chunk_i | chunk_i S_i+1         Substring = "" | S_0 | S_1 | ... | S_n-1
+        """
+        if named:
+            raise _Located(f"Substring takes no named arguments, got {next(iter(named))}", name.start_pos)
+        if not positional or any(v.kind != "string" for v in positional):
+            raise _Located("Substring takes one or more string arguments (the chunks)", name.start_pos)
+        chunks = [ByteString(v.value.encode("utf-8", "surrogatepass")) for v in positional]
+        runs: list[Expr] = []
+        tail: Optional[Expr] = None
+        for chunk in reversed(chunks):
+            tail = chunk if tail is None else Sequence((chunk, Repeat(tail, 0, 1)))
+            runs.append(tail)
+        return Choice((EPSILON, *reversed(runs)))
 
     def tag_dispatch_macro(self, name: Token, positional: list, named: dict) -> Expr:
         """`TagDispatch(("tag", rule), ..., loop_after_dispatch=true, excludes=("s", ...))`."""
