@@ -135,7 +135,7 @@ def test_number_ranges(lo, lo_x, hi, hi_x, v):
 @pytest.mark.parametrize("schema, message", [
     ({"type": "strin"}, r"\$.type: must be one of"),
     ({"properties": {"a": {"type": 3}}}, r"\$.properties.a.type"),
-    ({"type": "string", "pattern": "(?=x)"}, r"\$.pattern: lookahead"),
+    ({"type": "string", "pattern": "(ab"}, r"\$.pattern: missing '\)'"),
     ({"$ref": "#/definitions/missing"}, r"does not point into the schema"),
     ({"$ref": "http://example.com/s.json"}, "not a local reference"),
     ({"type": "array", "minItems": -1}, r"\$.minItems: must be a non-negative integer"),
@@ -146,6 +146,14 @@ def test_number_ranges(lo, lo_x, hi, hi_x, v):
 def test_bad_schemas_name_the_part(schema, message):
     with pytest.raises(xgr.InvalidJSONError, match=message):
         xgr.Grammar.from_json_schema(schema)
+
+
+def test_unenforceable_patterns_are_not_enforced():
+    # lookaround is beyond a grammar: the pattern is dropped (documented), the rest still holds
+    schema = {"type": "string", "pattern": "^(?!x)", "maxLength": 2}
+    assert accepts(schema, '"xy"') and accepts(schema, '"ab"') and not accepts(schema, '"abc"')
+    merged = {"allOf": [{"type": "integer", "x-note": "a"}, {"minimum": 3, "x-note": "b"}]}
+    assert accepts(merged, "3") and not accepts(merged, "2")
 
 
 def test_api():
@@ -170,3 +178,10 @@ def test_patterns_and_formats_under_length_bounds(schema, yes, no):
         assert accepts(schema, f'"{text}"'), text
     for text in no:
         assert not accepts(schema, f'"{text}"'), text
+
+
+def test_pattern_and_format_together():
+    schema = {"type": "string", "format": "date", "pattern": "^20"}
+    assert accepts(schema, '"2024-02-29"') and not accepts(schema, '"1999-01-01"') and not accepts(schema, '"20"')
+    bounded = {"type": "string", "format": "email", "pattern": "@x", "maxLength": 6}
+    assert accepts(bounded, '"a@x.io"') and not accepts(bounded, '"a@y.io"') and not accepts(bounded, '"ab@x.io"')

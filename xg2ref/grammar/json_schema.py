@@ -54,6 +54,15 @@ ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema
                          "contentMediaType", "contentEncoding"})
 
 
+# the validation keywords `_merge` must not silently drop
+ASSERTIONS = frozenset({"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+                        "exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "items", "prefixItems",
+                        "additionalItems", "maxItems", "minItems", "uniqueItems", "contains", "maxProperties",
+                        "minProperties", "required", "properties", "patternProperties", "additionalProperties",
+                        "propertyNames", "dependentRequired", "dependentSchemas", "dependencies", "if", "then",
+                        "else", "not", "$ref", "allOf", "anyOf", "oneOf"})
+
+
 class Layout:
     """Where whitespace goes: `any_whitespace`, or json.dumps's fixed layout."""
 
@@ -272,6 +281,8 @@ class SchemaConverter:
                 out[key] = self.merge(out[key], value, f"{path}.{key}")
             elif key in ("anyOf", "oneOf", "allOf"):
                 out["allOf"] = list(out.get("allOf", [])) + [{key: value}]
+            elif key not in ASSERTIONS:
+                continue  # not a validation keyword: the first value stays
             elif out[key] != value:
                 raise InvalidJSONError(f"{path}.{key}: allOf with two different {key} values is not supported")
         return out
@@ -348,23 +359,26 @@ class SchemaConverter:
         if hi is not None and hi < lo:
             return NOTHING
         checks = [k for k in ("pattern", "format") if k in schema and (k == "pattern" or _format_regex(schema[k]))]
-        if len(checks) == 2:
-            raise InvalidJSONError(f"{path}: pattern together with format is not supported yet")
-        if checks:
-            key = checks[0]
+        exprs = []
+        for key in checks:
             pattern = schema[key] if key == "pattern" else _format_regex(schema[key])
             if not isinstance(pattern, str):
                 raise InvalidJSONError(f"{path}.{key}: must be a string")
             try:
-                expr = regex_to_expr(pattern, search=(key == "pattern"))
+                exprs.append(regex_to_expr(pattern, search=(key == "pattern")))
             except RegexError as err:
+                if key == "pattern" and err.message.startswith(UNENFORCEABLE):
+                    # lookaround and backreferences are beyond a context-free grammar: the
+                    # pattern is not enforced (specs/05-front-ends.md, "Not enforced")
+                    return self.string_content({k: v for k, v in schema.items() if k != "pattern"}, path)
                 raise InvalidJSONError(f"{path}.{key}: {err.message}") from None
-            if lo == 0 and hi is None:
-                return json_encode_regex(expr)
+        if exprs:
+            if len(exprs) == 1 and lo == 0 and hi is None:
+                return json_encode_regex(exprs[0])
             try:
-                return bounded_length(expr, lo, hi, encoded_char, self.new_rule, self.set_rule)
+                return bounded_length(exprs, lo, hi, encoded_char, self.new_rule, self.set_rule)
             except TooLarge as err:
-                raise InvalidJSONError(f"{path}: {key} with minLength/maxLength: {err}") from None
+                raise InvalidJSONError(f"{path}: {' and '.join(checks)} with the length bounds: {err}") from None
         char = self.rule(("char",), "json_char", any_string_char)
         return Repeat(char, lo, hi)
 
@@ -501,6 +515,9 @@ def _count(schema: dict, key: str, path: str, default):
 
 
 MAX_ENUMERATED_MULTIPLES = 10_000
+# RegexError messages of constructs no grammar can enforce (a `pattern` using one is not enforced)
+UNENFORCEABLE = ("backreferences", "lookahead", "negative lookahead", "lookbehind", "negative lookbehind",
+                 "word boundaries")
 
 
 def _multiples(k: Any, lo: Optional[int], hi: Optional[int], path: str) -> Expr:

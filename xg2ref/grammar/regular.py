@@ -1,5 +1,5 @@
-"""A regular language under a length bound, as right-linear rules (for JSON Schema strings that
-have both a `pattern` or `format` and `minLength`/`maxLength`).
+"""Regular languages intersected and under a length bound, as right-linear rules (for JSON
+Schema strings with a `pattern` and a `format`, or either with `minLength`/`maxLength`).
 
 The regex's IR (no rule references) becomes an NFA over code-point ranges (Thompson's
 construction, bounded repeats unrolled). Its length range [a, b] is read off the NFA (shortest
@@ -12,7 +12,8 @@ counter:
     (q, k) accepting            when q is and min <= k
 
 and each product state becomes one rule `s ::= c1 t1 | c2 t2 | ... | ""` (the empty
-alternative when accepting). `MAX_PRODUCT_STATES` bounds the product.
+alternative when accepting). Two regexes are intersected first, by the same pairing of states
+(an edge for every overlap of two edges' ranges). `MAX_PRODUCT_STATES` bounds both products.
 """
 
 from __future__ import annotations
@@ -176,21 +177,57 @@ def _length_range(edges, finals) -> tuple[Optional[int], Optional[int], bool]:
     return shortest, visit(0), False
 
 
-def bounded_length(expr: Expr, lo: int, hi: Optional[int], encode: Callable[[list], Expr],
-                   new_rule: Callable[[str], str], set_rule: Callable[[str, Expr], None]) -> Expr:
-    """The strings of regex IR `expr` with lo <= length <= hi (code points), each character
-    written by `encode(ranges)`; `new_rule(hint) -> name` and `set_rule(name, body)` make the
-    rules. Raises TooLarge past the size limits."""
+def _epsilon_free(expr: Expr):
     nfa = _NFA()
     start = nfa.state()
     final = nfa.build(expr, start)
-    edges, finals = _without_epsilon(nfa, start, final)
+    return _without_epsilon(nfa, start, final)
+
+
+def _product(a, b):
+    """The intersection of two epsilon-free NFAs (pairs of states, ranges intersected)."""
+    (ea, fa), (eb, fb) = a, b
+    index, order, edges, finals = {(0, 0): 0}, [(0, 0)], [], set()
+    k = 0
+    while k < len(order):
+        p, q = order[k]
+        if p in fa and q in fb:
+            finals.add(k)
+        out = []
+        for ra, da in ea[p]:
+            for rb, db in eb[q]:
+                common = [(max(x, y), min(u, v)) for x, u in ra for y, v in rb if max(x, y) <= min(u, v)]
+                if common:
+                    if (da, db) not in index:
+                        if len(order) >= MAX_PRODUCT_STATES:
+                            raise TooLarge(f"more than {MAX_PRODUCT_STATES} states for the intersection")
+                        index[(da, db)] = len(order)
+                        order.append((da, db))
+                    out.append((tuple(common), index[(da, db)]))
+        edges.append(out)
+        k += 1
+    return edges, finals
+
+
+def bounded_length(exprs, lo: int, hi: Optional[int], encode: Callable[[list], Expr],
+                   new_rule: Callable[[str], str], set_rule: Callable[[str, Expr], None]) -> Expr:
+    """The strings every regex IR of `exprs` (one expression or a list) matches, with
+    lo <= length <= hi (code points), each character written by `encode(ranges)`;
+    `new_rule(hint) -> name` and `set_rule(name, body)` make the rules. Raises TooLarge past
+    the size limits."""
+    exprs = exprs if isinstance(exprs, list) else [exprs]
+    edges, finals = _epsilon_free(exprs[0])
+    for other in exprs[1:]:
+        edges, finals = _product((edges, finals), _epsilon_free(other))
     shortest, longest, empty = _length_range(edges, finals)
     if empty or (hi is not None and shortest > hi) or (longest is not None and longest < lo):
         return CharClass(())
-    if shortest >= lo and (hi is None or (longest is not None and longest <= hi)):
-        return _encode_tree(expr, encode)
-    cap = hi if hi is not None else lo
+    if len(exprs) == 1 and shortest >= lo and (hi is None or (longest is not None and longest <= hi)):
+        return _encode_tree(exprs[0], encode)
+    if hi is None and lo <= shortest:
+        lo, cap = 0, 0  # the length bound says nothing: the automaton alone
+    else:
+        cap = hi if hi is not None else lo
     names: dict[tuple, str] = {}
     pending = [(0, 0)]
     seen = {(0, 0)}
