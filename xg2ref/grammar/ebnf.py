@@ -347,15 +347,6 @@ def decode_char_class(source: str, start: int) -> tuple[CharClass, int]:
 # Parse tree to IR, bottom-up and without recursion (groups may nest MAX_NESTING deep).
 
 
-class _Value:
-    """An intrinsic's argument: kind ("string", "integer", "boolean", "rule name", "tuple"),
-    value and source offset."""
-
-    __slots__ = ("kind", "value", "pos")
-
-    def __init__(self, kind: str, value, pos: int):
-        self.kind, self.value, self.pos = kind, value, pos
-
 _QUANTIFIERS = {"*": (0, None), "+": (1, None), "?": (0, 1)}
 
 
@@ -417,7 +408,24 @@ class _Builder:
     def group(self, body: Expr) -> Expr:
         return body
 
-    # ---- intrinsics: Name(value, ..., key=value) ------------------------------------------
+    def empty_group(self) -> Expr:
+        return EPSILON
+
+    def quantifier(self, tok: Token):
+        return _QUANTIFIERS[tok]
+
+    def exact(self, count: Token):
+        return int(count), int(count)
+
+    def at_least(self, low: Token, _unbounded: Optional[Token] = None):
+        return int(low), None
+
+    def between(self, low: Token, high: Token):
+        if int(low) > int(high):
+            raise _Located(f"Lower bound is larger than upper bound: {int(low)} > {int(high)}", high.start_pos)
+        return int(low), int(high)
+
+    # ---- intrinsics: Name(value, ..., key=value), built by xg2ref/grammar/intrinsics.py ------
 
     def arguments(self, *args):
         return list(args)
@@ -428,7 +436,7 @@ class _Builder:
     def named_argument(self, name: Token, value):
         return (name, value)
 
-    def v_string(self, tok: Token):
+    def v_string(self, tok: Token):  # intrinsic argument values (xg2ref/grammar/intrinsics.py)
         return _Value("string", decode_string(self.source, tok.start_pos)[0].decode("utf-8", "surrogatepass"),
                       tok.start_pos)
 
@@ -455,98 +463,10 @@ class _Builder:
                 raise _Located(f"{name}: argument {key} is given twice", key.start_pos)
             else:
                 named[str(key)] = value
-        if name == "Regex":
-            return self.regex_macro(name, positional, named)
-        if name == "TagDispatch":
-            return self.tag_dispatch_macro(name, positional, named)
-        if name == "Substring":
-            return self.substring_macro(name, positional, named)
-        raise _Located(f"{name}(...) is an intrinsic that xg2ref does not support yet", name.start_pos)
-
-    def substring_macro(self, name: Token, positional: list, named: dict) -> Expr:
-        """`Substring("chunk", ...)`: any run of consecutive whole chunks, the empty one too.
-
-            S_i = chunk_i | chunk_i S_i+1         Substring = "" | S_0 | S_1 | ... | S_n-1
-        """
-        if named:
-            raise _Located(f"Substring takes no named arguments, got {next(iter(named))}", name.start_pos)
-        if not positional or any(v.kind != "string" for v in positional):
-            raise _Located("Substring takes one or more string arguments (the chunks)", name.start_pos)
-        chunks = [ByteString(v.value.encode("utf-8", "surrogatepass")) for v in positional]
-        runs: list[Expr] = []
-        tail: Optional[Expr] = None
-        for chunk in reversed(chunks):
-            tail = chunk if tail is None else Sequence((chunk, Repeat(tail, 0, 1)))
-            runs.append(tail)
-        return Choice((EPSILON, *reversed(runs)))
-
-    def tag_dispatch_macro(self, name: Token, positional: list, named: dict) -> Expr:
-        """`TagDispatch(("tag", rule), ..., loop_after_dispatch=true, excludes=("s", ...))`."""
-        tags = []
-        for value in positional:
-            items = value.value if value.kind == "tuple" else None
-            if not items or len(items) != 2 or items[0].kind != "string" or items[1].kind != "rule name":
-                raise _Located("TagDispatch: each positional argument is a pair (\"tag\", rule_name)", value.pos)
-            if not items[0].value:
-                raise _Located("TagDispatch: a tag must not be empty", items[0].pos)
-            self.references.append(Token("NAME", items[1].value, start_pos=items[1].pos))
-            tags.append((items[0].value.encode("utf-8", "surrogatepass"), items[1].value))
-        unknown = sorted(set(named) - {"loop_after_dispatch", "excludes"})
-        if unknown:
-            raise _Located(f"TagDispatch: unknown argument {unknown[0]} (loop_after_dispatch, excludes)",
-                           named[unknown[0]].pos)
-        loop = named.get("loop_after_dispatch", _Value("boolean", True, -1))
-        if loop.kind != "boolean":
-            raise _Located("TagDispatch: loop_after_dispatch must be true or false", loop.pos)
-        excludes_value = named.get("excludes", _Value("tuple", [], -1))
-        if excludes_value.kind != "tuple" or any(v.kind != "string" or not v.value for v in excludes_value.value):
-            raise _Located("TagDispatch: excludes must be a tuple of non-empty strings", excludes_value.pos)
-        excludes = tuple(v.value.encode("utf-8", "surrogatepass") for v in excludes_value.value)
-        for e, value in zip(excludes, excludes_value.value):
-            for tag, _ in tags:
-                if tag.startswith(e):
-                    raise _Located(f"TagDispatch: exclude {value.value!r} is a prefix of tag "
-                                   f"{tag.decode('utf-8', 'surrogatepass')!r}", value.pos)
-        return TagDispatch(tuple(tags), loop.value, excludes)
-
-    def regex_macro(self, name: Token, positional: list, named: dict) -> Expr:
-        """`Regex("pattern", json_string=false, flags="")`: the pattern's language, inline."""
-        from .regex import RegexError, regex_to_expr
-
-        if len(positional) != 1 or positional[0].kind != "string":
-            raise _Located("Regex takes exactly one positional argument, the pattern string", name.start_pos)
-        unknown = sorted(set(named) - {"json_string", "flags"})
-        if unknown:
-            raise _Located(f"Regex: unknown argument {unknown[0]} (json_string, flags)", named[unknown[0]].pos)
-        json_string = named.get("json_string", _Value("boolean", False, -1))
-        flags = named.get("flags", _Value("string", "", -1))
-        if json_string.kind != "boolean":
-            raise _Located("Regex: json_string must be true or false", json_string.pos)
-        if flags.kind != "string":
-            raise _Located("Regex: flags must be a string", flags.pos)
-        try:
-            return regex_to_expr(positional[0].value, json_string=json_string.value, flags=flags.value)
-        except RegexError as err:
-            raise _Located(f"Regex: {err.message}" + (f" (pattern offset {err.pos})" if err.pos >= 0 else ""),
-                           positional[0].pos) from None
-
-    def empty_group(self) -> Expr:
-        return EPSILON
-
-    def quantifier(self, tok: Token):
-        return _QUANTIFIERS[tok]
-
-    def exact(self, count: Token):
-        return int(count), int(count)
-
-    def at_least(self, low: Token, _unbounded: Optional[Token] = None):
-        return int(low), None
-
-    def between(self, low: Token, high: Token):
-        if int(low) > int(high):
-            raise _Located(f"Lower bound is larger than upper bound: {int(low)} > {int(high)}", high.start_pos)
-        return int(low), int(high)
-
+        build = INTRINSIC_BUILDERS.get(str(name))
+        if build is None:
+            raise _Located(f"{name}(...) is an intrinsic that xg2ref does not support yet", name.start_pos)
+        return build(self, name, positional, named)
 
 # ---------------------------------------------------------------------------------------------
 # lark's errors, in the words of the dialect.
@@ -632,3 +552,7 @@ def _translate(err: UnexpectedInput, source: str) -> _Located:
             return _Located("Unexpected character: ':' (the rule operator is '::=')", pos, "lexer")
         return _Located(f"Unexpected character: {char!r}; expect {_expected(_parser_expects(err))}", pos, "lexer")
     return _Located(str(err), 0)
+
+
+# the intrinsics module raises this module's _Located: imported once everything above exists
+from .intrinsics import INTRINSIC_BUILDERS, Value as _Value  # noqa: E402
