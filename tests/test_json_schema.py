@@ -185,3 +185,10 @@ def test_pattern_and_format_together():
     assert accepts(schema, '"2024-02-29"') and not accepts(schema, '"1999-01-01"') and not accepts(schema, '"20"')
     bounded = {"type": "string", "format": "email", "pattern": "@x", "maxLength": 6}
     assert accepts(bounded, '"a@x.io"') and not accepts(bounded, '"a@y.io"') and not accepts(bounded, '"ab@x.io"')
+
+
+def test_min_and_max_properties_at_the_edges():
+    schema = {"type": "object", "minProperties": 1}
+    assert not accepts(schema, "{}") and accepts(schema, '{"a": 1}')
+    assert accepts({"type": "object", "maxProperties": 0}, "{}")
+    assert not accepts({"type": "object", "maxProperties": 0}, '{"a": 1}')

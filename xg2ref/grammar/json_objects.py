@@ -127,9 +127,14 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
             return conv.rule(("members", serial, i, first), f"obj{serial}_m{i}{'f' if first else ''}", build)
         body = rest(0, True)
     filled = seq(ByteString(b"{"), open_, body, close, ByteString(b"}"))
-    if any(r for _, _, r in declared):
+    empty = seq(ByteString(b"{"), layout.empty(), ByteString(b"}"))
+    # minProperties >= 1 drops the empty object and maxProperties 0 keeps only it; other counts
+    # are not enforced (specs/05-front-ends.md)
+    if schema.get("maxProperties") == 0:
+        return NOTHING if any(r for _, _, r in declared) else empty
+    if any(r for _, _, r in declared) or (schema.get("minProperties") or 0) >= 1:
         return filled
-    return choice(seq(ByteString(b"{"), layout.empty(), ByteString(b"}")), filled)
+    return choice(empty, filled)
 
 
 def _additional_key(conv, schema: dict, declared: list, patterns: dict, path: str) -> Expr:
