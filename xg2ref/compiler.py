@@ -20,7 +20,7 @@ from typing import Optional, Union
 from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
 from .grammar.grammar import Grammar
 from .grammar.passes import normalize
-from .lookahead import LookaheadReport, follow_bytes, lookahead_arrays
+from .lookahead import LookaheadReport, first_bytes, follow_bytes, lookahead_arrays
 from .mask_cache import AdaptiveTokenMaskCache
 from .tokenizer_info import TokenizerInfo
 
@@ -58,9 +58,10 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo) -> Compi
     ir = normalize(grammar.ir)
     fsms = build_grammar_fsms(ir)
     arrays = fsms.to_arrays()
-    lookahead, report = lookahead_arrays(ir, fsms)
+    first = first_bytes(fsms)
+    lookahead, report = lookahead_arrays(ir, fsms, first)
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
-                                   lookahead=lookahead, follow=follow_bytes(fsms))
+                                   lookahead=lookahead, follow=follow_bytes(fsms, first))
     return CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
 
 

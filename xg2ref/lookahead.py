@@ -111,33 +111,39 @@ def inferred_lookaheads(ir: GrammarIR) -> dict[str, Expr]:
             if count == 1 and name not in excluded and name not in written and name != ir.root}
 
 
-def first_bytes(fsms: GrammarFSMs) -> list[np.ndarray]:
-    """FIRST(r) of every rule as bool[256] (see the module docstring), to a fixed point."""
-    n = len(fsms.fsms)
-    first = [np.zeros(256, dtype=np.bool_) for _ in range(n)]
-    starts = []
-    for r, fsm in enumerate(fsms.fsms):  # states reached from the start through nullable rule edges
-        bytes_out, rules_out, _ = fsm.out_edges()
-        seen, stack = {fsm.start}, [fsm.start]
-        while stack:
-            q = stack.pop()
-            for c, d in rules_out[q]:
-                if fsms.nullable[c] and d not in seen:
-                    seen.add(d)
-                    stack.append(d)
-        ranges = [(lo, hi) for q in seen for lo, hi, _ in bytes_out[q]]
-        calls = sorted({c for q in seen for c, _ in rules_out[q]})
-        for lo, hi in ranges:
-            first[r][lo:hi + 1] = True
-        starts.append(calls)
+def _nullable_closure(rules_out: list, nullable, q0: int) -> set:
+    """The states reached from q0 through edges of nullable rules."""
+    seen, stack = {q0}, [q0]
+    while stack:
+        for c, d in rules_out[stack.pop()]:
+            if nullable[c] and d not in seen:
+                seen.add(d)
+                stack.append(d)
+    return seen
+
+
+def _propagate(sets, includes: list[tuple[int, int]]) -> None:
+    """Grow sets[a] |= sets[b] for every (a, b) in `includes` until nothing changes."""
     changed = True
     while changed:
         changed = False
-        for r in range(n):
-            for c in starts[r]:
-                if (first[c] & ~first[r]).any():
-                    first[r] |= first[c]
-                    changed = True
+        for a, b in includes:
+            if (sets[b] & ~sets[a]).any():
+                sets[a] |= sets[b]
+                changed = True
+
+
+def first_bytes(fsms: GrammarFSMs) -> list[np.ndarray]:
+    """FIRST(r) of every rule as bool[256] (see the module docstring), to a fixed point."""
+    first = [np.zeros(256, dtype=np.bool_) for _ in fsms.fsms]
+    includes: list[tuple[int, int]] = []  # (r, c): FIRST(c) <= FIRST(r)
+    for r, fsm in enumerate(fsms.fsms):
+        bytes_out, rules_out, _ = fsm.out_edges()
+        for q in _nullable_closure(rules_out, fsms.nullable, fsm.start):
+            for lo, hi, _ in bytes_out[q]:
+                first[r][lo:hi + 1] = True
+            includes.extend((r, c) for c, _ in rules_out[q])
+    _propagate(first, includes)
     return first
 
 
@@ -153,41 +159,20 @@ def follow_bytes(fsms: GrammarFSMs, first: Optional[list] = None) -> np.ndarray:
     expansion uses it to drop end positions whose next byte can never follow the rule.
     """
     first = first if first is not None else first_bytes(fsms)
-    n = len(fsms.fsms)
-    follow = np.zeros((n, 256), dtype=np.bool_)
+    follow = np.zeros((len(fsms.fsms), 256), dtype=np.bool_)
     inherits: list[tuple[int, int]] = []  # (A, B): FOLLOW(B) <= FOLLOW(A)
     for b, fsm in enumerate(fsms.fsms):
         bytes_out, rules_out, _ = fsm.out_edges()
-        reach_memo: dict[int, tuple[set, bool]] = {}
-
-        def reach(d: int) -> tuple[set, bool]:
-            if d not in reach_memo:
-                seen, stack = {d}, [d]
-                while stack:
-                    q = stack.pop()
-                    for c, t in rules_out[q]:
-                        if fsms.nullable[c] and t not in seen:
-                            seen.add(t)
-                            stack.append(t)
-                reach_memo[d] = (seen, any(q in fsm.finals for q in seen))
-            return reach_memo[d]
-
         for _, a, d in fsm.rule_edges:
-            states, may_end = reach(d)
+            states = _nullable_closure(rules_out, fsms.nullable, d)
             for q in states:
                 for lo, hi, _ in bytes_out[q]:
                     follow[a, lo:hi + 1] = True
                 for c, _ in rules_out[q]:
                     follow[a] |= first[c]
-            if may_end and a != b:
+            if a != b and any(q in fsm.finals for q in states):
                 inherits.append((a, b))
-    changed = True
-    while changed:
-        changed = False
-        for a, b in inherits:
-            if (follow[b] & ~follow[a]).any():
-                follow[a] |= follow[b]
-                changed = True
+    _propagate(follow, inherits)
     return follow
 
 
@@ -310,12 +295,14 @@ def verify(rule: int, dense: _Dense, fsms: GrammarFSMs, edges: Optional[_Edges] 
             return True
 
 
-def lookahead_arrays(ir: GrammarIR, fsms: GrammarFSMs) -> tuple[LookaheadArrays, LookaheadReport]:
-    """The filters of every inferred and every verified written assertion of a normalized grammar."""
+def lookahead_arrays(ir: GrammarIR, fsms: GrammarFSMs,
+                     first: Optional[list] = None) -> tuple[LookaheadArrays, LookaheadReport]:
+    """The filters of every inferred and every verified written assertion of a normalized
+    grammar (`first`: `first_bytes(fsms)` when the caller has it already)."""
     from .grammar.printer import print_expr
 
     rule_ids = {name: i for i, name in enumerate(fsms.rule_names)}
-    first = first_bytes(fsms)
+    first = first if first is not None else first_bytes(fsms)
     edges = _Edges(fsms)
     report = LookaheadReport()
     chosen: dict[int, _Dense] = {}

@@ -48,8 +48,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.lark import PostLex
 
 from ..exceptions import EBNFError, GrammarLimitError
-from .ir import (EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
-                 TagDispatch)
+from .ir import EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
 
 MAX_GRAMMAR_CHARS = 10_000_000
 MAX_RULES = 100_000

@@ -21,8 +21,6 @@ node the next character either follows a name, or leaves every name behind), unl
 from __future__ import annotations
 
 import itertools
-from typing import Optional
-
 from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Expr, Repeat
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
@@ -102,7 +100,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     if additional is not False:
         value = conv.visit(additional, level + 1, f"{path}.additionalProperties")
         if value != NOTHING:
-            extras.append(seq(ByteString(b'"'), _additional_key(conv, schema, declared, patterns, path),
+            extras.append(seq(ByteString(b'"'), _additional_key(conv, schema, declared, path),
                               ByteString(b'"'), key_sep, value))
     extra = choice(*extras)
     serial = next(_serial)
@@ -137,7 +135,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     return choice(empty, filled)
 
 
-def _additional_key(conv, schema: dict, declared: list, patterns: dict, path: str) -> Expr:
+def _additional_key(conv, schema: dict, declared: list, path: str) -> Expr:
     names_schema = schema.get("propertyNames")
     if names_schema is None or names_schema is True:
         if not declared:

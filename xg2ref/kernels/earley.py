@@ -272,6 +272,25 @@ def is_completed(fsm, chart):
 
 
 @njit(cache=True, _nrt=False)
+def read_token(fsm, chart, n_sets0, lcp, token_bytes, begin, length):
+    """Read one token from the current set (set n_sets0 - 1), reusing the sets of the `lcp`
+    bytes it shares with the token read before it (the chart is its own history: rolling back
+    is lowering the set count). Returns (status, fail_len): OK with fail_len 0 when the whole
+    token is read, OK with fail_len = d + 1 when byte d has no way on, or a NEED_* status
+    (the chart then holds n_sets0 sets again)."""
+    depth = chart.meta[0] - n_sets0
+    chart.meta[0] = n_sets0 + (lcp if lcp < depth else depth)
+    for d in range(chart.meta[0] - n_sets0, length):
+        status = advance_byte(fsm, chart, token_bytes[begin + d])
+        if status == EMPTY:
+            return OK, d + 1
+        if status != OK:
+            chart.meta[0] = n_sets0
+            return status, 0
+    return OK, 0
+
+
+@njit(cache=True, _nrt=False)
 def fill_token_mask(fsm, chart, token_bytes, token_offsets, sorted_ids, sorted_lcp, j_start, out):
     """Check tokens sorted_ids[j_start:] against the current set; write out[id] = allowed.
 
@@ -293,23 +312,11 @@ def fill_token_mask(fsm, chart, token_bytes, token_offsets, sorted_ids, sorted_l
         if fail_len > 0 and lcp >= fail_len:
             out[tid] = False
             continue
-        fail_len = 0
-        depth = chart.meta[0] - n_sets0
-        common = lcp if lcp < depth else depth
-        chart.meta[0] = n_sets0 + common
         begin = token_offsets[tid]
-        length = token_offsets[tid + 1] - begin
-        allowed = True
-        for d in range(common, length):
-            status = advance_byte(fsm, chart, token_bytes[begin + d])
-            if status == EMPTY:
-                fail_len = d + 1
-                allowed = False
-                break
-            if status != OK:
-                chart.meta[0] = n_sets0
-                return status, j
-        out[tid] = allowed
+        status, fail_len = read_token(fsm, chart, n_sets0, lcp, token_bytes, begin, token_offsets[tid + 1] - begin)
+        if status != OK:
+            return status, j
+        out[tid] = fail_len == 0
     chart.meta[0] = n_sets0
     return OK, sorted_ids.shape[0]
 

@@ -216,6 +216,18 @@ def _filter_walk(la_next, la_final, row, token_bytes, lo, hi):
 
 
 @njit(cache=True, _nrt=False)
+def _reject(out, subtree_end, j, length, fail_len):
+    """Mark sorted token j rejected; when token j is itself the rejected prefix (its length
+    is fail_len), the whole trie subtree under it too. Returns the next token to classify."""
+    out[j] = REJECTED
+    if length == fail_len and subtree_end[j] > j + 1:
+        for q in range(j + 1, subtree_end[j]):
+            out[q] = REJECTED
+        return subtree_end[j]
+    return j + 1
+
+
+@njit(cache=True, _nrt=False)
 def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_bytes, token_offsets,
                     sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, loop,
                     pure_row, pure_next, la_start, la_next, la_final, out, acc_idx, unc_idx, n_list):
@@ -258,15 +270,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
         length = token_offsets[tid + 1] - begin
         if fail_len > 0 and lcp >= fail_len and fail_class == REJECTED:
             # the whole trie subtree under the rejected prefix: jump when the prefix is a token
-            out[j] = REJECTED
-            if length == fail_len and subtree_end[j] > j + 1:
-                for q in range(j + 1, subtree_end[j]):
-                    out[q] = REJECTED
-                j = subtree_end[j]
-            else:
-                j += 1
+            j = _reject(out, subtree_end, j, length, fail_len)
             continue
-        walked = -1
         if pure_row[state] >= 0:
             # PURE WALK: from a pure state the Earley sets are single items, so the parse is a
             # DFA walk. All bytes read |- accepted; a missing edge at byte d |- t[:d+1] rejected
@@ -277,13 +282,7 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                 chart.meta[0] = n0 + (lcp if lcp < depth else depth)
                 fail_len = walked + 1
                 fail_class = REJECTED
-                out[j] = REJECTED
-                if fail_len == length and subtree_end[j] > j + 1:
-                    for q in range(j + 1, subtree_end[j]):
-                        out[q] = REJECTED
-                    j = subtree_end[j]
-                else:
-                    j += 1
+                j = _reject(out, subtree_end, j, length, fail_len)
                 continue
             inside = walked == length
         else:
@@ -389,12 +388,7 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
         elif cls == UNCERTAIN:
             unc_idx[n_list[1]] = j
             n_list[1] += 1
-        if cls == REJECTED and fail_len == length and subtree_end[j] > j + 1:
-            for q in range(j + 1, subtree_end[j]):  # token j is itself the rejected prefix
-                out[q] = REJECTED
-            j = subtree_end[j]
-        else:
-            j += 1
+        j = _reject(out, subtree_end, j, length, fail_len) if cls == REJECTED else j + 1
     chart.meta[0] = n0
     return OK, n, 0
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .earley import EMPTY, OK, advance_byte, is_completed
+from .earley import OK, is_completed, read_token
 
 
 @njit(cache=True, _nrt=False)
@@ -138,21 +138,10 @@ def check_candidates(fsm, chart, token_bytes, token_offsets, sorted_ids, cand, n
         prev_len = length
         if fail_len > 0 and lcp >= fail_len:
             continue
-        fail_len = 0
-        depth = chart.meta[0] - n_sets0
-        common = lcp if lcp < depth else depth
-        chart.meta[0] = n_sets0 + common
-        allowed = True
-        for d in range(common, length):
-            status = advance_byte(fsm, chart, token_bytes[begin + d])
-            if status == EMPTY:
-                fail_len = d + 1
-                allowed = False
-                break
-            if status != OK:
-                chart.meta[0] = n_sets0
-                return status, j
-        if allowed:
+        status, fail_len = read_token(fsm, chart, n_sets0, lcp, token_bytes, begin, length)
+        if status != OK:
+            return status, j
+        if fail_len == 0:
             words[tid >> 5] |= np.int32(1) << np.int32(tid & 31)
     chart.meta[0] = n_sets0
     return OK, n_cand
