@@ -16,6 +16,8 @@ from xg2ref.exceptions import EBNFError, GrammarLimitError
 from xg2ref.grammar.ebnf import MAX_INTEGER, MAX_NESTING, parse_ebnf
 from xg2ref.grammar.grammar import Grammar, ir_signature
 from xg2ref.grammar.ir import EPSILON, ByteString, CharClass, Choice, GrammarIR, Repeat, Rule, RuleRef, Sequence, walk
+from xg2ref.grammar.passes import normalize
+from xg2ref.grammar.printer import print_grammar
 
 DATA = "/work/shared/data/grammars"
 LLAMA_GRAMMARS = sorted(glob.glob(f"{DATA}/llama_cpp/*.gbnf"))
@@ -225,12 +227,29 @@ BAD = [
 ]
 
 # Accepted by xgrammar 0.2.8, rejected here on purpose (see the module docstring of ebnf.py).
+TOKENS_AND_OPTIONS = [
+    ("root ::= Token()", "Token takes one or more token ids", 1, 10),
+    ('root ::= Token(1, "a")', "must be non-negative integers", 1, 19),
+    ("root ::= ExcludeToken(1, x=2)", "ExcludeToken takes no named arguments", 1, 10),
+    ('root ::= TokenTagDispatch((1, x), excludes=(2, 1))\nx ::= "a"', "both a trigger and an exclude", 1, 48),
+    ('root ::= TokenTagDispatch(("a", x))\nx ::= "a"', "a pair (token_id, rule_name)", 1, 28),
+    ('root ::= TokenTagDispatch((1, y))\nx ::= "a"', 'Rule "y" is not defined', 1, 31),
+    ('root[max_tokens=x] ::= "a"', "max_tokens takes an integer", 1, 17),
+    ('root ::= x\nx[lazy, lazy] ::= "a"', "lazy is given twice", 2, 9),
+    ('root[foo=1] ::= "a"', "Unknown rule option foo", 1, 6),
+    ('root[temperature=-1] ::= "a"', "temperature takes a finite number", 1, 18),
+]
+
+
+GOOD_TOKENS_AND_OPTIONS = [
+    "root ::= Token(1, 2, 1) ExcludeToken(3)",
+    'root[max_tokens=3, lazy] ::= "a"',
+    'root ::= x\nx[capture="c", temperature=0.7, max_chars=0] ::= "a"',
+    'root ::= TokenTagDispatch((1, x), (2, x), loop_after_dispatch=false, excludes=(3,))\nx ::= "a"',
+]
+
+
 BEYOND_XG2REF = [
-    ("root ::= TokenTagDispatch((1, root))", "TokenTagDispatch(...) is an intrinsic", 1, 10),
-    ("root ::= Token(1, 2)", "Token(...) is an intrinsic", 1, 10),
-    ("root ::= ExcludeToken(1)", "ExcludeToken(...) is an intrinsic", 1, 10),
-    ('root[max_tokens=3] ::= "a"', "rule options (name[...] ::=) are not supported yet", 1, 1),
-    ('root ::= x\nx[lazy, max_chars=4] ::= "a"', "rule options (name[...] ::=) are not supported yet", 2, 1),
     ('root ::= "\\x110000"', "beyond U+10FFFF", 1, 11),
     ('root ::= [\\UFFFFFFFF]', "beyond U+10FFFF", 1, 11),
     ('root ::= "a"\x00garbage', "Unexpected NUL character", 1, 13),
@@ -240,7 +259,8 @@ BEYOND_XG2REF = [
 ]
 
 
-@pytest.mark.parametrize("text, message, line, column", BAD + BEYOND_XG2REF, ids=[t for t, *_ in BAD + BEYOND_XG2REF])
+@pytest.mark.parametrize("text, message, line, column", BAD + TOKENS_AND_OPTIONS + BEYOND_XG2REF,
+                         ids=[t for t, *_ in BAD + TOKENS_AND_OPTIONS + BEYOND_XG2REF])
 def test_bad_text_raises_ebnf_error_at_its_position(text, message, line, column):
     with pytest.raises(EBNFError) as info:
         parse_ebnf(text)
@@ -373,7 +393,8 @@ def xg2ref_accepts(text: str) -> bool:
 
 
 AGREEMENT = ([f'root ::= {t}\nx ::= "x"\ny ::= "y"' for t, _ in GOOD_BODIES]
-             + [t for t, r, _ in GOOD_GRAMMARS if r == "root"] + [t for t, *_ in BAD] + [t for t, _ in LIMITS])
+             + [t for t, r, _ in GOOD_GRAMMARS if r == "root"] + [t for t, *_ in BAD] + [t for t, _ in LIMITS]
+             + [t for t, *_ in TOKENS_AND_OPTIONS] + GOOD_TOKENS_AND_OPTIONS + ["root ::= TokenTagDispatch()"])
 
 
 @pytest.mark.xgrammar
@@ -393,3 +414,18 @@ def test_deliberate_differences_from_xgrammar(xgr, text):
 @given(texts)
 def test_accept_reject_agrees_with_xgrammar_on_stitched_texts(xgr, text):
     assert xg2ref_accepts(text) == xgrammar_accepts(xgr, text), text
+
+
+@pytest.mark.parametrize("text", GOOD_TOKENS_AND_OPTIONS)
+def test_tokens_and_options_print_back_to_the_same_grammar(text):
+    ir = parse_ebnf(text)
+    assert ir_signature(parse_ebnf(print_grammar(ir))) == ir_signature(ir)
+
+
+def test_rule_options_are_kept_on_the_rule():
+    ir = parse_ebnf('root ::= x\nx[max_tokens=8, max_chars=20, capture="c", lazy, temperature=0.5] ::= "a"')
+    x = ir.rule("x")
+    assert x.options == (("max_tokens", 8), ("max_chars", 20), ("capture", "c"), ("lazy", True), ("temperature", 0.5))
+    assert x.option("max_chars") == 20 and ir.rule("root").option("lazy") is None
+    # a rule with options is never inlined away
+    assert "x" in [r.name for r in normalize(ir).rules]

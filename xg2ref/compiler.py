@@ -57,6 +57,11 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo) -> Compi
     """Normalize, build the FSMs, flatten: no caching."""
     ir = normalize(grammar.ir)
     fsms = build_grammar_fsms(ir)
+    for token_set in fsms.token_sets:
+        for t in token_set.ids:
+            if t >= tokenizer_info.vocab_size:
+                raise ValueError(f"Token id {t} in the grammar is out of the vocabulary range "
+                                 f"[0, {tokenizer_info.vocab_size})")
     arrays = fsms.to_arrays()
     first = first_bytes(fsms)
     lookahead, report = lookahead_arrays(ir, fsms, first)

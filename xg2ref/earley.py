@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from .fsm.build import FSMArrays, GrammarFSMs
+from .fsm.build import TOKEN_SYMBOL_BASE, FSMArrays, GrammarFSMs
 from .fsm.fsm import format_byte_range
 from .kernels import earley as K
 
@@ -47,6 +47,8 @@ class ItemPrinter:
         self._paths = [self._shortest_paths(r) for r in range(len(fsms.fsms))]
 
     def _symbol(self, edge) -> str:
+        if edge[0] == "byte" and edge[1] >= TOKEN_SYMBOL_BASE:
+            return str(self.fsms.token_sets[edge[1] - TOKEN_SYMBOL_BASE])
         if edge[0] == "byte":
             lo, hi = edge[1], edge[2]
             if lo == hi and 0x20 <= lo < 0x7F and lo not in (0x22, 0x5C):
@@ -165,6 +167,37 @@ class EarleyParser:
                 return False
             self._grow(status)
         return True
+
+    def advance_token(self, data: bytes, member: np.ndarray) -> bool:
+        """Read one whole token: its bytes, and at the same time every token edge of the
+        current set whose token set holds it (`member[g]`: the token is in set g). All or
+        nothing, like `advance`. The token's sets end at the same position either way, so
+        `rollback(len(data))` undoes it."""
+        if not len(self.fsms.token_sets) or not member.any():
+            return self.advance(data)
+        k0 = self.position
+        states = np.zeros(16, np.int32)
+        origins = np.zeros(16, np.int32)
+        n = K.token_successors(self.arrays, self.chart, member, states, origins)
+        if n > len(states):
+            states, origins = np.zeros(n, np.int32), np.zeros(n, np.int32)
+            K.token_successors(self.arrays, self.chart, member, states, origins)
+        if n == 0:
+            return self.advance(data)
+        fresh = not self.advance(data)
+        while (status := K.join_token_items(self.arrays, self.chart, k0, len(data), states[:n], origins[:n],
+                                            fresh)) != K.OK:
+            self._grow(status)
+        return True
+
+    def token_sets_here(self) -> np.ndarray:
+        """Indices of the token sets that some token edge of the current set reads."""
+        a, c, k = self.arrays, self.chart, self.position
+        states = c.item_state[c.set_start[k]:c.set_start[k + 1]]
+        starts, ends = a.tok_indptr[states], a.tok_indptr[states + 1]
+        if not (ends > starts).any():
+            return np.zeros(0, np.int32)
+        return np.unique(np.concatenate([a.tok_set[b:e] for b, e in zip(starts, ends) if e > b]))
 
     def accepts_byte_at(self, data: bytes) -> int:
         """Read as much of `data` as possible, then restore; return the bytes accepted."""

@@ -19,6 +19,12 @@ and the tokenizer's own stop tokens join it; the latter are checked one by one.
 
 Jump-forward (XGrammar Appendix B) follows xgrammar 0.2.8: while the input is not a sentence
 and every byte edge out of the current set is the same single byte, append that byte.
+
+Token edges (`Token(...)`, `ExcludeToken(...)`, TokenTagDispatch) read one whole regular token
+(not a stop, special or empty token). `accept_token` takes both ways at once (the bytes, and
+every token edge whose set holds the token; `EarleyParser.advance_token`); `accept_string`
+reads bytes only, so it never crosses a token edge. A mask ORs in the token sets of the token
+edges leaving the current set; jump-forward stops at a set with token edges.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from .bitmask import bitmask_row_view, unpack_bitmask
+from .bitmask import bitmask_row_view, pack_bool_mask, unpack_bitmask
 from .compiler import CompiledGrammar
 from .earley import EarleyParser
 from .exceptions import MatcherError
@@ -70,6 +76,8 @@ class GrammarMatcher:
         self._extra_regular = np.flatnonzero(base_stop & ~self._is_stop & (np.diff(self._vocab.token_offsets) > 0))
         self._not_regular = np.flatnonzero(self._is_stop & ~base_stop)
         self._stop_array = np.array(stops, dtype=np.int64)
+        self._token_member, self._token_words = _token_set_tables(
+            compiled_grammar.fsms.token_sets, self._vocab, self._is_stop, self._vocab_size)
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
         self._history: list[int] = []
         self._stop_accepted = False
@@ -130,7 +138,10 @@ class GrammarMatcher:
         data = self._token_bytes(token_id)
         if not data:
             return False  # special token
-        if not self._parser.advance(data):
+        if len(self._token_member):
+            if not self._parser.advance_token(data, self._token_member[:, token_id]):
+                return False
+        elif not self._parser.advance(data):
             return False
         self._history.append(len(data))
         return True
@@ -178,6 +189,11 @@ class GrammarMatcher:
                     self._parser.rollback(len(data))
                     bits[t >> 5] |= np.uint32(1 << (t & 31))
             full = bool(MF.all_allowed(words, self._vocab_size))
+        if len(self._token_words):
+            sets = self._parser.token_sets_here()
+            if len(sets):
+                words |= np.bitwise_or.reduce(self._token_words[sets], axis=0)
+                full = bool(MF.all_allowed(words, self._vocab_size))
         return full
 
     def _row_view(self, bitmask, index: int) -> np.ndarray:
@@ -206,6 +222,8 @@ class GrammarMatcher:
         self._parser.fill_mask(v.token_bytes, v.token_offsets, self._regular, self._regular_lcp, mask)
         if self._parser.is_completed():
             mask[self._stop_token_ids] = True
+        for g in self._parser.token_sets_here():
+            mask |= self._token_member[g]
         return mask.copy()
 
     def fill_next_token_bitmask(self, bitmask, index: int = 0, *, debug_print: bool = False) -> bool:
@@ -251,6 +269,8 @@ def _single_forced_byte(parser: EarleyParser) -> Optional[int]:
     """The byte when every byte edge of the current set is that same single byte, else None."""
     a = parser.arrays
     forced = None
+    if len(parser.token_sets_here()):
+        return None
     for item in parser.items():
         s = item.state
         for e in range(a.byte_indptr[s], a.byte_indptr[s + 1]):
@@ -259,6 +279,29 @@ def _single_forced_byte(parser: EarleyParser) -> Optional[int]:
                 return None
             forced = lo
     return forced
+
+
+def _token_set_tables(token_sets, vocab, is_stop: np.ndarray, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """member[g, t]: regular token t is in token set g; words[g]: the same as bitmask rows.
+    Regular = non-empty bytes, neither special nor a stop token (of this matcher)."""
+    words = (vocab_size + 31) // 32
+    if not token_sets:
+        return np.zeros((0, vocab_size), np.bool_), np.zeros((0, words), np.int32)
+    regular = np.zeros(vocab_size, np.bool_)
+    n = len(vocab.token_offsets) - 1
+    regular[:n] = (np.diff(vocab.token_offsets) > 0) & ~vocab.is_special[:n]
+    regular &= ~is_stop
+    member = np.zeros((len(token_sets), vocab_size), np.bool_)
+    for g, ts in enumerate(token_sets):
+        ids = np.array([t for t in ts.ids if 0 <= t < vocab_size], dtype=np.int64)
+        member[g, ids] = True
+        if ts.exclude:
+            member[g] = ~member[g]
+        member[g] &= regular
+    out = np.zeros((len(token_sets), words), np.int32)
+    for g in range(len(token_sets)):
+        pack_bool_mask(member[g], out[g])
+    return member, out
 
 
 def _sorted_regular_tokens(vocab, is_stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -9,6 +9,9 @@
     x | y       s -eps-> frag(x), s -eps-> frag(y), both -eps-> f
     x{m,n}      m copies of x, then n-m nested optional copies; x{m,} ends in a loop
                 on a fresh state with a fresh exit (a fragment never loops to its entry)
+    Token(..)   s -<256+k>-> f        (a token edge: symbol 256+k for the grammar's k-th
+                                       token set; the FSM algorithms treat it as one more
+                                       letter, bytes never match it)
 
 then `FSM.simplified` removes epsilons, determinizes and minimizes when the machine stays
 small. `build_grammar_fsms` does this for every rule, finds the productive and the nullable
@@ -23,12 +26,12 @@ What it leaves out: repetition counters (§3.6) — `x{m,n}` is unrolled, within
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 
 from ..exceptions import GrammarLimitError
-from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch
+from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, TokenSet
 from ..util import deep_recursion
 from .fsm import FSM
 from .utf8 import class_sequences
@@ -38,12 +41,16 @@ MAX_RULE_NFA_STATES = 200_000
 MAX_GRAMMAR_STATES = 2_000_000
 MAX_DFA_STATES = 4096
 
+# Token-set k of a grammar is the FSM letter TOKEN_SYMBOL_BASE + k (bytes are 0..255).
+TOKEN_SYMBOL_BASE = 256
+
 
 class _NFABuilder:
     """Accumulates states and edges of one rule's NFA during Thompson's construction."""
 
-    def __init__(self, rule_ids: dict[str, int], rule_name: str):
+    def __init__(self, rule_ids: dict[str, int], rule_name: str, token_sets: dict):
         self.rule_ids = rule_ids
+        self.token_sets = token_sets
         self.rule_name = rule_name
         self.num_states = 0
         self.byte_edges: list[tuple[int, int, int, int]] = []
@@ -92,6 +99,11 @@ class _NFABuilder:
             return end
         if isinstance(expr, Repeat):
             return self.repeat(expr, src)
+        if isinstance(expr, TokenSet):
+            symbol = TOKEN_SYMBOL_BASE + self.token_sets.setdefault(expr, len(self.token_sets))
+            dst = self.new_state()
+            self.byte_edges.append((src, symbol, symbol, dst))
+            return dst
         if isinstance(expr, TagDispatch):
             from ..grammar.tag_dispatch import add_fragment
 
@@ -122,9 +134,10 @@ class _NFABuilder:
         return end
 
 
-def rule_fsm(body: Expr, rule_ids: dict[str, int], rule_name: str = "?") -> FSM:
-    """The epsilon-NFA of one rule body (not yet simplified)."""
-    builder = _NFABuilder(rule_ids, rule_name)
+def rule_fsm(body: Expr, rule_ids: dict[str, int], rule_name: str = "?", token_sets: Optional[dict] = None) -> FSM:
+    """The epsilon-NFA of one rule body (not yet simplified). `token_sets` numbers the
+    grammar's TokenSet nodes (shared by its rules; new ones are added)."""
+    builder = _NFABuilder(rule_ids, rule_name, {} if token_sets is None else token_sets)
     start = builder.new_state()
     with deep_recursion():
         end = builder.fragment(body, start)
@@ -146,6 +159,9 @@ class FSMArrays(NamedTuple):
     ref_dst : int32[F]
     rule_nullable : bool_[R]   rule derives the empty string
     root_rule : int32[1]       the root rule
+    tok_indptr : int32[S+1]    CSR over token edges (letters >= 256: one whole token)
+    tok_set : int32[G]         the edge's token set (index into GrammarFSMs.token_sets)
+    tok_dst : int32[G]
     """
 
     state_rule: np.ndarray
@@ -160,6 +176,9 @@ class FSMArrays(NamedTuple):
     ref_dst: np.ndarray
     rule_nullable: np.ndarray
     root_rule: np.ndarray
+    tok_indptr: np.ndarray
+    tok_set: np.ndarray
+    tok_dst: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -171,6 +190,7 @@ class GrammarFSMs:
     root: int
     nullable: tuple[bool, ...]
     productive: tuple[bool, ...]
+    token_sets: tuple[TokenSet, ...] = ()
 
     @property
     def num_states(self) -> int:
@@ -188,16 +208,23 @@ class GrammarFSMs:
         is_final = np.zeros(total, dtype=np.bool_)
         byte_rows: list[tuple[int, int, int, int]] = []
         ref_rows: list[tuple[int, int, int]] = []
+        tok_rows: list[tuple[int, int, int]] = []
         for r, fsm in enumerate(self.fsms):
             base = int(offsets[r])
             for s in fsm.finals:
                 is_final[base + s] = True
-            byte_rows.extend((base + s, lo, hi, base + d) for s, lo, hi, d in fsm.byte_edges)
+            for s, lo, hi, d in fsm.byte_edges:
+                if lo < TOKEN_SYMBOL_BASE:
+                    byte_rows.append((base + s, lo, min(hi, 255), base + d))
+                tok_rows.extend((base + s, k - TOKEN_SYMBOL_BASE, base + d)
+                                for k in range(max(lo, TOKEN_SYMBOL_BASE), hi + 1))
             ref_rows.extend((base + s, rule, base + d) for s, rule, d in fsm.rule_edges)
         byte_rows.sort()
         ref_rows.sort()
+        tok_rows.sort()
         b = np.array(byte_rows, dtype=np.int32).reshape(-1, 4)
         f = np.array(ref_rows, dtype=np.int32).reshape(-1, 3)
+        t = np.array(tok_rows, dtype=np.int32).reshape(-1, 3)
         return FSMArrays(
             state_rule=state_rule,
             rule_start=np.array([offsets[r] + fsm.start for r, fsm in enumerate(self.fsms)], dtype=np.int32),
@@ -211,6 +238,9 @@ class GrammarFSMs:
             ref_dst=np.ascontiguousarray(f[:, 2]),
             rule_nullable=np.array(self.nullable, dtype=np.bool_),
             root_rule=np.array([self.root], dtype=np.int32),
+            tok_indptr=_indptr(t[:, 0], total),
+            tok_set=np.ascontiguousarray(t[:, 1]),
+            tok_dst=np.ascontiguousarray(t[:, 2]),
         )
 
 
@@ -223,14 +253,16 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES) -
     """Build, simplify and clean the FSM of every rule of `ir` (rules keep their order)."""
     names = tuple(r.name for r in ir.rules)
     rule_ids = {name: i for i, name in enumerate(names)}
-    fsms = [rule_fsm(rule.body, rule_ids, rule.name).with_tail_calls_as_loops(r) for r, rule in enumerate(ir.rules)]
+    token_sets: dict[TokenSet, int] = {}
+    fsms = [rule_fsm(rule.body, rule_ids, rule.name, token_sets).with_tail_calls_as_loops(r)
+            for r, rule in enumerate(ir.rules)]
     if sum(f.num_states for f in fsms) > MAX_GRAMMAR_STATES:
         raise GrammarLimitError(f"the grammar needs more than {MAX_GRAMMAR_STATES} FSM states")
     productive = _productive_rules(fsms)
     dead = {r for r, ok in enumerate(productive) if not ok}
     fsms = [f.without_rules(dead).simplified(max_dfa_states) for f in fsms]
     nullable = _nullable_rules(fsms)
-    return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive))
+    return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive), tuple(token_sets))
 
 
 def _productive_rules(fsms: list[FSM]) -> list[bool]:

@@ -32,10 +32,12 @@ its pattern (xg2ref/grammar/regex.py).
 
 `TagDispatch(...)` becomes a `TagDispatch` node (xg2ref/grammar/tag_dispatch.py).
 
-`Substring(...)` becomes the choice of its runs of whole chunks.
+`Substring(...)` becomes the choice of its runs of whole chunks; `Token(...)` and
+`ExcludeToken(...)` become `TokenSet` nodes and `TokenTagDispatch(...)` their loop
+(xg2ref/grammar/intrinsics.py). Rule options `name[max_tokens=3, lazy] ::=` are parsed into
+`Rule.options` (same module).
 
-What it leaves out: the other intrinsics of section 5 (TokenTagDispatch, Token, ExcludeToken) and rule options (`name[max_tokens=3] ::=`), both rejected with a
-message saying so; escapes beyond U+10FFFF are rejected (xgrammar wraps them around).
+What it leaves out: escapes beyond U+10FFFF are rejected (xgrammar wraps them around).
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.lark import PostLex
 
 from ..exceptions import EBNFError, GrammarLimitError
-from .ir import EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
+from .ir import (EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef,
+                 Sequence)
 
 MAX_GRAMMAR_CHARS = 10_000_000
 MAX_RULES = 100_000
@@ -142,7 +145,7 @@ class _TokenChecks(PostLex):
         depth = rules = 0
         for tok in stream:
             kind = tok.type
-            if kind == "RULE_NAME":
+            if kind in ("RULE_NAME", "RULE_OPTIONS"):
                 rules += 1
                 if rules > MAX_RULES:
                     raise _Located(f"Too many rules: more than {MAX_RULES}", tok.start_pos, limit=True)
@@ -158,9 +161,7 @@ class _TokenChecks(PostLex):
             if kind in ("RULE_NAME", "NAME") and tok in RESERVED_WORDS and not macro_depth:
                 raise _Located(f"{tok} is a reserved word (a boolean in intrinsic arguments) and cannot "
                                "name a rule", tok.start_pos, "lexer")
-            if kind == "RULE_OPTIONS":
-                raise _Located("rule options (name[...] ::=) are not supported yet", tok.start_pos)
-            elif kind == "_LPAR":
+            if kind == "_LPAR":
                 opens.append(True)
                 depth += 1
                 if depth > MAX_NESTING:
@@ -376,7 +377,12 @@ class _Builder:
         return rules
 
     def rule(self, name: Token, body: Expr, lookahead: Optional[Expr] = None):
-        return Rule(str(name), body, lookahead), name
+        options: tuple = ()
+        if name.type == "RULE_OPTIONS":
+            bracket = name.index("[")
+            options = parse_rule_options(self.source, name.start_pos + bracket + 1, name.end_pos - 1)
+            name = Token("RULE_NAME", name[:bracket], start_pos=name.start_pos)
+        return Rule(str(name), body, lookahead, options), name
 
     def lookahead(self, opener: Token, body: Expr) -> Expr:
         if isinstance(body, Choice):
@@ -554,4 +560,4 @@ def _translate(err: UnexpectedInput, source: str) -> _Located:
 
 
 # the intrinsics module raises this module's _Located: imported once everything above exists
-from .intrinsics import INTRINSIC_BUILDERS, Value as _Value  # noqa: E402
+from .intrinsics import INTRINSIC_BUILDERS, Value as _Value, parse_rule_options  # noqa: E402

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from .ebnf import parse_ebnf
-from .ir import ByteString, CharClass, Choice, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, walk
+from .ir import ByteString, CharClass, Choice, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, TokenSet, walk
 from .printer import print_grammar
 
 BUILTIN_JSON_PATH = Path(__file__).with_name("builtin_json.ebnf")
@@ -118,6 +118,7 @@ def ir_signature(ir: GrammarIR) -> tuple:
     out: list = [ir.root, len(ir.rules)]
     for rule in ir.rules:
         out.append(rule.name)
+        out.append(rule.options)
         out += map(_node_signature, walk(rule.body))
         if rule.lookahead is None:
             out.append(0)
@@ -142,4 +143,6 @@ def _node_signature(node) -> tuple:
         return ("Repeat", (node.min, node.max), 1)
     if isinstance(node, TagDispatch):
         return ("TagDispatch", (node.tags, node.loop, node.excludes), 0)
+    if isinstance(node, TokenSet):
+        return ("TokenSet", (node.ids, node.exclude), 0)
     raise TypeError(f"not a grammar expression: {node!r}")

@@ -1,20 +1,34 @@
 """The EBNF intrinsics of xgrammar's dialect (section 5) that xg2ref takes, from parsed calls to
-IR: `Regex` (xg2ref/grammar/regex.py), `TagDispatch` (xg2ref/grammar/tag_dispatch.py) and
-`Substring`. `ebnf.py` parses `Name(value, ..., key=value)` into `Value`s and calls the builder
-registered under the name; each checks its arguments and raises `_Located` errors at the
-offending value.
+IR: `Regex` (xg2ref/grammar/regex.py), `TagDispatch` (xg2ref/grammar/tag_dispatch.py),
+`Substring`, and the token-level `Token`, `ExcludeToken` and `TokenTagDispatch`. `ebnf.py`
+parses `Name(value, ..., key=value)` into `Value`s and calls the builder registered under the
+name; each checks its arguments and raises `_Located` errors at the offending value. The rule
+options of section 1 (`name[max_tokens=8, lazy] ::= ...`) are parsed here too.
 
-What it leaves out: TokenTagDispatch, Token and ExcludeToken (token-level edges).
+TokenTagDispatch is TagDispatch one level up, over whole tokens: free text is any token that
+is neither a trigger nor an exclude, a trigger token dispatches to its rule, then free text
+again (loop) or the end. So it is written with TokenSet nodes:
+
+    loop:     ( ExcludeToken(T ∪ E) | Token(t1) r1 | ... | Token(tn) rn )*
+    no loop:  ExcludeToken(T ∪ E)* ( Token(t1) r1 | ... | Token(tn) rn )?
+
+What it leaves out: the printer-internal capture options (`capture_hidden_*`, `stop_capture`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from lark import Token
 
 from .ebnf import _Located
-from .ir import EPSILON, ByteString, Choice, Expr, Repeat, Sequence, TagDispatch
+import math
+
+from .ir import EPSILON, ByteString, Choice, Expr, Repeat, RuleRef, Sequence, TagDispatch, TokenSet
+
+MAX_BUDGET = 2**31 - 1
+RULE_OPTIONS = ("max_tokens", "max_chars", "capture", "lazy", "temperature")
 
 
 class Value:
@@ -97,4 +111,119 @@ def regex(builder, name: Token, positional: list, named: dict) -> Expr:
                        positional[0].pos) from None
 
 
-INTRINSIC_BUILDERS = {"Regex": regex, "TagDispatch": tag_dispatch, "Substring": substring}
+def _token_ids(name: Token, values: list, what: str) -> tuple[int, ...]:
+    if not values:
+        raise _Located(f"{name} takes one or more token ids", name.start_pos)
+    ids: dict[int, None] = {}
+    for v in values:
+        if v.kind != "integer":
+            raise _Located(f"{name}: {what} must be non-negative integers (token ids)", v.pos)
+        ids.setdefault(v.value, None)
+    return tuple(ids)
+
+
+def token(builder, name: Token, positional: list, named: dict) -> Expr:
+    """`Token(id, ...)`: one whole token whose id is listed."""
+    if named:
+        raise _Located(f"Token takes no named arguments, got {next(iter(named))}", name.start_pos)
+    return TokenSet(_token_ids(name, positional, "its arguments"))
+
+
+def exclude_token(builder, name: Token, positional: list, named: dict) -> Expr:
+    """`ExcludeToken(id, ...)`: one whole token whose id is not listed."""
+    if named:
+        raise _Located(f"ExcludeToken takes no named arguments, got {next(iter(named))}", name.start_pos)
+    return TokenSet(_token_ids(name, positional, "its arguments"), exclude=True)
+
+
+def token_tag_dispatch(builder, name: Token, positional: list, named: dict) -> Expr:
+    """`TokenTagDispatch((id, rule), ..., loop_after_dispatch=true, excludes=(id, ...))`."""
+    tags: list[tuple[int, str]] = []
+    for value in positional:
+        items = value.value if value.kind == "tuple" else None
+        if not items or len(items) != 2 or items[0].kind != "integer" or items[1].kind != "rule name":
+            raise _Located("TokenTagDispatch: each positional argument is a pair (token_id, rule_name)", value.pos)
+        builder.references.append(Token("NAME", items[1].value, start_pos=items[1].pos))
+        tags.append((items[0].value, items[1].value))
+    unknown = sorted(set(named) - {"loop_after_dispatch", "excludes"})
+    if unknown:
+        raise _Located(f"TokenTagDispatch: unknown argument {unknown[0]} (loop_after_dispatch, excludes)",
+                       named[unknown[0]].pos)
+    loop = named.get("loop_after_dispatch", Value("boolean", True, -1))
+    if loop.kind != "boolean":
+        raise _Located("TokenTagDispatch: loop_after_dispatch must be true or false", loop.pos)
+    excludes_value = named.get("excludes", Value("tuple", [], -1))
+    if excludes_value.kind != "tuple" or any(v.kind != "integer" for v in excludes_value.value):
+        raise _Located("TokenTagDispatch: excludes must be a tuple of token ids", excludes_value.pos)
+    triggers = [t for t, _ in tags]
+    for v in excludes_value.value:
+        if v.value in triggers:
+            raise _Located(f"TokenTagDispatch: token {v.value} is both a trigger and an exclude", v.pos)
+    return token_dispatch_expr(tags, loop.value, [v.value for v in excludes_value.value])
+
+
+def token_dispatch_expr(tags: list[tuple[int, str]], loop: bool, excludes: list[int]) -> Expr:
+    """The TokenSet expression of a TokenTagDispatch (see the module docstring)."""
+    free = TokenSet(tuple(dict.fromkeys([t for t, _ in tags] + list(excludes))), exclude=True)
+    dispatch = [Sequence((TokenSet((t,)), RuleRef(rule))) for t, rule in tags]
+    if loop:
+        return Repeat(Choice((free, *dispatch)), 0, None)
+    body: Expr = Repeat(free, 0, None)
+    if dispatch:
+        body = Sequence((body, Repeat(dispatch[0] if len(dispatch) == 1 else Choice(tuple(dispatch)), 0, 1)))
+    return body
+
+
+INTRINSIC_BUILDERS = {"Regex": regex, "TagDispatch": tag_dispatch, "Substring": substring, "Token": token,
+                      "ExcludeToken": exclude_token, "TokenTagDispatch": token_tag_dispatch}
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule options (section 1): name[max_tokens=N, max_chars=N, capture, capture="x", lazy,
+# temperature=F] ::= ...   Each at most once; kept on the rule, never part of the language.
+
+_OPTION = re.compile(r'\s*([A-Za-z_]+)\s*(?:=\s*("(?:[^"\\]|\\.)*"|[^,\s]+))?\s*(?:,|$)')
+
+
+def parse_rule_options(source: str, begin: int, end: int) -> tuple[tuple[str, object], ...]:
+    """The options written in source[begin:end] (between the brackets), as (key, value) pairs."""
+    options: dict[str, object] = {}
+    pos = begin
+    text = source[:end]
+    while pos < end and text[pos:end].strip():
+        m = _OPTION.match(text, pos)
+        if m is None:
+            raise _Located("Invalid rule option: expected key or key=value", pos)
+        key, raw = m.group(1), m.group(2)
+        if key in options:
+            raise _Located(f"Rule option {key} is given twice", m.start(1))
+        if key not in RULE_OPTIONS:
+            raise _Located(f"Unknown rule option {key} ({', '.join(RULE_OPTIONS)})", m.start(1))
+        options[key] = _option_value(key, raw, m.start(2) if raw is not None else m.start(1))
+        pos = m.end()
+    return tuple(options.items())
+
+
+def _option_value(key: str, raw: Optional[str], pos: int) -> object:
+    if key in ("max_tokens", "max_chars"):
+        if raw is None or not raw.isdigit() or int(raw) > MAX_BUDGET:
+            raise _Located(f"Rule option {key} takes an integer in 0..{MAX_BUDGET}", pos)
+        return int(raw)
+    if key == "lazy":
+        if raw not in (None, "true", "false"):
+            raise _Located("Rule option lazy takes no value (or true/false)", pos)
+        return raw != "false"
+    if key == "capture":
+        if raw is None:
+            return ""
+        if not (raw.startswith('"') and raw.endswith('"') and len(raw) >= 2):
+            raise _Located('Rule option capture takes a string: capture="name"', pos)
+        return raw[1:-1]
+    if key == "temperature":
+        try:
+            value = float(raw) if raw is not None else math.nan
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0:
+            raise _Located("Rule option temperature takes a finite number >= 0", pos)
+    return value

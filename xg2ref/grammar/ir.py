@@ -14,8 +14,10 @@ Every node is a frozen, hashable dataclass, so two grammars compare equal exactl
 have the same rules with the same trees. A rule may carry a lookahead assertion `(= ...)`:
 a hint about what follows the rule. It never changes the language; the mask cache uses it.
 
-`TagDispatch` (XGrammar-2 §3.2) is a seventh, leaf node that names rules. What it leaves out:
-the other intrinsics (Substring, Token, ...) and rule options (max_tokens, ...).
+`TagDispatch` (XGrammar-2 §3.2) is a seventh, leaf node that names rules, and `TokenSet` an
+eighth: one whole *token* (not bytes) from a set of ids, or outside it (`Token(...)` and
+`ExcludeToken(...)` in the dialect). A rule may carry options (`max_tokens`, `capture`, ...)
+in `Rule.options`; they never change the language.
 """
 
 from __future__ import annotations
@@ -112,17 +114,43 @@ class TagDispatch:
     excludes: tuple[bytes, ...] = ()
 
 
-Expr = Union[ByteString, CharClass, RuleRef, Sequence, Choice, Repeat, TagDispatch]
+@dataclass(frozen=True, slots=True)
+class TokenSet:
+    """One whole token read atomically: its id is in `ids` (or, when `exclude`, not in `ids`).
+
+    Only tokens that are neither stop tokens nor special ever match, and only as a whole
+    token accepted by `accept_token`; bytes (`accept_string`) never match a TokenSet.
+
+    Example: TokenSet((128010,)) is `Token(128010)`; TokenSet((2, 3), exclude=True) is
+             `ExcludeToken(2, 3)`
+    """
+
+    ids: tuple[int, ...]
+    exclude: bool = False
+
+    def matches(self, token_id: int) -> bool:
+        """Whether token `token_id` is in this set (before the stop/special filter)."""
+        return (token_id in self.ids) != self.exclude
+
+
+Expr = Union[ByteString, CharClass, RuleRef, Sequence, Choice, Repeat, TagDispatch, TokenSet]
 EPSILON = ByteString(b"")
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """`name ::= body (= lookahead)`. `lookahead` is None when the rule has no assertion."""
+    """`name[options] ::= body (= lookahead)`. `lookahead` is None when the rule has no
+    assertion; `options` are (key, value) pairs in source order."""
 
     name: str
     body: Expr
     lookahead: Optional[Expr] = None
+    options: tuple[tuple[str, object], ...] = ()
+
+    def option(self, key: str, default=None):
+        """The value of rule option `key` (`max_tokens`, `max_chars`, `capture`, `lazy`,
+        `temperature`), or `default` when the rule does not set it."""
+        return dict(self.options).get(key, default)
 
 
 @dataclass(frozen=True, slots=True)

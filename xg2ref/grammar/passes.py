@@ -88,8 +88,8 @@ def map_expr(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
 def _map_rules(ir: GrammarIR, fn: Callable[[Expr], Expr]) -> GrammarIR:
     """`map_expr(_, fn)` over every rule body and lookahead assertion."""
     with deep_recursion():
-        rules = tuple(Rule(r.name, map_expr(r.body, fn), None if r.lookahead is None else map_expr(r.lookahead, fn))
-                      for r in ir.rules)
+        rules = tuple(Rule(r.name, map_expr(r.body, fn), None if r.lookahead is None else map_expr(r.lookahead, fn),
+                           r.options) for r in ir.rules)
     return GrammarIR(rules, ir.root)
 
 
@@ -398,13 +398,14 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> Gr
             for name in component:
                 bodies[name] = body = substitute_body(bodies[name])
                 if (not recursive and name != ir.root and defined[name].lookahead is None and name not in named
+                        and not defined[name].options
                         and unrolled_size(body) <= max_size):
                     inlined[name] = body
         lookaheads = {r.name: None if r.lookahead is None else map_expr(r.lookahead, substitute) for r in ir.rules}
         kept = {r.name for r in ir.rules if r.name not in inlined}
         still = {n for name in kept for expr in (bodies[name], lookaheads[name]) if expr is not None
                  for n in referenced_rules(expr)}
-        rules = tuple(Rule(r.name, bodies[r.name], lookaheads[r.name]) for r in ir.rules
+        rules = tuple(Rule(r.name, bodies[r.name], lookaheads[r.name], r.options) for r in ir.rules
                       if r.name not in inlined or r.name in still)
     return GrammarIR(rules, ir.root)
 

@@ -32,7 +32,8 @@ from __future__ import annotations
 import unicodedata
 from typing import Union
 
-from .ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, TagDispatch
+from .ir import (ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, TagDispatch,
+                 TokenSet)
 
 # Where an expression is printed, from loosest to tightest binding.
 TOP, ALTERNATIVE, ITEM, REPEATED = range(4)
@@ -51,12 +52,21 @@ def print_grammar(ir: GrammarIR) -> str:
 
 
 def print_rule(rule: Rule) -> str:
-    """`name ::= body`, with ` (= lookahead)` when the rule carries one."""
+    """`name[options] ::= body`, with ` (= lookahead)` when the rule carries one."""
+    name = rule.name + (f"[{', '.join(_option(k, v) for k, v in rule.options)}]" if rule.options else "")
     if rule.lookahead is None:
-        return f"{rule.name} ::= {print_expr(rule.body)}"
+        return f"{name} ::= {print_expr(rule.body)}"
     # `a | b (= x)` reads as if the assertion belonged to b; `(a | b) (= x)` parses the same.
     body = print_expr(rule.body, ITEM if isinstance(rule.body, Choice) else TOP)
-    return f"{rule.name} ::= {body} (= {print_expr(rule.lookahead, ALTERNATIVE)})"
+    return f"{name} ::= {body} (= {print_expr(rule.lookahead, ALTERNATIVE)})"
+
+
+def _option(key: str, value) -> str:
+    if key == "lazy":
+        return "lazy" if value else "lazy=false"
+    if key == "capture":
+        return "capture" if value == "" else f'capture="{value}"'
+    return f"{key}={value!r}" if isinstance(value, float) else f"{key}={value}"
 
 
 def print_expr(expr: Expr, context: int = TOP) -> str:
@@ -130,6 +140,12 @@ def _leaf(node: Expr) -> str:
         excludes = "".join(_leaf(ByteString(e)) + ", " for e in node.excludes)
         parts.append(f"excludes=({excludes.rstrip()})")
         return "TagDispatch(" + ", ".join(parts) + ")"
+    if isinstance(node, TokenSet) and node.exclude and not node.ids:
+        # any regular token: the dialect has no empty ExcludeToken(); this call reads
+        # `ExcludeToken()*`, the same language once under the enclosing repetition
+        return "TokenTagDispatch(loop_after_dispatch=false)"
+    if isinstance(node, TokenSet):
+        return ("ExcludeToken(" if node.exclude else "Token(") + ", ".join(map(str, node.ids)) + ")"
     raise TypeError(f"not a grammar expression: {node!r}")
 
 

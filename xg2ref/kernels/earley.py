@@ -260,6 +260,70 @@ def advance_bytes(fsm, chart, data):
 
 
 @njit(cache=True, _nrt=False)
+def token_successors(fsm, chart, member, out_state, out_origin):
+    """Items that a whole token reaches through token edges from the current set k.
+
+        TOKEN   [i, k, A -> s], s -<set g>-> t, the token is in set g  |-  [i, k+len, A -> t]
+
+    `member[g]` says whether the token is in token set g. Writes the (state, origin) pairs to
+    the out arrays (as many as fit) and returns their number.
+    """
+    k = chart.meta[0] - 1
+    n = 0
+    for p in range(chart.set_start[k], chart.set_start[k + 1]):
+        s = chart.item_state[p]
+        for e in range(fsm.tok_indptr[s], fsm.tok_indptr[s + 1]):
+            if member[fsm.tok_set[e]]:
+                if n < out_state.shape[0]:
+                    out_state[n] = fsm.tok_dst[e]
+                    out_origin[n] = chart.item_origin[p]
+                n += 1
+    return n
+
+
+@njit(cache=True, _nrt=False)
+def join_token_items(fsm, chart, k0, length, states, origins, fresh):
+    """Put the TOKEN items (`states`, `origins`) into set k0+length and close it again.
+
+    `fresh`: the bytes of the token were rejected, so sets k0+1 .. k0+length-1 are made empty
+    (no item starts or ends inside a token read whole) and set k0+length holds the TOKEN
+    items alone. Otherwise set k0+length is the last set the bytes built; its items are put
+    back into the dedup table first. Returns a status code; on OK the current set is
+    k0+length.
+    """
+    target = k0 + length
+    if chart.set_start.shape[0] < target + 2:
+        return NEED_ITEMS
+    chart.meta[1] += 1
+    if fresh:
+        for q in range(k0 + 1, target + 1):
+            chart.set_start[q] = chart.set_start[k0 + 1]
+    begin = chart.set_start[target]
+    end = begin
+    if not fresh:
+        for p in range(begin, chart.set_start[target + 1]):
+            r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
+                          begin, end, chart.item_state[p], chart.item_origin[p])
+            if r < -1:
+                return -r
+            if r >= 0:
+                end = r
+    for n in range(states.shape[0]):
+        r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
+                      begin, end, states[n], origins[n])
+        if r < -1:
+            return -r
+        if r >= 0:
+            end = r
+    status, end = _close_set(fsm, chart, target, begin, end)
+    if status != OK:
+        return status
+    chart.set_start[target + 1] = end
+    chart.meta[0] = target + 1
+    return OK
+
+
+@njit(cache=True, _nrt=False)
 def is_completed(fsm, chart):
     """Whether the bytes read so far form a sentence: [0, k, root -> f] with f final."""
     k = chart.meta[0] - 1

@@ -14,8 +14,12 @@ design only excludes "special tokens that are not stop tokens". The mask is what
 `compute_bool_mask` must return; `brute_force_accepts` and `brute_force_next_bytes` give the
 matching verdicts for strings and single bytes, for messages in tests.
 
+For grammars with token sets (`Token(...)`, `ExcludeToken(...)`), `prefix_marks` says which
+regular tokens of the prefix were accepted as tokens (position -> (id, length), see
+xg2ref/oracle/recognizer.py), and each candidate token is marked at the end of the prefix.
+
 What it leaves out: speed (len(vocab) full recognizer runs per mask, so keep vocabularies and
-prefixes small) and constructs that name special tokens (none exist in the IR yet).
+prefixes small).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ def brute_force_mask(
     stop_token_ids: Iterable[int] = (),
     special_token_ids: Iterable[int] = (),
     vocab_size: Optional[int] = None,
+    prefix_marks: Optional[dict] = None,
 ) -> np.ndarray:
     """The allowed tokens after `prefix`, by asking the recognizer about every token.
 
@@ -61,16 +66,18 @@ def brute_force_mask(
         if not 0 <= t < size:
             raise ValueError(f"token id {t} is outside 0..{size - 1}")
     mask = np.zeros(size, dtype=bool)
-    if not rec.is_prefix(prefix):
+    marks = dict(prefix_marks or {})
+    if not rec.is_prefix(prefix, marks):
         return mask
-    is_sentence = rec.is_sentence(prefix)
+    is_sentence = rec.is_sentence(prefix, marks)
     for t, token in enumerate(vocab):
         if t in stops:
             mask[t] = is_sentence
         elif t in specials or not token:
             mask[t] = False
         else:
-            mask[t] = rec.is_prefix(prefix + bytes(token))
+            extra = {len(prefix): (t, len(token))} if rec.has_token_sets else {}
+            mask[t] = rec.is_prefix(prefix + bytes(token), {**marks, **extra})
     return mask
 
 

@@ -186,7 +186,8 @@ class OracleMatcher:
     """The brute-force oracle as a matcher: the bytes so far, and a recognizer to ask.
 
     Token verdicts follow `brute_force_mask`: a stop token iff the bytes so far are a sentence,
-    a special or empty token never, any other token iff prefix + its bytes is a viable prefix.
+    a special or empty token never, any other token iff prefix + its bytes is a viable prefix
+    (with the grammar's token sets, the token may also be read whole: `marks`).
     """
 
     def __init__(self, ir: GrammarIR, vocab: TokenizerInfo):
@@ -205,22 +206,32 @@ class OracleMatcher:
 
     def reset(self) -> None:
         self._prefix = bytearray()
+        self._marks: dict[int, tuple[int, int]] = {}  # tokens read whole: position -> (id, length)
         self._steps: list[int] = []
         self._stopped = False
 
-    def is_prefix(self, data: bytes) -> bool:
-        """prefix + data is a prefix of a sentence (answers are remembered)."""
-        key = bytes(self._prefix) + bytes(data)
+    def _mark(self, token_id: Optional[int], data: bytes) -> dict:
+        marks = dict(self._marks)
+        if token_id is not None and self.recognizer.has_token_sets:
+            marks[len(self._prefix)] = (token_id, len(data))
+        return marks
+
+    def is_prefix(self, data: bytes, token_id: Optional[int] = None) -> bool:
+        """prefix + data is a prefix of a sentence, `data` being token `token_id` when given
+        (answers are remembered)."""
+        marks = self._mark(token_id, data)
+        key = (bytes(self._prefix) + bytes(data), tuple(sorted(marks.items())))
         verdict = self._viable.get(key)
         if verdict is None:
             if len(self._viable) >= _MAX_REMEMBERED:
                 self._viable.clear()
-            verdict = self._viable[key] = self.recognizer.is_prefix(key)
+            verdict = self._viable[key] = self.recognizer.is_prefix(key[0], marks)
         return verdict
 
-    def accept_bytes(self, data: bytes) -> bool:
-        if self._stopped or not self.is_prefix(data):
+    def accept_bytes(self, data: bytes, token_id: Optional[int] = None) -> bool:
+        if self._stopped or not self.is_prefix(data, token_id):
             return False
+        self._marks = self._mark(token_id, data)
         self._prefix += data
         self._steps.append(len(data))
         return True
@@ -237,10 +248,10 @@ class OracleMatcher:
         token = self.vocab[token_id] if token_id < len(self.vocab) else b""
         if token_id in self.special_token_ids or not token:
             return False
-        return self.accept_bytes(token)
+        return self.accept_bytes(token, token_id)
 
     def is_completed(self) -> bool:
-        return self._stopped or self.recognizer.is_sentence(bytes(self._prefix))
+        return self._stopped or self.recognizer.is_sentence(bytes(self._prefix), self._marks)
 
     def token_allowed(self, token_id: int) -> bool:
         """Whether token `token_id` is allowed next (one recognizer run at most)."""
@@ -248,11 +259,11 @@ class OracleMatcher:
         if self._stopped or not 0 <= token_id < self.vocab_size:
             return False
         if token_id in self.stop_token_ids:
-            return self.recognizer.is_sentence(bytes(self._prefix))
+            return self.recognizer.is_sentence(bytes(self._prefix), self._marks)
         token = self.vocab[token_id] if token_id < len(self.vocab) else b""
         if token_id in self.special_token_ids or not token:
             return False
-        return self.is_prefix(token)
+        return self.is_prefix(token, token_id)
 
     def mask_on(self, token_ids: Iterable[int]) -> np.ndarray:
         """bool[len(token_ids)]: the oracle's verdict on each of `token_ids`, in order."""
@@ -273,6 +284,7 @@ class OracleMatcher:
                 self._stopped = False
             elif step:
                 del self._prefix[-step:]
+                self._marks.pop(len(self._prefix), None)
 
 
 class OracleEngine:

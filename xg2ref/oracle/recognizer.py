@@ -32,6 +32,14 @@ grammars and up to nodes * n^3 for ambiguous ones: 1,024 bytes take about 0.07 s
 expression grammar and about 10 s for ("a"* "a"*). Inputs longer than MAX_INPUT_BYTES raise
 ValueError; it is an oracle for short strings, not a matcher. `TagDispatch` is read with
 `tag_scan`, on strings (no automaton).
+
+Token sets (`Token(...)`, `ExcludeToken(...)`) match a whole token, never bytes: the input may
+come with `marks`, a mapping from byte position p to (token id, length) for each regular token
+of the input read as a token (the caller leaves out stop, special and empty tokens, which no
+token set matches). Then
+
+    TOKEN   marks[i] = (t, k), t in the set      ⊢ i+k in reach(T, i)     pre(T, i) iff i+k = n
+    nonempty(T)  always (as in xgrammar, a set with no regular token still counts as one)
 """
 
 from __future__ import annotations
@@ -49,13 +57,14 @@ from ..grammar.ir import (
     RuleRef,
     Sequence,
     TagDispatch,
+    TokenSet,
 )
 
 # Longest input accepted by is_sentence / is_prefix; longer inputs raise ValueError.
 MAX_INPUT_BYTES = 1024
 
 # Node kinds of the oracle's own flattened tree.
-_BYTES, _CLASS, _SEQ, _CHOICE, _REPEAT, _REF, _TAG = range(7)
+_BYTES, _CLASS, _SEQ, _CHOICE, _REPEAT, _REF, _TAG, _TOKEN = range(8)
 
 _NOTHING: frozenset[int] = frozenset()
 
@@ -174,6 +183,7 @@ class Recognizer:
                 raise ValueError(f"reference to undefined rule {name!r}")
             self._arg[v] = body_node[name]
         self._root = body_node[ir.root]
+        self.has_token_sets = _TOKEN in self._kind
         self._nonempty = self._productive()
         # rest_nonempty[v][t]: items t+1.. of sequence v all have non-empty languages.
         self._rest_nonempty: dict[int, list[bool]] = {}
@@ -181,7 +191,8 @@ class Recognizer:
             if kind == _SEQ:
                 kids = self._kids[v]
                 self._rest_nonempty[v] = [all(self._nonempty[k] for k in kids[t + 1:]) for t in range(len(kids))]
-        self._last: Optional[tuple[bytes, list[list[frozenset[int]]], list[list[bool]]]] = None
+        self._last: Optional[tuple] = None  # (input key, chart) of the last input
+        self._marks: dict = {}
 
     def _add(self, expr: Expr, refs: list[tuple[int, str]]) -> int:
         if isinstance(expr, ByteString):
@@ -207,6 +218,8 @@ class Recognizer:
             return v
         if isinstance(expr, TagDispatch):
             return self._node(_TAG, expr, tuple(self._add(RuleRef(name), refs) for _, name in expr.tags))
+        if isinstance(expr, TokenSet):
+            return self._node(_TOKEN, expr, ())
         raise TypeError(f"not a grammar expression: {expr!r}")
 
     def _node(self, kind: int, arg: object, kids: tuple[int, ...]) -> int:
@@ -246,28 +259,33 @@ class Recognizer:
                     new = self._arg[v][0] == 0 or ne[kids[0]]
                 elif kind == _TAG:
                     new = True  # the empty free text
+                elif kind == _TOKEN:
+                    new = True
                 else:
                     new = ne[self._arg[v]]
                 if new and not ne[v]:
                     ne[v] = changed = True
         return ne
 
-    def is_sentence(self, data: bytes) -> bool:
-        """True iff `data` is in the language of the root rule."""
-        data, reach, _ = self._chart(data)
+    def is_sentence(self, data: bytes, marks: Optional[dict] = None) -> bool:
+        """True iff `data` is in the language of the root rule (`marks`: see the module
+        docstring)."""
+        data, reach, _ = self._chart(data, marks)
         return len(data) in reach[0][self._root]
 
-    def is_prefix(self, data: bytes) -> bool:
+    def is_prefix(self, data: bytes, marks: Optional[dict] = None) -> bool:
         """True iff some sentence starts with `data` (sentences included; b"" iff non-empty)."""
-        _, _, pre = self._chart(data)
+        _, _, pre = self._chart(data, marks)
         return pre[0][self._root]
 
-    def _chart(self, data: bytes) -> tuple[bytes, list[list[frozenset[int]]], list[list[bool]]]:
+    def _chart(self, data: bytes, marks: Optional[dict] = None) -> tuple[bytes, list[list[frozenset[int]]], list[list[bool]]]:
         data = bytes(data)
         if len(data) > MAX_INPUT_BYTES:
             raise ValueError(f"input of {len(data)} bytes is longer than MAX_INPUT_BYTES={MAX_INPUT_BYTES}")
-        if self._last is not None and self._last[0] == data:
-            return self._last
+        key = (data, tuple(sorted((marks or {}).items())))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        self._marks = marks or {}
         n, size = len(data), len(self._kind)
         reach: list[list[frozenset[int]]] = [[] for _ in range(n + 1)]
         pre: list[list[bool]] = [[] for _ in range(n + 1)]
@@ -292,8 +310,8 @@ class Recognizer:
                 for v in range(size):
                     if not pre[i][v] and self._pre(v, i, data, reach, pre):
                         pre[i][v] = changed = True
-        self._last = (data, reach, pre)
-        return self._last
+        self._last = (key, (data, reach, pre))
+        return self._last[1]
 
     def _copies(self, body: int, i: int, lo: int, hi: Optional[int], reach: list[list[frozenset[int]]]) -> set[int]:
         """Union over c in lo..hi (hi None: unbounded) of S_c, the ends of exactly c copies of body.
@@ -363,6 +381,10 @@ class Recognizer:
                 for k in reach[p][kids[tag]]:
                     out.update(reach[k][v] if arg.loop else (k,))
             return frozenset(out)
+        if kind == _TOKEN:
+            # TOKEN   marks[i] = (t, k), t in the set                 ⊢ i+k in reach(T, i)
+            mark = self._marks.get(i)
+            return frozenset((i + mark[1],)) if mark is not None and arg.matches(mark[0]) else _NOTHING
         # REF     j in reach(body of A, i)                        ⊢ j in reach(A, i)
         return reach[i][arg]
 
@@ -413,5 +435,9 @@ class Recognizer:
                 return True
             longer = any(len(pat) > len(last) and pat.startswith(last) for pat in [t for t, _ in arg.tags] + list(arg.excludes))
             return longer and any(len(pat) > len(last) and pat.startswith(last) for pat, _ in arg.tags)
+        if kind == _TOKEN:
+            # TOKEN   marks[i] = (t, k), t in the set, i+k = n                ⊢ pre(T, i)
+            mark = self._marks.get(i)
+            return mark is not None and arg.matches(mark[0]) and i + mark[1] == len(data)
         # REF     pre(body of A, i)                                   ⊢ pre(A, i)
         return pre[i][arg]

@@ -35,6 +35,7 @@ from ..grammar.ir import (
     Rule,
     RuleRef,
     Sequence,
+    TokenSet,
     walk,
 )
 
@@ -79,9 +80,11 @@ def _class(draw, alphabet: bytes) -> CharClass:
 
 
 @st.composite
-def _expr(draw, names: tuple[str, ...], alphabet: bytes, depth: int, parent: str) -> Expr:
+def _expr(draw, names: tuple[str, ...], alphabet: bytes, depth: int, parent: str, token_ids: tuple = ()) -> Expr:
     """One expression; `parent` is "seq", "choice" or "" so that no node repeats its parent."""
     kinds = ["bytes", "ref", "class"] if names else ["bytes", "class"]
+    if token_ids:
+        kinds.append("tokens")
     if depth > 0:
         # repetitions inside sequences weigh more: adjacent loops (`x* y*`) are where
         # FSM construction goes wrong
@@ -95,11 +98,14 @@ def _expr(draw, names: tuple[str, ...], alphabet: bytes, depth: int, parent: str
         return RuleRef(draw(st.sampled_from(names)))
     if kind == "class":
         return draw(_class(alphabet))
+    if kind == "tokens":
+        ids = draw(st.lists(st.sampled_from(token_ids), min_size=1, max_size=3, unique=True))
+        return TokenSet(tuple(ids), exclude=draw(st.booleans()))
     if kind == "repeat":
         lo, hi = draw(st.sampled_from(_REPEAT_BOUNDS))
-        return Repeat(draw(_expr(names, alphabet, depth - 1, "")), lo, hi)
+        return Repeat(draw(_expr(names, alphabet, depth - 1, "", token_ids)), lo, hi)
     count = draw(st.integers(2, 3))
-    items = [draw(_expr(names, alphabet, depth - 1, kind)) for _ in range(count)]
+    items = [draw(_expr(names, alphabet, depth - 1, kind, token_ids)) for _ in range(count)]
     if kind == "seq":
         return Sequence(tuple(items))
     if draw(st.integers(0, 3)) == 0:
@@ -109,12 +115,13 @@ def _expr(draw, names: tuple[str, ...], alphabet: bytes, depth: int, parent: str
 
 @st.composite
 def grammars(draw, max_rules: int = 4, max_depth: int = 3, alphabet: bytes = b"abc",
-             lookaheads: bool = False, refs: bool = True) -> GrammarIR:
+             lookaheads: bool = False, refs: bool = True, token_ids: tuple = ()) -> GrammarIR:
     """Random valid grammars: root "root", rules r1, r2, ..., every reference defined.
 
     With `lookaheads`, non-root rules sometimes carry a lookahead assertion (which never
     changes the language). Without `refs`, rule bodies reference no rule (regular languages,
-    which exercise the FSM construction alone).
+    which exercise the FSM construction alone). With `token_ids`, leaves may be token sets
+    (`Token(...)` / `ExcludeToken(...)`) over those ids.
 
     Example: grammars(max_rules=2) may draw  root ::= root "a" | r1 ;  r1 ::= ("b" | "") [^c]?
     """
@@ -123,7 +130,7 @@ def grammars(draw, max_rules: int = 4, max_depth: int = 3, alphabet: bytes = b"a
     names = ("root",) + tuple(f"r{k}" for k in range(1, count))
     rules = []
     for name in names:
-        body = draw(_expr(names if refs else (), alphabet, draw(st.integers(0, max_depth)), ""))
+        body = draw(_expr(names if refs else (), alphabet, draw(st.integers(0, max_depth)), "", tuple(token_ids)))
         lookahead = None
         if lookaheads and name != "root" and draw(st.integers(0, 2)) == 0:
             lookahead = draw(_expr(names, alphabet, 1, ""))
@@ -201,6 +208,8 @@ def _shortest(ir: GrammarIR) -> dict[int, tuple[float, float]]:
 def _shortest_step(n: Expr, best, body) -> tuple[float, float]:
     if isinstance(n, ByteString):
         return (len(n.value), 0)
+    if isinstance(n, TokenSet):
+        return (INF, INF)  # sentences are byte strings: a token set never appears in one
     if isinstance(n, CharClass):
         ranges = n.codepoint_ranges()
         return (len(_encode(ranges[0][0])), 0) if ranges else (INF, INF)

@@ -1,0 +1,123 @@
+"""Token-level edges: `Token(...)`, `ExcludeToken(...)` and `TokenTagDispatch(...)` read one
+whole token. The engine (cached masks, every-token masks, accept_token) against the brute-force
+oracle with token marks, and against xgrammar 0.2.8's verdicts."""
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xg2ref as xgr
+from xg2ref.compiler import compile_ir_grammar
+from xg2ref.grammar.grammar import Grammar
+from xg2ref.grammar.printer import print_grammar
+from xg2ref.oracle.engines import OracleMatcher
+from xg2ref.oracle.strategies import grammars, vocabularies
+
+VOCAB = ["a", "b", "ab", "<t>", "</s>", "c", "bc", "x", "", "!", "a!", "aaa"]
+
+
+def walk_masks(ebnf: str, steps: list, vocab=VOCAB, stop=(4,)):
+    """Allowed token texts before each step and after the last; steps are token ids (accept_token)
+    or strings (accept_string), and each verdict is recorded."""
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=list(stop))
+    matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_grammar(ebnf))
+    out = []
+    for step in list(steps) + [None]:
+        mask = matcher.compute_bool_mask()
+        assert (mask == matcher._every_token_bool_mask()).all()
+        out.append([vocab[t] for t in np.flatnonzero(mask)])
+        if step is not None:
+            ok = matcher.accept_token(step) if isinstance(step, int) else matcher.accept_string(step)
+            out.append(ok)
+    return out
+
+
+CASES = [  # (grammar, steps, expected: masks and verdicts, as xgrammar 0.2.8 gives them)
+    ('root ::= "a" Token(3) "b"', [0, 3, 1], [["a"], True, ["<t>"], True, ["b"], True, ["</s>"]]),
+    ('root ::= "a" Token(3) "b"', ["a", "<t>"], [["a"], True, ["<t>"], False, ["<t>"]]),
+    ('root ::= "a" ExcludeToken(3, 0) "b"', [0, 2],
+     [["a"], True, ["b", "ab", "c", "bc", "x", "!", "a!", "aaa"], True, ["b"]]),
+    ('root ::= "a" Token(1) | "ab"', [0], [["a", "ab"], True, ["b"]]),
+    ('root ::= TokenTagDispatch((3, r), loop_after_dispatch=false, excludes=(7,))\nr ::= "b" "c"', [0, 3, 1],
+     [["a", "b", "ab", "<t>", "</s>", "c", "bc", "!", "a!", "aaa"], True,
+      ["a", "b", "ab", "<t>", "</s>", "c", "bc", "!", "a!", "aaa"], True, ["b", "bc"], True, ["c"]]),
+    ('root ::= "a" Token(3)*', [0, 3, 3], [["a"], True, ["<t>", "</s>"], True, ["<t>", "</s>"], True, ["<t>", "</s>"]]),
+    ('root ::= (Token(0) | "b")+', [0, 1, 2], [["a", "b"], True, ["a", "b", "</s>"], True, ["a", "b", "</s>"], False,
+                                               ["a", "b", "</s>"]]),
+    # stop and special tokens never match a token set
+    ('root ::= "a" Token(4, 8) "b"', [0, 4], [["a"], True, [], False, []]),
+    # a token read whole and the same token read as bytes, in one step
+    ('root ::= Token(2) "c" | "a" [b] "!"', [2], [["a", "ab"], True, ["c", "!"]]),
+]
+
+
+@pytest.mark.parametrize("ebnf, steps, expected", CASES)
+def test_token_edges_give_xgrammar_masks(ebnf, steps, expected):
+    assert walk_masks(ebnf, steps) == expected
+
+
+@pytest.fixture(scope="module")
+def xgr_module():
+    return pytest.importorskip("xgrammar")
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("ebnf, steps, expected", CASES)
+def test_the_expected_masks_are_xgrammars(xgr_module, ebnf, steps, expected):
+    info = xgr_module.TokenizerInfo(VOCAB, stop_token_ids=[4])
+    matcher = xgr_module.GrammarMatcher(xgr_module.GrammarCompiler(info).compile_grammar(ebnf))
+    bitmask = xgr_module.allocate_token_bitmask(1, info.vocab_size)
+    out = []
+    for step in list(steps) + [None]:
+        matcher.fill_next_token_bitmask(bitmask)
+        rejected = set(xgr_module.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
+        out.append([VOCAB[t] for t in range(len(VOCAB)) if t not in rejected])
+        if step is not None:
+            out.append(matcher.accept_token(step) if isinstance(step, int) else matcher.accept_string(step))
+    assert out == expected
+
+
+def test_rollback_undoes_a_token_read_whole():
+    info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[4])
+    m = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_grammar('root ::= ("a" Token(3))+ "b"'))
+    assert m.accept_token(0) and m.accept_token(3) and m.accept_token(0)
+    before = m.compute_bool_mask()
+    assert m.accept_token(3)
+    m.rollback(1)
+    assert (m.compute_bool_mask() == before).all()
+    m.rollback(2)
+    assert m.accept_token(3) and m.accept_token(1) and m.accept_token(4) and m.is_terminated()
+
+
+def test_token_ids_beyond_the_vocabulary_are_refused():
+    info = xgr.TokenizerInfo(VOCAB)
+    with pytest.raises(ValueError, match=r"Token id 12 in the grammar is out of the vocabulary range \[0, 12\)"):
+        xgr.GrammarCompiler(info).compile_grammar("root ::= Token(12)")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), vocabularies(b"abc", 8), st.integers(0, 2**16))
+def test_token_set_masks_match_the_brute_force_oracle(data, vocab_spec, seed):
+    vocab, stop_ids, _ = vocab_spec
+    ir = data.draw(grammars(max_rules=3, token_ids=tuple(range(len(vocab)))))
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=list(stop_ids))
+    compiled = compile_ir_grammar(Grammar.from_ir(ir), info)
+    matcher = xgr.GrammarMatcher(compiled)
+    oracle = OracleMatcher(ir, info)
+    rng = random.Random(seed)
+    for _ in range(6):
+        want = oracle.bool_mask()
+        assert (matcher.compute_bool_mask() == want).all(), (print_grammar(ir), vocab, oracle.prefix)
+        assert (matcher._every_token_bool_mask() == want).all(), (print_grammar(ir), vocab, oracle.prefix)
+        allowed = [int(t) for t in np.flatnonzero(want) if t not in stop_ids]
+        if not allowed:
+            break
+        t = rng.choice(allowed)
+        assert matcher.accept_token(t) and oracle.accept_token(t)
+        assert matcher.is_completed() == oracle.is_completed()
+        if rng.random() < 0.2:
+            matcher.rollback(1)
+            oracle.rollback(1)
