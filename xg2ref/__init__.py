@@ -17,7 +17,8 @@ from typing import Any
 
 from .bitmask import allocate_token_bitmask, get_bitmask_shape, reset_token_bitmask
 from .compiler import CompiledGrammar, GrammarCompiler
-from .exceptions import EBNFError, GrammarLimitError, InvalidJSONError, MatcherError, TokenizerError, XG2RefError
+from .exceptions import (EBNFError, GrammarLimitError, InvalidJSONError, InvalidStructuralTagError, MatcherError,
+                         TokenizerError, XG2RefError)
 from .grammar.grammar import Grammar
 from .grammar.regex import RegexError
 from .matcher import GrammarMatcher
@@ -33,6 +34,7 @@ __all__ = [
     "GrammarLimitError",
     "GrammarMatcher",
     "InvalidJSONError",
+    "InvalidStructuralTagError",
     "MatcherError",
     "RegexError",
     "TokenizerError",

@@ -113,6 +113,15 @@ class GrammarCompiler:
         """The grammar of the strings `regex` matches as a whole (`Grammar.from_regex`)."""
         return self.compile_grammar(Grammar.from_regex(regex))
 
+    def compile_structural_tag(self, structural_tag, triggers=None) -> CompiledGrammar:
+        """`Grammar.from_structural_tag`, with token strings resolved against this compiler's
+        vocabulary, compiled."""
+        from .grammar.structural_tag import legacy_structural_tag, structural_tag_to_ir
+
+        if triggers is not None:
+            structural_tag = legacy_structural_tag(structural_tag, triggers)
+        return self.compile_grammar(Grammar.from_ir(structural_tag_to_ir(structural_tag, self.tokenizer_info)))
+
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """The builtin JSON grammar (`Grammar.builtin_json_grammar()`)."""
         return self.compile_grammar(Grammar.builtin_json_grammar())

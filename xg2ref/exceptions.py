@@ -39,6 +39,11 @@ class InvalidJSONError(XG2RefError):
     grammar; the message starts with the JSON path of the offending part (`$.properties.a`)."""
 
 
+class InvalidStructuralTagError(XG2RefError):
+    """A structural tag that is not valid or not supported (the message names the part by its
+    JSON path, e.g. `format.tags[0].begin`)."""
+
+
 class MatcherError(XG2RefError):
     """A matcher call that cannot be honoured (rollback past the start, mask after termination...)."""
 

@@ -72,6 +72,19 @@ class Grammar:
         return grammar
 
     @classmethod
+    def from_structural_tag(cls, structural_tag, triggers=None) -> "Grammar":
+        """The grammar of a structural tag (xgrammar 0.2.8's JSON format, as text, a dict or a
+        StructuralTag; xg2ref/grammar/structural_tag.py). Raises InvalidStructuralTagError
+        naming the offending part. Token strings need a tokenizer: use
+        `GrammarCompiler.compile_structural_tag`. The legacy form (a list of
+        `StructuralTagItem`s and a list of triggers) is accepted too."""
+        from .structural_tag import legacy_structural_tag, structural_tag_to_ir
+
+        if triggers is not None:
+            structural_tag = legacy_structural_tag(structural_tag, triggers)
+        return cls(structural_tag_to_ir(structural_tag))
+
+    @classmethod
     def from_ir(cls, ir: GrammarIR) -> "Grammar":
         """Wrap an IR built in code (tests, passes); it is not re-validated."""
         return cls(ir)

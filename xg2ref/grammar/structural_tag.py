@@ -1,0 +1,485 @@
+"""XGrammar-2 §3.2 (structural tags): tool-calling and reasoning formats as grammars.
+
+A structural tag is JSON, `{"type": "structural_tag", "format": F}`, where F is a tree of
+formats in xgrammar 0.2.8's shape (field names, defaults and meanings are its own). Each format
+becomes an IR expression; `tag` and the dispatching formats become TagDispatch / TokenSet
+machinery (xg2ref/grammar/tag_dispatch.py, xg2ref/grammar/intrinsics.py):
+
+    const_string{value}                      "value"
+    json_schema{json_schema, style="json"}   the schema's grammar (json_schema.py), embedded
+    grammar{grammar} / regex{pattern}        the EBNF / regex grammar, embedded
+    any_text{excludes}                       [^]* , or TagDispatch((), loop=false, excludes)
+    sequence{elements} / or{elements}        e1 e2 ... / e1 | e2 | ...
+    optional / star / plus{content}          c? / c* / c+        repeat{min, max, content}: c{min,max}
+    tag{begin, content, end}                 begin content end (end: a string, a list = choice, or a token)
+    triggered_tags{triggers, tags, excludes, at_least_one, stop_after_first}
+        group(t) = ( tag.begin minus t  tag.content  tag.end  | ... over tags whose begin starts with t )
+        neither flag:      TagDispatch((t, group(t)) ..., loop=true, excludes)
+        stop_after_first:  the same with loop=false
+        at_least_one:      (tag | ...) TagDispatch(..., loop=true)   (a first tag at once)
+        both:              (tag | ...)
+    tags_with_separator{tags, separator, at_least_one, stop_after_first}
+        T = (tag | ...);   ("" |) T (separator T)*   or, stopping after the first, ("" |) T
+    dispatch{rules: [[trigger, F]], loop, excludes}        TagDispatch over the triggers
+    token{token} / exclude_token{exclude_tokens}            Token(id) / ExcludeToken(ids)
+    any_tokens{exclude_tokens, max_tokens}                  ExcludeToken(ids)*
+    token_triggered_tags / token_dispatch                   as above, with TokenTagDispatch
+
+End detection (the content of a tag may be "unlimited": any_text, the dispatching formats,
+any_tokens, and sequences ending in / choices holding / repetitions of such): the tag's
+non-empty end strings are added to that content's excludes, so free text stops before the end
+(with a token end, any_tokens excludes the end token). An unlimited content whose end strings
+are all empty is an error, as in xgrammar. Token strings (`"token": "<|call|>"`) are resolved
+against the vocabulary, so they need a tokenizer (`compile_structural_tag`).
+
+Every error is an InvalidStructuralTagError naming the offending part by its JSON path
+(`format.elements[1].tags[0].begin`). `any_text` keeps `max_tokens` / `max_chars` as options
+of its rule.
+
+What it leaves out: the XML parameter styles of json_schema (qwen_xml, minimax_xml, ...):
+only style "json" is converted, the others raise InvalidStructuralTagError saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from ..exceptions import InvalidStructuralTagError, XG2RefError
+from .intrinsics import token_dispatch_expr
+from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
+                 TagDispatch, TokenSet)
+from .passes import map_expr
+
+_ANY_CODEPOINT_STAR = Repeat(CharClass((), negated=True), 0, None)
+
+# Each format's fields: name -> (kind, required). Kinds are checked by `_check`.
+FORMATS: dict[str, dict[str, tuple[str, bool]]] = {
+    "const_string": {"value": ("str", True)},
+    "json_schema": {"json_schema": ("schema", True), "style": ("str", False), "any_order": ("bool", False),
+                    "max_whitespace_cnt": ("opt_int", False), "excludes": ("strs", False)},
+    "any_text": {"excludes": ("strs", False), "max_tokens": ("opt_int", False), "max_chars": ("opt_int", False)},
+    "grammar": {"grammar": ("str", True)},
+    "regex": {"pattern": ("str", True), "excludes": ("strs", False)},
+    "sequence": {"elements": ("formats", True)},
+    "or": {"elements": ("formats", True)},
+    "tag": {"begin": ("begin", True), "content": ("format", True), "end": ("end", True)},
+    "triggered_tags": {"triggers": ("strs", True), "tags": ("tags", True), "at_least_one": ("bool", False),
+                       "stop_after_first": ("bool", False), "excludes": ("strs", False)},
+    "tags_with_separator": {"tags": ("tags", True), "separator": ("str", True), "at_least_one": ("bool", False),
+                            "stop_after_first": ("bool", False)},
+    "optional": {"content": ("format", True)},
+    "plus": {"content": ("format", True)},
+    "star": {"content": ("format", True)},
+    "repeat": {"min": ("int", True), "max": ("int", True), "content": ("format", True)},
+    "dispatch": {"rules": ("rules", True), "loop": ("bool", False), "excludes": ("strs", False)},
+    "token": {"token": ("token", True)},
+    "exclude_token": {"exclude_tokens": ("tokens", False)},
+    "any_tokens": {"exclude_tokens": ("tokens", False), "max_tokens": ("opt_int", False)},
+    "token_triggered_tags": {"trigger_tokens": ("tokens", True), "tags": ("tags", True),
+                             "exclude_tokens": ("tokens", False), "at_least_one": ("bool", False),
+                             "stop_after_first": ("bool", False)},
+    "token_dispatch": {"rules": ("token_rules", True), "loop": ("bool", False), "exclude_tokens": ("tokens", False)},
+}
+_DEFAULTS = {("json_schema", "style"): "json", ("dispatch", "loop"): True, ("token_dispatch", "loop"): True}
+_UNLIMITED = {"any_text", "triggered_tags", "dispatch", "any_tokens", "token_triggered_tags", "token_dispatch"}
+
+
+def _fail(path: str, message: str) -> InvalidStructuralTagError:
+    return InvalidStructuralTagError(f"{path}: {message}")
+
+
+def load_structural_tag(structural_tag: Any) -> dict:
+    """The structural tag as a dict: from JSON text, a dict, or an object with `model_dump`
+    (xgrammar's pydantic StructuralTag, or xg2ref's)."""
+    if hasattr(structural_tag, "model_dump"):
+        structural_tag = structural_tag.model_dump(by_alias=True)
+    if isinstance(structural_tag, (str, bytes)):
+        try:
+            structural_tag = json.loads(structural_tag)
+        except json.JSONDecodeError as err:
+            raise InvalidStructuralTagError(f"structural tag is not valid JSON: {err}") from None
+    if not isinstance(structural_tag, dict):
+        raise InvalidStructuralTagError(f"a structural tag is a JSON object, got {type(structural_tag).__name__}")
+    if structural_tag.get("type", "structural_tag") != "structural_tag":
+        raise _fail("type", f'expected "structural_tag", got {structural_tag.get("type")!r}')
+    if "format" not in structural_tag:
+        raise _fail("format", "missing (a structural tag is {\"type\": \"structural_tag\", \"format\": ...})")
+    return structural_tag
+
+
+def _check(value: Any, kind: str, path: str) -> None:
+    """Raise unless `value` has the field kind `kind` (formats themselves are checked when
+    converted)."""
+    ok = {
+        "str": lambda v: isinstance(v, str),
+        "bool": lambda v: isinstance(v, bool),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "opt_int": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31),
+        "strs": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "schema": lambda v: isinstance(v, (bool, dict, str)),
+        "format": lambda v: isinstance(v, dict),
+        "formats": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+        "tags": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+        "begin": lambda v: isinstance(v, (str, dict)),
+        "end": lambda v: isinstance(v, (str, dict)) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+        "token": lambda v: isinstance(v, (int, str)) and not isinstance(v, bool),
+        "tokens": lambda v: isinstance(v, list) and all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in v),
+        "rules": lambda v: isinstance(v, list) and all(isinstance(x, (list, tuple)) and len(x) == 2
+                                                       and isinstance(x[0], str) and isinstance(x[1], dict) for x in v),
+        "token_rules": lambda v: isinstance(v, list) and all(isinstance(x, (list, tuple)) and len(x) == 2
+                                                             and isinstance(x[0], (int, str)) and isinstance(x[1], dict)
+                                                             for x in v),
+    }[kind]
+    if not ok(value):
+        raise _fail(path, f"expected {_KIND_WORDS[kind]}, got {json.dumps(value)[:80]}")
+
+
+_KIND_WORDS = {
+    "str": "a string", "bool": "true or false", "int": "an integer", "opt_int": "null or an integer in 0..2^31-1",
+    "strs": "a list of strings", "schema": "a JSON schema (object or boolean)", "format": "a format object",
+    "formats": "a list of format objects", "tags": "a list of tag formats", "begin": "a string or a token format",
+    "end": "a string, a list of strings or a token format", "token": "a token id or a token string",
+    "tokens": "a list of token ids or token strings", "rules": "a list of [trigger string, format] pairs",
+    "token_rules": "a list of [token, format] pairs",
+}
+
+
+def is_unlimited(fmt: dict) -> bool:
+    """Whether `fmt` can go on with free text forever (then an enclosing tag must end it)."""
+    kind = fmt.get("type")
+    if kind in _UNLIMITED:
+        return not (kind in ("triggered_tags", "token_triggered_tags")
+                    and fmt.get("at_least_one") and fmt.get("stop_after_first"))
+    if kind == "sequence":
+        return bool(fmt.get("elements")) and is_unlimited(fmt["elements"][-1])
+    if kind == "or":
+        return any(is_unlimited(e) for e in fmt.get("elements") or ())
+    if kind in ("optional", "star", "plus", "repeat"):
+        return isinstance(fmt.get("content"), dict) and is_unlimited(fmt["content"])
+    return False
+
+
+class StructuralTagConverter:
+    """Turns one structural tag into a GrammarIR (root rule "root")."""
+
+    def __init__(self, tokenizer_info=None):
+        self.tokenizer_info = tokenizer_info
+        self.rules: dict[str, Rule] = {}
+        self._vocab_index: Optional[dict[bytes, int]] = None
+
+    def convert(self, structural_tag: Any) -> GrammarIR:
+        tag = load_structural_tag(structural_tag)
+        self.rules["root"] = Rule("root", EPSILON)  # placeholder keeps the name taken
+        body = self.visit(tag["format"], "format", None)
+        self.rules["root"] = Rule("root", body)
+        return GrammarIR(tuple(self.rules.values()), "root")
+
+    # ---- helpers --------------------------------------------------------------------------
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.rules:
+            k += 1
+            name = f"{base}_{k}"
+        self.rules[name] = Rule(name, EPSILON)
+        return name
+
+    def rule(self, base: str, body: Expr, options: tuple = ()) -> RuleRef:
+        name = self.fresh(base)
+        self.rules[name] = Rule(name, body, None, options)
+        return RuleRef(name)
+
+    def embed(self, ir: GrammarIR, base: str) -> RuleRef:
+        """Add the rules of a sub-grammar under fresh names; a reference to its root."""
+        names = {r.name: self.fresh(base if r.name == ir.root else r.name) for r in ir.rules}
+
+        def rename(node: Expr) -> Expr:
+            if isinstance(node, RuleRef):
+                return RuleRef(names[node.name])
+            if isinstance(node, TagDispatch):
+                return TagDispatch(tuple((t, names[n]) for t, n in node.tags), node.loop, node.excludes)
+            return node
+
+        for r in ir.rules:
+            look = None if r.lookahead is None else map_expr(r.lookahead, rename)
+            self.rules[names[r.name]] = Rule(names[r.name], map_expr(r.body, rename), look, r.options)
+        return RuleRef(names[ir.root])
+
+    def rule_name(self, expr: Expr, base: str) -> str:
+        """The name of a rule matching `expr` (TagDispatch names its rules)."""
+        return expr.name if isinstance(expr, RuleRef) else self.rule(base, expr).name
+
+    def token_id(self, token: Any, path: str) -> int:
+        if isinstance(token, int):
+            if token < 0:
+                raise _fail(path, f"token id {token} is negative")
+            return token
+        if self.tokenizer_info is None:
+            raise _fail(path, f"token string {token!r} needs a tokenizer to be resolved (use "
+                              "GrammarCompiler.compile_structural_tag, or give token ids)")
+        if self._vocab_index is None:
+            self._vocab_index = {}
+            for t, data in enumerate(self.tokenizer_info.decoded_vocab):
+                self._vocab_index.setdefault(bytes(data), t)
+        found = self._vocab_index.get(token.encode("utf-8"))
+        if found is None:
+            raise _fail(path, f"token string {token!r} is not a token of the vocabulary")
+        return found
+
+    def fields(self, fmt: dict, path: str) -> dict:
+        """The format's fields with defaults filled in, after checking names and kinds."""
+        kind = fmt.get("type")
+        if kind not in FORMATS:
+            raise _fail(f"{path}.type", f"format type not recognized: {kind!r} (one of {', '.join(FORMATS)})")
+        spec = FORMATS[kind]
+        for key in fmt:
+            if key != "type" and key not in spec:
+                raise _fail(f"{path}.{key}", f"unknown field of a {kind} format (fields: {', '.join(spec)})")
+        out = {}
+        for key, (field_kind, required) in spec.items():
+            if key not in fmt:
+                if required:
+                    raise _fail(f"{path}.{key}", f"missing (a {kind} format needs it)")
+                out[key] = _DEFAULTS.get((kind, key), {"bool": False, "strs": [], "tokens": [], "opt_int": None}.get(field_kind))
+                continue
+            _check(fmt[key], field_kind, f"{path}.{key}")
+            out[key] = fmt[key]
+        return out
+
+    # ---- formats --------------------------------------------------------------------------
+
+    def visit(self, fmt: Any, path: str, ends: Optional[list]) -> Expr:
+        """The expression of `fmt`; `ends` are the end strings (or [token id]) of the
+        enclosing tag when this format is its unlimited tail, else None."""
+        if not isinstance(fmt, dict):
+            raise _fail(path, f"expected a format object, got {json.dumps(fmt)[:80]}")
+        f = self.fields(fmt, path)
+        kind = fmt["type"]
+        return getattr(self, "_" + kind)(f, path, ends)
+
+    def _const_string(self, f, path, ends):
+        return self.rule("const_string", ByteString(f["value"].encode("utf-8")))
+
+    def _json_schema(self, f, path, ends):
+        from .grammar import Grammar
+
+        if f["style"] != "json":
+            raise _fail(f"{path}.style", f"JSON schema style {f['style']!r} is not supported yet (only \"json\")")
+        try:
+            ir = Grammar.from_json_schema(f["json_schema"], any_order=f["any_order"],
+                                          max_whitespace_cnt=f["max_whitespace_cnt"]).ir
+        except XG2RefError as err:
+            raise _fail(f"{path}.json_schema", str(err)) from None
+        return self.embed(ir, "root")
+
+    def _grammar(self, f, path, ends):
+        from .grammar import Grammar
+
+        try:
+            return self.embed(Grammar.from_ebnf(f["grammar"]).ir, "root")
+        except XG2RefError as err:
+            raise _fail(f"{path}.grammar", str(err)) from None
+
+    def _regex(self, f, path, ends):
+        from .regex import RegexError, regex_to_ir
+
+        try:
+            return self.embed(regex_to_ir(f["pattern"]), "root")
+        except (RegexError, XG2RefError) as err:
+            raise _fail(f"{path}.pattern", str(err)) from None
+
+    def _any_text(self, f, path, ends):
+        excludes = list(dict.fromkeys(f["excludes"] + [e for e in (ends or []) if isinstance(e, str) and e]))
+        options = tuple((k, f[k]) for k in ("max_tokens", "max_chars") if f[k] is not None)
+        if excludes:
+            body: Expr = TagDispatch((), False, tuple(e.encode("utf-8") for e in excludes))
+        else:
+            body = _ANY_CODEPOINT_STAR
+        return self.rule("any_text", body, options)
+
+    def _sequence(self, f, path, ends):
+        elements = f["elements"]
+        if not elements:
+            raise _fail(f"{path}.elements", "a sequence needs at least one element")
+        items = [self.visit(e, f"{path}.elements[{k}]", ends if k == len(elements) - 1 else None)
+                 for k, e in enumerate(elements)]
+        return self.rule("sequence", Sequence(tuple(items)) if len(items) > 1 else items[0])
+
+    def _or(self, f, path, ends):
+        elements = f["elements"]
+        if not elements:
+            raise _fail(f"{path}.elements", "an or needs at least one element")
+        alts = [self.visit(e, f"{path}.elements[{k}]", ends) for k, e in enumerate(elements)]
+        return self.rule("or", Choice(tuple(alts)) if len(alts) > 1 else alts[0])
+
+    def _optional(self, f, path, ends):
+        return self.rule("optional", Repeat(self.visit(f["content"], f"{path}.content", ends), 0, 1))
+
+    def _star(self, f, path, ends):
+        return self.rule("star", Repeat(self.visit(f["content"], f"{path}.content", ends), 0, None))
+
+    def _plus(self, f, path, ends):
+        return self.rule("plus", Repeat(self.visit(f["content"], f"{path}.content", ends), 1, None))
+
+    def _repeat(self, f, path, ends):
+        low, high = f["min"], f["max"]
+        if low < 0 or (high != -1 and high < low):
+            raise _fail(path, f"repeat needs 0 <= min <= max (max -1: unbounded), got min={low}, max={high}")
+        body = self.visit(f["content"], f"{path}.content", ends)
+        return self.rule("repeat", Repeat(body, low, None if high == -1 else high))
+
+    # ---- tags -----------------------------------------------------------------------------
+
+    def tag_parts(self, fmt: dict, path: str) -> tuple[Expr, Expr, Expr, dict]:
+        """(begin, content, end) expressions of a tag format, and its checked fields."""
+        if not isinstance(fmt, dict) or fmt.get("type", "tag") != "tag":
+            raise _fail(path, "expected a tag format ({\"type\": \"tag\", \"begin\", \"content\", \"end\"})")
+        f = self.fields(dict(fmt, type="tag"), path)
+        begin = (ByteString(f["begin"].encode("utf-8")) if isinstance(f["begin"], str)
+                 else TokenSet((self.token_format(f["begin"], f"{path}.begin"),)))
+        end_value = f["end"]
+        if isinstance(end_value, dict):
+            end_token = self.token_format(end_value, f"{path}.end")
+            end: Expr = TokenSet((end_token,))
+            content_ends: list = [end_token]
+        else:
+            strings = [end_value] if isinstance(end_value, str) else list(end_value)
+            if not strings:
+                raise _fail(f"{path}.end", "a tag needs at least one end string")
+            content_ends = [s for s in strings if s]
+            if not content_ends and is_unlimited(f["content"]):
+                raise _fail(f"{path}.end", "when the content is unlimited, at least one end string must be non-empty")
+            alts = [ByteString(s.encode("utf-8")) for s in strings]
+            end = alts[0] if len(alts) == 1 else self.rule("tag_end", Choice(tuple(alts)))
+        content = self.visit(f["content"], f"{path}.content", content_ends)
+        return begin, content, end, f
+
+    def token_format(self, fmt: dict, path: str) -> int:
+        if fmt.get("type") != "token":
+            raise _fail(path, "expected a token format ({\"type\": \"token\", \"token\": ...})")
+        return self.token_id(self.fields(fmt, path)["token"], f"{path}.token")
+
+    def _tag(self, f, path, ends):
+        begin, content, end, _ = self.tag_parts(dict(f, type="tag"), path)
+        return self.rule("tag", Sequence((begin, content, end)))
+
+    def _tags_with_separator(self, f, path, ends):
+        if not f["tags"]:
+            raise _fail(f"{path}.tags", "tags_with_separator needs at least one tag")
+        tags = [self.rule("tag", Sequence(self.tag_parts(t, f"{path}.tags[{k}]")[:3])) for k, t in enumerate(f["tags"])]
+        one = self.rule("tags_with_separator_tags", Choice(tuple(tags)) if len(tags) > 1 else tags[0])
+        if f["stop_after_first"]:
+            body: Expr = one
+        else:
+            sep = ByteString(f["separator"].encode("utf-8"))
+            body = Sequence((one, Repeat(Sequence((sep, one)), 0, None)))
+        if not f["at_least_one"]:
+            body = Choice((EPSILON, body))
+        return self.rule("tags_with_separator", body)
+
+    def _triggered(self, f, path, ends, token_level: bool) -> Expr:
+        """triggered_tags and token_triggered_tags (module docstring)."""
+        triggers_key = "trigger_tokens" if token_level else "triggers"
+        if not f["tags"]:
+            raise _fail(f"{path}.tags", "a triggered tags format needs at least one tag")
+        if not f[triggers_key]:
+            raise _fail(f"{path}.{triggers_key}", "a triggered tags format needs at least one trigger")
+        triggers = ([self.token_id(t, f"{path}.trigger_tokens[{k}]") for k, t in enumerate(f["trigger_tokens"])]
+                    if token_level else [t.encode("utf-8") for t in f["triggers"]])
+        groups: dict = {t: [] for t in triggers}
+        wholes = []
+        for k, tag in enumerate(f["tags"]):
+            tpath = f"{path}.tags[{k}]"
+            begin, content, end, tf = self.tag_parts(tag, tpath)
+            wholes.append(Sequence((begin, content, end)))
+            if token_level:
+                key = begin.ids[0] if isinstance(begin, TokenSet) else None
+                rest: Expr = EPSILON
+            else:
+                text = begin.value if isinstance(begin, ByteString) else None
+                key = next((t for t in triggers if text is not None and text.startswith(t)), None)
+                rest = ByteString(text[len(key):]) if key is not None else EPSILON
+            if key not in groups:
+                raise _fail(f"{tpath}.begin", "one tag does not match any trigger in a triggered tags format")
+            groups[key].append(Sequence((rest, content, end)))
+        first = Choice(tuple(wholes)) if len(wholes) > 1 else wholes[0]
+        if f["at_least_one"] and f["stop_after_first"]:
+            return first
+        pairs = [(t, self.rule(f"{'token_' if token_level else ''}triggered_tags_group",
+                               Choice(tuple(alts)) if len(alts) > 1 else alts[0]).name)
+                 for t, alts in groups.items() if alts]
+        loop = not f["stop_after_first"]
+        if token_level:
+            excludes = [self.token_id(t, f"{path}.exclude_tokens[{k}]") for k, t in enumerate(f["exclude_tokens"])]
+            excludes += [e for e in (ends or []) if isinstance(e, int)]
+            dispatch: Expr = token_dispatch_expr(pairs, loop, excludes)
+        else:
+            excludes = list(dict.fromkeys(f["excludes"] + [e for e in (ends or []) if isinstance(e, str) and e]))
+            dispatch = TagDispatch(tuple(pairs), loop, tuple(e.encode("utf-8") for e in excludes))
+        if f["at_least_one"]:
+            return Sequence((first, self.rule("triggered_tags_sub", dispatch)))
+        return dispatch
+
+    def _triggered_tags(self, f, path, ends):
+        return self.rule("triggered_tags", self._triggered(f, path, ends, token_level=False))
+
+    def _token_triggered_tags(self, f, path, ends):
+        return self.rule("token_triggered_tags", self._triggered(f, path, ends, token_level=True))
+
+    def _dispatch(self, f, path, ends):
+        pairs = []
+        for k, (trigger, fmt) in enumerate(f["rules"]):
+            if not trigger:
+                raise _fail(f"{path}.rules[{k}][0]", "a dispatch trigger must not be empty")
+            pairs.append((trigger.encode("utf-8"), self.rule_name(self.visit(fmt, f"{path}.rules[{k}][1]", None), "dispatch_rule")))
+        excludes = list(dict.fromkeys(f["excludes"] + [e for e in (ends or []) if isinstance(e, str) and e]))
+        return self.rule("tag_dispatch", TagDispatch(tuple(pairs), f["loop"], tuple(e.encode("utf-8") for e in excludes)))
+
+    def _token_dispatch(self, f, path, ends):
+        pairs = [(self.token_id(t, f"{path}.rules[{k}][0]"),
+                  self.rule_name(self.visit(fmt, f"{path}.rules[{k}][1]", None), "dispatch_rule"))
+                 for k, (t, fmt) in enumerate(f["rules"])]
+        excludes = [self.token_id(t, f"{path}.exclude_tokens[{k}]") for k, t in enumerate(f["exclude_tokens"])]
+        excludes += [e for e in (ends or []) if isinstance(e, int)]
+        if set(excludes) & {t for t, _ in pairs}:
+            raise _fail(f"{path}.exclude_tokens", "a token is both a trigger and an exclude")
+        return self.rule("token_tag_dispatch", token_dispatch_expr(pairs, f["loop"], excludes))
+
+    def _token(self, f, path, ends):
+        return TokenSet((self.token_id(f["token"], f"{path}.token"),))
+
+    def _exclude_token(self, f, path, ends):
+        ids = [self.token_id(t, f"{path}.exclude_tokens[{k}]") for k, t in enumerate(f["exclude_tokens"])]
+        return TokenSet(tuple(dict.fromkeys(ids)), exclude=True)
+
+    def _any_tokens(self, f, path, ends):
+        ids = [self.token_id(t, f"{path}.exclude_tokens[{k}]") for k, t in enumerate(f["exclude_tokens"])]
+        ids += [e for e in (ends or []) if isinstance(e, int)]
+        options = (("max_tokens", f["max_tokens"]),) if f["max_tokens"] is not None else ()
+        return self.rule("any_tokens", Repeat(TokenSet(tuple(dict.fromkeys(ids)), exclude=True), 0, None), options)
+
+
+def structural_tag_to_ir(structural_tag: Any, tokenizer_info=None) -> GrammarIR:
+    """The grammar of a structural tag (JSON text, dict or StructuralTag object)."""
+    return StructuralTagConverter(tokenizer_info).convert(structural_tag)
+
+
+def legacy_structural_tag(tags: list, triggers: list) -> dict:
+    """The old `(tags, triggers)` form: each tag `{begin, schema, end}` (or an object with those
+    attributes) holds a JSON schema; free text dispatches on the triggers."""
+    out = []
+    for k, tag in enumerate(tags):
+        item = tag if isinstance(tag, dict) else {"begin": tag.begin, "schema": getattr(tag, "schema_", None)
+                                                  or getattr(tag, "schema", None), "end": tag.end}
+        schema = item.get("schema")
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except json.JSONDecodeError as err:
+                raise _fail(f"tags[{k}].schema", f"not valid JSON: {err}") from None
+        elif hasattr(schema, "model_json_schema"):
+            schema = schema.model_json_schema()
+        out.append({"type": "tag", "begin": item.get("begin"), "end": item.get("end"),
+                    "content": {"type": "json_schema", "json_schema": schema}})
+    return {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": list(triggers), "tags": out}}
