@@ -165,7 +165,7 @@ def bench_mask(vocab: str = "llama3", data_dir: str = DEFAULT_DATA, cases: Optio
     """Run the mask benchmark and print its table. Returns the exit status (1 on a mismatch)."""
     from .diff_checks import quicktok_encoder
     from .oracle.engines import import_xgrammar
-    from .suite import case_names, load_cases
+    from .suite import ebnf_case_names, load_cases
 
     xgr = import_xgrammar()
     info = TokenizerInfo.from_quicktok(vocab)
@@ -181,7 +181,7 @@ def bench_mask(vocab: str = "llama3", data_dir: str = DEFAULT_DATA, cases: Optio
         row = Row("json (jme)")
         run_workload(row, None, "root", json_mode_eval_texts(data_dir, limit), info, xinfo, xgr, encode)
         rows.append(row)
-    for case in load_cases([c for c in (cases or case_names()) if c != "json"]):
+    for case in load_cases([c for c in (cases or ebnf_case_names()) if c != "json"]):
         row = Row(case.name)
         run_workload(row, case.text, case.root, list(case.samples), info, xinfo, xgr, encode)
         rows.append(row)

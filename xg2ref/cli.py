@@ -51,8 +51,11 @@ def load_grammar_text(spec: str, root: Optional[str]) -> tuple[str, str, str]:
     if os.path.isfile(spec):
         with open(spec, encoding="utf-8") as f:
             return spec, f.read(), root or "root"
-    if spec in case_names():
+    try:
         case = load_cases([spec])[0]
+    except KeyError:
+        case = None
+    if case is not None:
         return spec, case.text, root or case.root
     if "::=" in spec:
         return "<inline grammar>", spec, root or "root"
@@ -249,7 +252,7 @@ def cmd_cases(args) -> int:
     from .suite import load_cases
 
     for case in load_cases():
-        origin = case.file or f"builtin {case.builtin}"
+        origin = case.file or (f"builtin {case.builtin}" if case.builtin else case.kind)
         print(f"{case.name:<15} {origin:<16} {case.license:<32} {case.note}".rstrip())
     return 0
 

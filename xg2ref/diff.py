@@ -122,7 +122,7 @@ def run_diff(cases: Optional[Sequence[Union[str, Case]]] = None, against: Union[
     overrides = {k: v for k, v in dict(n_strings=n_strings, n_traces=n_traces, max_trace_tokens=max_trace_tokens,
                                          oracle_sample=oracle_sample).items() if v is not None}
     opts = DiffOptions(**{**opts.__dict__, **overrides})
-    case_list = load_cases() if cases is None else [c if isinstance(c, Case) else load_cases([c])[0] for c in cases]
+    case_list = load_cases() if cases is None else [k for c in cases for k in ([c] if isinstance(c, Case) else load_cases([c]))]
     start = time.perf_counter()
     bar = ProgressBar(len(case_list) * (2 + opts.n_traces), enabled=progress)
     parallel = jobs > 1 and len(case_list) > 1 and engine is None and isinstance(against, (str, type(None))) \

@@ -119,6 +119,14 @@ def _whole(matcher, data: bytes) -> tuple[bool, Optional[bool]]:
     return accepted, (matcher.is_completed() if accepted else None)
 
 
+def _compile(engine, case: Case):
+    """A matcher of `engine` for the case: front-end cases go through the engine's own front end
+    when it has one (the oracle and plain engines read the EBNF text of xg2ref's conversion)."""
+    if case.kind != "ebnf" and hasattr(engine, "compile_front_end"):
+        return engine.compile_front_end(case.kind, case.spec)
+    return engine.compile(case.text, case.root)
+
+
 class CaseRun:
     """The checks of one case; `run()` returns its `CaseResult`."""
 
@@ -127,13 +135,13 @@ class CaseRun:
         self.progress = progress
         self.result = CaseResult(case.name)
         self.result.notes.extend([case.note] if case.note else [])
-        self.ir = Grammar.from_ebnf(case.text, root_rule_name=case.root).ir
-        self.have = ctx.engine.compile(case.text, case.root)
+        self.ir = case.grammar().ir
+        self.have = _compile(ctx.engine, case)
         self.ref = None
         self.ref_name = getattr(ctx.reference, "name", "reference")
         if ctx.reference is not None:
             try:
-                self.ref = ctx.reference.compile(case.text, case.root)
+                self.ref = _compile(ctx.reference, case)
             except Exception as err:
                 self.result.notes.append(f"{self.ref_name} cannot compile it: {err}".splitlines()[0])
         self.oracle = OracleMatcher(self.ir, ctx.info)

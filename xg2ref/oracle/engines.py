@@ -28,6 +28,7 @@ What it leaves out: llguidance, batched masks, jump-forward strings and forks.
 from __future__ import annotations
 
 import importlib
+import json
 from typing import Iterable, Optional, Protocol, Sequence
 
 import numpy as np
@@ -112,6 +113,14 @@ class XG2RefEngine:
         compiled = self.compiler.compile_grammar(ebnf_text, root_rule_name=root)
         return XG2RefMatcher(GrammarMatcher(compiled))
 
+    def compile_front_end(self, kind: str, spec) -> XG2RefMatcher:
+        """A regex, JSON schema or structural tag, through xg2ref's own front end."""
+        from ..matcher import GrammarMatcher
+
+        compile_ = {"regex": self.compiler.compile_regex, "json_schema": self.compiler.compile_json_schema,
+                    "structural_tag": self.compiler.compile_structural_tag}[kind]
+        return XG2RefMatcher(GrammarMatcher(compile_(spec)))
+
 
 # ---- xgrammar -------------------------------------------------------------------------------
 
@@ -173,6 +182,16 @@ class XGrammarEngine:
     def compile(self, ebnf_text: str, root: str = "root") -> XGrammarMatcher:
         grammar = self.xgr.Grammar.from_ebnf(ebnf_text, root_rule_name=root)
         compiled = self.compiler.compile_grammar(grammar)
+        return XGrammarMatcher(self.xgr, self.xgr.GrammarMatcher(compiled), self.vocab_size)
+
+    def compile_front_end(self, kind: str, spec) -> XGrammarMatcher:
+        """A regex, JSON schema or structural tag, through xgrammar's own front end."""
+        if kind == "regex":
+            compiled = self.compiler.compile_regex(spec)
+        elif kind == "json_schema":
+            compiled = self.compiler.compile_json_schema(json.dumps(spec))
+        else:
+            compiled = self.compiler.compile_structural_tag(json.dumps(spec))
         return XGrammarMatcher(self.xgr, self.xgr.GrammarMatcher(compiled), self.vocab_size)
 
 

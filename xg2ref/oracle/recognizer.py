@@ -44,6 +44,7 @@ token set matches). Then
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional
 
 from ..grammar.ir import (
@@ -115,6 +116,9 @@ def codepoints_starting_with(seq: bytes) -> Optional[tuple[int, int]]:
     lo = max(_decode(seq + b"\x80" * pad), _CODEPOINTS_OF_LENGTH[k][0])
     hi = min(_decode(seq + b"\xbf" * pad), _CODEPOINTS_OF_LENGTH[k][1])
     return (lo, hi) if lo <= hi else None
+
+
+_starting_with = lru_cache(maxsize=1 << 16)(codepoints_starting_with)  # the same few byte runs recur
 
 
 def _meets(ranges: tuple[tuple[int, int], ...], interval: Optional[tuple[int, int]]) -> bool:
@@ -289,29 +293,54 @@ class Recognizer:
         n, size = len(data), len(self._kind)
         reach: list[list[frozenset[int]]] = [[] for _ in range(n + 1)]
         pre: list[list[bool]] = [[] for _ in range(n + 1)]
+        readers = self._readers()
         for i in range(n, -1, -1):
+            # Chaotic iteration to the least fixpoint: one sweep over every node, then only the
+            # nodes that read (at position i) a fact that changed.
             reach[i] = [_NOTHING] * size
-            changed = True
-            while changed:
-                changed = False
-                for v in range(size):
-                    new = self._reach(v, i, data, reach)
-                    if new != reach[i][v]:
-                        reach[i][v] = new
-                        changed = True
+            todo = list(range(size - 1, -1, -1))
+            queued = [True] * size
+            while todo:
+                v = todo.pop()
+                queued[v] = False
+                new = self._reach(v, i, data, reach)
+                if new != reach[i][v]:
+                    reach[i][v] = new
+                    for u in readers[v]:
+                        if not queued[u]:
+                            queued[u] = True
+                            todo.append(u)
             # PRE at the end of the input: d[n:n] = b"" starts every word, so pre(e, n) = nonempty(e).
             if i == n:
                 pre[i] = list(self._nonempty)
                 continue
             pre[i] = [False] * size
-            changed = True
-            while changed:
-                changed = False
-                for v in range(size):
-                    if not pre[i][v] and self._pre(v, i, data, reach, pre):
-                        pre[i][v] = changed = True
+            todo = list(range(size - 1, -1, -1))
+            queued = [True] * size
+            while todo:
+                v = todo.pop()
+                queued[v] = False
+                if not pre[i][v] and self._pre(v, i, data, reach, pre):
+                    pre[i][v] = True
+                    for u in readers[v]:
+                        if not queued[u] and not pre[i][u]:
+                            queued[u] = True
+                            todo.append(u)
         self._last = (key, (data, reach, pre))
         return self._last[1]
+
+    def _readers(self) -> list[list[int]]:
+        """readers[v]: the nodes whose facts at a position read v's facts at that same position
+        (parents, and references to a rule body); a change of v is passed on to them."""
+        if getattr(self, "_readers_list", None) is None:
+            readers: list[list[int]] = [[] for _ in self._kind]
+            for u, kids in enumerate(self._kids):
+                for k in kids:
+                    readers[k].append(u)
+                if self._kind[u] == _REF:
+                    readers[self._arg[u]].append(u)
+            self._readers_list = readers
+        return self._readers_list
 
     def _copies(self, body: int, i: int, lo: int, hi: Optional[int], reach: list[list[frozenset[int]]]) -> set[int]:
         """Union over c in lo..hi (hi None: unbounded) of S_c, the ends of exactly c copies of body.
@@ -356,7 +385,7 @@ class Recognizer:
             if i == len(data):
                 return _NOTHING
             k = utf8_length(data[i])
-            if k is None or i + k > len(data) or not _meets(arg, codepoints_starting_with(data[i:i + k])):
+            if k is None or i + k > len(data) or not _meets(arg, _starting_with(data[i:i + k])):
                 return _NOTHING
             return frozenset((i + k,))
         if kind == _SEQ:
@@ -396,7 +425,7 @@ class Recognizer:
             return arg.startswith(data[i:])
         if kind == _CLASS:
             # CLASS   the UTF-8 of some c in the class starts with d[i:n]  ⊢ pre([...], i)
-            return _meets(arg, codepoints_starting_with(data[i:i + 5]))
+            return _meets(arg, _starting_with(data[i:i + 5]))
         if kind == _SEQ:
             # SEQ     p in S_t-1, pre(e_t, p), nonempty(e_t+1 ... ek) ⊢ pre(e1 ... ek, i)
             #         (S_t-1: ends of e1 ... e_t-1 from i; d[i:n] ends inside or at the end of e_t)

@@ -11,12 +11,26 @@
     note      optional: why the case is special
     source, license
 
+Front-end cases (XGrammar-2 §3.2: users hand an engine schemas, regexes and tool formats more
+often than EBNF) carry a `kind` instead of a grammar file; every engine converts the source
+itself (xg2ref with its own front ends, xgrammar with its own), and the oracle reads xg2ref's
+conversion:
+
+    kind "regex"          pattern: the regex (Grammar.from_regex)
+    kind "json_schema"    file: a JSON-lines file of {"unique_id", "subset", "json_schema"}; the
+                          entry expands to one case per line, named "<name>-<subset>-<k>"
+    kind "tool_calls"     model, file (a list of BFCL tools {"name", "description",
+                          "parameters"}), tools (how many): the structural tag
+                          get_model_structural_tag(model, tools) (OpenAI tool shape)
+
+`load_cases(["schemas"])` selects every case an entry expanded to.
+
 The eight llama.cpp grammars are byte-identical copies (LICENSE-llama.cpp.md); two of them need
 a `patch` because xgrammar 0.2.8 rejects their empty alternative. The four grammars of xg2ref's
 own (`escapes`, `classes`, `repetition`, `recursion`) together use every construct of sections
 1-4 of xgrammar's EBNF dialect.
 
-What it leaves out: intrinsics (TagDispatch, Regex, ...), rule options, JSON Schemas.
+What it leaves out: EBNF cases with intrinsics (TagDispatch, Regex, ...) or rule options.
 """
 
 from __future__ import annotations
@@ -24,7 +38,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 SUITE_DIR = Path(__file__).resolve().parent
 MANIFEST = SUITE_DIR / "cases.json"
@@ -44,6 +58,21 @@ class Case:
     builtin: Optional[str] = None
     note: str = ""
     patch: tuple[tuple[str, str], ...] = field(default=())
+    kind: str = "ebnf"
+    spec: Any = None  # the regex / JSON schema / structural tag of a front-end case
+    group: str = ""  # the manifest entry a case was expanded from
+
+    def grammar(self):
+        """xg2ref's grammar of the case (its own front end for front-end cases)."""
+        from ..grammar.grammar import Grammar
+
+        if self.kind == "ebnf":
+            return Grammar.from_ebnf(self.text, root_rule_name=self.root)
+        if self.kind == "regex":
+            return Grammar.from_regex(self.spec)
+        if self.kind == "json_schema":
+            return Grammar.from_json_schema(self.spec)
+        return Grammar.from_structural_tag(self.spec)
 
 
 def _builtin_text(name: str) -> str:
@@ -52,6 +81,40 @@ def _builtin_text(name: str) -> str:
     from ..grammar.grammar import Grammar
 
     return str(Grammar.builtin_json_grammar())
+
+
+def _front_end_cases(entry: dict) -> list[Case]:
+    kind, common = entry["kind"], dict(source=entry["source"], license=entry["license"], note=entry.get("note", ""),
+                                       group=entry["name"])
+    if kind == "regex":
+        specs = [(entry["name"], entry["pattern"], tuple(entry.get("samples", ())))]
+    elif kind == "json_schema":
+        lines = (SUITE_DIR / entry["file"]).read_text(encoding="utf-8").splitlines()
+        records = [json.loads(line) for line in lines if line.strip()]
+        specs, seen = [], {}
+        for rec in records:
+            k = seen[rec["subset"]] = seen.get(rec["subset"], -1) + 1
+            specs.append((f"{entry['name']}-{rec['subset']}-{k}", rec["json_schema"], ()))
+    elif kind == "tool_calls":
+        from ..builtin_structural_tag import get_model_structural_tag
+
+        pool = json.loads((SUITE_DIR / entry["file"]).read_text(encoding="utf-8"))[:entry["tools"]]
+        tools = [{"type": "function", "function": tool} for tool in pool]
+        tag = get_model_structural_tag(entry["model"], tools=tools).model_dump(exclude_none=True)
+        specs = [(entry["name"], tag, tuple(entry.get("samples", ())))]
+    else:
+        raise ValueError(f"case {entry['name']}: unknown kind {kind!r} (regex, json_schema, tool_calls)")
+    cases = []
+    for name, spec, samples in specs:
+        case = Case(name=name, text="", root="root", samples=samples, kind="structural_tag" if kind == "tool_calls"
+                    else kind, spec=spec, **common)
+        object.__setattr__(case, "text", str(case.grammar()))
+        cases.append(case)
+    return cases
+
+
+def _cases(entry: dict) -> list[Case]:
+    return _front_end_cases(entry) if "kind" in entry else [_case(entry)]
 
 
 def _case(entry: dict) -> Case:
@@ -75,15 +138,28 @@ def load_cases(names: Optional[list[str]] = None) -> list[Case]:
     Example: [c.name for c in load_cases(["json", "c"])] == ["json", "c"]
     """
     entries = json.loads(MANIFEST.read_text(encoding="utf-8"))
-    by_name = {e["name"]: e for e in entries}
     if names is None:
-        return [_case(e) for e in entries]
-    unknown = [n for n in names if n not in by_name]
-    if unknown:
-        raise KeyError(f"unknown suite case(s) {', '.join(unknown)}; known: {', '.join(by_name)}")
-    return [_case(by_name[n]) for n in names]
+        return [c for e in entries for c in _cases(e)]
+    by_name = {e["name"]: e for e in entries}
+    out: list[Case] = []
+    expanded: Optional[dict] = None
+    for n in names:
+        if n in by_name:
+            out.extend(_cases(by_name[n]))
+            continue
+        if expanded is None:  # a single case of an expanded entry ("schemas-Kubernetes-0")
+            expanded = {c.name: c for e in entries if e.get("kind") == "json_schema" for c in _cases(e)}
+        if n not in expanded:
+            raise KeyError(f"unknown suite case(s) {n}; known: {', '.join(by_name)}")
+        out.append(expanded[n])
+    return out
 
 
 def case_names() -> list[str]:
-    """Names of all cases, in manifest order."""
+    """Names of all manifest entries, in manifest order (an expanding entry names its group)."""
     return [e["name"] for e in json.loads(MANIFEST.read_text(encoding="utf-8"))]
+
+
+def ebnf_case_names() -> list[str]:
+    """Names of the grammar cases (EBNF files and builtins), in manifest order."""
+    return [e["name"] for e in json.loads(MANIFEST.read_text(encoding="utf-8")) if "kind" not in e]
