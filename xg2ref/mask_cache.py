@@ -12,7 +12,8 @@ with byte edges) the vocabulary splits, from that state alone, into
 The inference rules and the loops sit in `xg2ref/kernels/mask_cache.py` (building entries)
 and `xg2ref/kernels/mask_fill.py` (using them); lookahead assertions, inferred or verified,
 filter tokens while entries are built (`xg2ref/lookahead.py`). This module builds
-one entry per scannable state, eagerly, and stores it in the smallest of three forms
+one entry per class of scannable states that read every token alike (xg2ref/state_classes.py:
+the states of a long repetition share one), eagerly, and stores it in the smallest of three forms
 (XGrammar §3.1, Figure 5): the list of accepted ids, the list of rejected ids, or a bitset of
 the accepted ids (int32 words, the bitmask layout). Uncertain tokens are kept as indices into
 the byte-sorted vocabulary so that the run-time check can reuse shared prefixes.
@@ -26,7 +27,7 @@ one letter, `"ab"` is accepted, `"1"` rejected, and `"a,"` uncertain (item may e
 and `,` can follow it); `"a)"` is rejected: no parent of item reads `)`.
 
 What it leaves out: JIT construction of entries (§3.5) and sharing entries across grammars
-(§3.3); entries are built for every scannable state.
+(§3.3); entries are built for every class of scannable states.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .kernels import earley as K
 from .kernels import mask_cache as MK
 from .kernels import mask_fill as MF
 from .lookahead import LookaheadArrays, no_lookahead
+from .state_classes import shareable_rules, state_classes
 from .tokenizer_info import VocabArrays
 from .util import bound_kernel
 
@@ -190,14 +192,27 @@ class AdaptiveTokenMaskCache:
 
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int,
                  progress: Optional[Callable[[int, int], None]] = None, lookahead: Optional[LookaheadArrays] = None,
-                 follow: Optional[np.ndarray] = None):
+                 follow: Optional[np.ndarray] = None, share_entries: bool = True):
         start = time.perf_counter()
         self.vocab = vocab
         self.vocab_size = vocab_size
         words = (vocab_size + 31) // 32
-        scannable = np.flatnonzero(np.diff(fsm.byte_indptr) > 0).astype(np.int32)
-        classifier = _Classifier(fsm, vocab, lookahead, follow)
+        all_scannable = np.flatnonzero(np.diff(fsm.byte_indptr) > 0).astype(np.int32)
         state_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
+        if share_entries and len(all_scannable):
+            # one entry per class of states that read every token alike (xg2ref/state_classes.py)
+            longest = int(np.diff(vocab.token_offsets).max(initial=0))
+            classes = state_classes(fsm, longest + 1, shareable_rules(fsm))[all_scannable]
+            _, first, inverse = np.unique(classes, return_index=True, return_inverse=True)
+            order = np.argsort(first)  # entries in state order
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            scannable = all_scannable[np.sort(first)]
+            state_entry[all_scannable] = rank[inverse.reshape(-1)]
+        else:
+            scannable = all_scannable
+            state_entry[all_scannable] = np.arange(len(all_scannable))
+        classifier = _Classifier(fsm, vocab, lookahead, follow)
         kinds, lists, bitsets, uncs, counts = [], [], [], [], []
         regular_words = np.zeros(words, dtype=np.int32)
         pack_ids(vocab.sorted_ids, regular_words)
@@ -208,7 +223,6 @@ class AdaptiveTokenMaskCache:
             n_acc, n_unc = len(acc), len(unc)
             n_rej = len(cls) - n_acc - n_unc
             counts.append((n_acc, n_rej, n_unc))
-            state_entry[s] = e
             # the smallest form: a list of 4-byte ids, or a bitset of `words` 4-byte words
             kind = int(np.argmin([n_acc, n_rej, words]))
             kinds.append(kind)

@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 ByteEdge = tuple[int, int, int, int]  # (src, lo, hi, dst)
+
+# Deterministic machines up to this many states are minimized (see FSM.simplified).
+MAX_MINIMIZE_STATES = 512
 RuleEdge = tuple[int, int, int]  # (src, rule, dst)
 EpsEdge = tuple[int, int]  # (src, dst)
 
@@ -254,11 +257,14 @@ class FSM:
         return FSM(len(signatures), block[self.start], finals, tuple(sorted(byte_edges)), tuple(sorted(rule_edges))).trim()
 
     def simplified(self, max_dfa_states: int = 4096) -> "FSM":
-        """The minimal DFA when determinization stays under `max_dfa_states`, else the trimmed NFA."""
+        """The minimal DFA when determinization stays under `max_dfa_states`, else the trimmed
+        NFA. DFAs over MAX_MINIMIZE_STATES states are kept as they are: Moore's refinement needs
+        a round per state of a long chain (an unrolled repetition), and the mask cache shares
+        entries between such states anyway (xg2ref/state_classes.py)."""
         dfa = self.determinize(max_dfa_states)
         if dfa is None:
             return self.without_epsilon()
-        return dfa.minimize()
+        return dfa.minimize() if dfa.num_states <= MAX_MINIMIZE_STATES else dfa
 
     # ---- printing ---------------------------------------------------------------------
 

@@ -1,0 +1,147 @@
+"""XGrammar-2 §3.6 (the observation behind repetition state compression): states that look alike
+for the length of a token share one token-mask cache entry.
+
+A repetition `[a-z]{0,8192}` unrolls to a chain of 8,193 FSM states, and the mask cache would
+build one entry per state. Yet an entry only depends on what a token can meet from its state:
+the bytes of one token reach at most L bytes ahead (L = the longest token), so two states whose
+machines agree for the next L steps get identical entries. All states of the chain but the last
+L or so agree, and one entry serves them all.
+
+"Agree for d steps" is d-step bisimilarity, computed by partition refinement on the whole
+grammar's FSM arrays:
+
+    class_0(s)   = (rule of s, s final?)        (states of rules that cannot share: their own class)
+    class_d+1(s) = class_d(s) with, in edge order, (lo, hi, class_d(dst)) of every byte edge and
+                   (rule, class_d(dst)) of every rule edge
+
+Two states with equal class_L+1 read every token alike: the same bytes lead to states of equal
+class, finality (where the rule may end and context expansion takes over, which depends on the
+rule only) is met at the same depths, and a rule edge leads into the same rule. Each round
+computes a 64-bit hash of the tuple and then checks every state against the first state of its
+hash: a mismatch (a hash collision, or equal edges listed in another order) gives the state a
+class of its own, so equal classes always mean equal structure, never only equal hashes. The
+refinement stops early once a round splits no class.
+
+A rule edge to a nullable rule can be crossed without reading a byte, so L steps might cover
+fewer than L bytes: the states of rules with such edges never share. Token edges do not matter:
+entries are about bytes, and token sets are OR-ed in per state at run time.
+
+What it leaves out: compressing the states themselves (the parser still has every state of the
+chain; §3.6's counters are a later step) and sharing across grammars (§3.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .fsm.build import FSMArrays
+
+_MULT = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True, _nrt=False)
+def _mix(h, x):
+    """One step of an order-dependent 64-bit hash (splitmix64 finalizer over h * M + x)."""
+    z = h * np.uint64(0x9E3779B97F4A7C15) + np.uint64(x) + np.uint64(0x632BE59BD9B4E019)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, _nrt=False)
+def _hash_round(fsm, prev, out):
+    """out[s] = hash of class_d+1(s)'s tuple from the class_d labels `prev`."""
+    for s in range(prev.shape[0]):
+        h = _mix(np.uint64(0), prev[s])
+        for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
+            h = _mix(h, fsm.byte_lo[e] * 256 + fsm.byte_hi[e])
+            h = _mix(h, prev[fsm.byte_dst[e]])
+        h = _mix(h, 1 << 20)  # separates byte edges from rule edges
+        for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
+            h = _mix(h, fsm.ref_rule[e])
+            h = _mix(h, prev[fsm.ref_dst[e]])
+        out[s] = h
+
+
+@njit(cache=True, _nrt=False)
+def _same_tuple(fsm, prev, s, r):
+    """Whether states s and r have equal class_d+1 tuples given the exact labels `prev`."""
+    if prev[s] != prev[r]:
+        return False
+    bs, br = fsm.byte_indptr[s], fsm.byte_indptr[r]
+    n = fsm.byte_indptr[s + 1] - bs
+    if fsm.byte_indptr[r + 1] - br != n:
+        return False
+    for k in range(n):
+        if (fsm.byte_lo[bs + k] != fsm.byte_lo[br + k] or fsm.byte_hi[bs + k] != fsm.byte_hi[br + k]
+                or prev[fsm.byte_dst[bs + k]] != prev[fsm.byte_dst[br + k]]):
+            return False
+    rs, rr = fsm.ref_indptr[s], fsm.ref_indptr[r]
+    n = fsm.ref_indptr[s + 1] - rs
+    if fsm.ref_indptr[r + 1] - rr != n:
+        return False
+    for k in range(n):
+        if fsm.ref_rule[rs + k] != fsm.ref_rule[rr + k] or prev[fsm.ref_dst[rs + k]] != prev[fsm.ref_dst[rr + k]]:
+            return False
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _exact_labels(fsm, prev, hashes, order, out):
+    """Dense exact labels of round d+1: states sorted by hash (`order`); within a run of equal
+    hashes, a state takes the label of the first state of the run with an equal tuple, or a new
+    label. Returns the number of labels."""
+    n = order.shape[0]
+    labels = 0
+    i = 0
+    while i < n:
+        j = i
+        while j < n and hashes[order[j]] == hashes[order[i]]:
+            j += 1
+        # run order[i:j]: compare each with the earlier distinct members of the run
+        for a in range(i, j):
+            s = order[a]
+            out[s] = -1
+            for b in range(i, a):
+                r = order[b]
+                if out[r] >= 0 and _same_tuple(fsm, prev, s, r):
+                    out[s] = out[r]
+                    break
+            if out[s] < 0:
+                out[s] = labels
+                labels += 1
+        i = j
+    return labels
+
+
+def state_classes(fsm: FSMArrays, steps: int, shareable_rules: np.ndarray) -> np.ndarray:
+    """class_steps+1 of every state (int64[S]): states with equal classes agree for `steps`
+    steps (module docstring). `shareable_rules[r]` is False for rules whose states must keep
+    classes of their own."""
+    n = len(fsm.state_rule)
+    rule = fsm.state_rule.astype(np.int64)
+    labels = rule * 2 + fsm.is_final.astype(np.int64)
+    alone = ~shareable_rules[fsm.state_rule]
+    labels[alone] = 2 * len(fsm.rule_start) + np.flatnonzero(alone)
+    count = len(np.unique(labels))
+    hashes = np.zeros(n, dtype=np.uint64)
+    nxt = np.zeros(n, dtype=np.int64)
+    for _ in range(steps + 1):
+        with np.errstate(over="ignore"):  # 64-bit wrap-around is the point (plain Python runs)
+            _hash_round(fsm, labels, hashes)
+        order = np.argsort(hashes, kind="stable")
+        new_count = _exact_labels(fsm, labels, hashes, order, nxt)
+        labels, nxt = nxt, labels
+        if new_count == count:
+            break  # no class split: every later round gives the same partition
+        count = new_count
+    return labels
+
+
+def shareable_rules(fsm: FSMArrays) -> np.ndarray:
+    """bool[R]: rules none of whose rule edges leads into a nullable rule."""
+    ok = np.ones(len(fsm.rule_start), dtype=np.bool_)
+    src = np.repeat(np.arange(len(fsm.state_rule)), np.diff(fsm.ref_indptr))
+    ok[fsm.state_rule[src[fsm.rule_nullable[fsm.ref_rule]]]] = False
+    return ok
