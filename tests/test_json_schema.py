@@ -47,6 +47,9 @@ SCHEMAS = [
     {"type": ["string", "null"], "enum": ["a", None, 3]},
     {"minLength": 2},
     {"type": "integer", "multipleOf": 7, "minimum": -30, "maximum": 30},
+    # allOf of two anyOf lists: their product (also what happens when a $ref'd schema brings one)
+    {"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]},
+               {"anyOf": [{"minimum": 5}, {"maxLength": 1}, {"type": "array"}]}]},
 ]
 
 

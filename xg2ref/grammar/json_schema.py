@@ -49,6 +49,8 @@ WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 MAX_INDENT_LEVELS = 16
 # `any_order` objects are exact up to this many declared properties (2^n states)
 MAX_ANY_ORDER_PROPERTIES = 8
+# allOf of two anyOf / oneOf lists becomes their product; at most this many branches.
+MAX_BRANCH_PRODUCT = 256
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "id", "$comment",
                          "readOnly", "writeOnly", "deprecated", "$anchor", "definitions", "$defs", "format_",
                          "contentMediaType", "contentEncoding"})
@@ -279,8 +281,16 @@ class SchemaConverter:
                 out[key] = [v for v in out[key] if any(_json_equal(v, w) for w in value)]
             elif key in ("items", "additionalProperties", "propertyNames"):
                 out[key] = self.merge(out[key], value, f"{path}.{key}")
-            elif key in ("anyOf", "oneOf", "allOf"):
-                out["allOf"] = list(out.get("allOf", [])) + [{key: value}]
+            elif key == "allOf":
+                out[key] = list(out[key]) + list(value)
+            elif key in ("anyOf", "oneOf"):
+                # (x1 | x2) and (y1 | y2)  =  (x1 and y1) | (x1 and y2) | ...  (oneOf is read as anyOf)
+                if not isinstance(out[key], list) or not isinstance(value, list):
+                    raise InvalidJSONError(f"{path}.{key}: must be a list")
+                if len(out[key]) * len(value) > MAX_BRANCH_PRODUCT:
+                    raise InvalidJSONError(f"{path}.{key}: allOf of two {key} lists makes more than "
+                                           f"{MAX_BRANCH_PRODUCT} branches")
+                out[key] = [{"allOf": [x, y]} for x in out[key] for y in value]
             elif key not in ASSERTIONS:
                 continue  # not a validation keyword: the first value stays
             elif out[key] != value:
