@@ -195,3 +195,12 @@ def test_min_and_max_properties_at_the_edges():
     assert not accepts(schema, "{}") and accepts(schema, '{"a": 1}')
     assert accepts({"type": "object", "maxProperties": 0}, "{}")
     assert not accepts({"type": "object", "maxProperties": 0}, '{"a": 1}')
+
+
+def test_keywords_that_are_not_enforced_never_block_an_allof():
+    merged = {"allOf": [{"type": "integer", "if": {"minimum": 3}, "then": {"maximum": 9}, "uniqueItems": True},
+                        {"if": {"maximum": 0}, "then": {"minimum": -9}, "maximum": 100, "uniqueItems": False}]}
+    plain = {"type": "integer", "maximum": 100}
+    assert str(xgr.Grammar.from_json_schema(merged)) == str(xgr.Grammar.from_json_schema(plain))
+    with pytest.raises(xgr.InvalidJSONError, match="two different pattern values"):
+        xgr.Grammar.from_json_schema({"allOf": [{"pattern": "a"}, {"pattern": "b"}]})

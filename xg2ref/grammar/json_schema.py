@@ -63,6 +63,10 @@ ASSERTIONS = frozenset({"type", "enum", "const", "multipleOf", "maximum", "exclu
                         "minProperties", "required", "properties", "patternProperties", "additionalProperties",
                         "propertyNames", "dependentRequired", "dependentSchemas", "dependencies", "if", "then",
                         "else", "not", "$ref", "allOf", "anyOf", "oneOf"})
+# validation keywords the grammar does not enforce (specs/05, "Not enforced")
+NOT_ENFORCED = frozenset({"uniqueItems", "contains", "minContains", "maxContains", "dependentRequired",
+                          "dependentSchemas", "dependencies", "if", "then", "else", "not", "unevaluatedProperties",
+                          "unevaluatedItems"})
 
 
 class Layout:
@@ -291,8 +295,8 @@ class SchemaConverter:
                     raise InvalidJSONError(f"{path}.{key}: allOf of two {key} lists makes more than "
                                            f"{MAX_BRANCH_PRODUCT} branches")
                 out[key] = [{"allOf": [x, y]} for x in out[key] for y in value]
-            elif key not in ASSERTIONS:
-                continue  # not a validation keyword: the first value stays
+            elif key not in ASSERTIONS or key in NOT_ENFORCED:
+                continue  # not a validation keyword, or one never enforced (specs/05): the first value stays
             elif out[key] != value:
                 raise InvalidJSONError(f"{path}.{key}: allOf with two different {key} values is not supported")
         return out
