@@ -204,3 +204,13 @@ def test_keywords_that_are_not_enforced_never_block_an_allof():
     assert str(xgr.Grammar.from_json_schema(merged)) == str(xgr.Grammar.from_json_schema(plain))
     with pytest.raises(xgr.InvalidJSONError, match="two different pattern values"):
         xgr.Grammar.from_json_schema({"allOf": [{"pattern": "a"}, {"pattern": "b"}]})
+
+
+def test_long_plain_strings_share_one_rule_per_length_range():
+    schema = {"type": "object", "properties": {k: {"type": "string", "maxLength": 300} for k in "abc"}
+              | {"d": {"type": "string", "maxLength": 5}}, "required": ["a", "b", "c", "d"]}
+    ir = xgr.Grammar.from_json_schema(schema).ir
+    shared = [r for r in ir.rules if r.name.startswith("json_string_0_300")]
+    assert len(shared) == 1
+    text = str(xgr.Grammar.from_json_schema(schema))
+    assert text.count("json_string_0_300") == 4 and "json_char{0,5}" in text  # a short bound stays inline

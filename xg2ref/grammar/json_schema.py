@@ -49,6 +49,8 @@ WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 MAX_INDENT_LEVELS = 16
 # `any_order` objects are exact up to this many declared properties (2^n states)
 MAX_ANY_ORDER_PROPERTIES = 8
+# a plain string whose length bound is larger than this becomes a rule of its own
+SHARED_STRING_LENGTH = 16
 # allOf of two anyOf / oneOf lists becomes their product; at most this many branches.
 MAX_BRANCH_PRODUCT = 256
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "id", "$comment",
@@ -364,7 +366,15 @@ class SchemaConverter:
 
     def t_string(self, schema, level, path) -> Expr:
         content = self.string_content(schema, path)
-        return NOTHING if content == NOTHING else seq(ByteString(b'"'), content, ByteString(b'"'))
+        if content == NOTHING:
+            return NOTHING
+        string = seq(ByteString(b'"'), content, ByteString(b'"'))
+        if isinstance(content, Repeat) and max(content.min, content.max or 0) > SHARED_STRING_LENGTH:
+            # one rule per length range, shared by every property that uses it: its many states
+            # then get their mask-cache entries once, not once per property
+            return self.rule(("string", content.min, content.max), f"json_string_{content.min}_{content.max}",
+                             lambda: string)
+        return string
 
     def string_content(self, schema, path) -> Expr:
         """What the quotes of a string valid under `schema` hold."""
