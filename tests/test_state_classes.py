@@ -1,7 +1,10 @@
 """States that read every token alike share one mask-cache entry (xg2ref/state_classes.py)."""
 
+import random
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import xg2ref as xgr
 import xg2ref.state_classes as SC
@@ -95,3 +98,34 @@ def test_rules_reading_nullable_rules_keep_their_own_entries():
     classes = SC.state_classes(fsm, 5, ok)
     root_states = np.flatnonzero(fsm.state_rule == root)
     assert len(set(classes[root_states].tolist())) == len(root_states)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(max_rules=3), vocabularies(b"abc", 10), st.integers(0, 2**16))
+def test_jit_entries_give_the_eager_masks(ir, vocab_spec, seed):
+    vocab, stop_ids, _ = vocab_spec
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=list(stop_ids))
+    eager = xgr.GrammarMatcher(compile_ir_grammar(Grammar.from_ir(ir), info))
+    lazy_compiled = compile_ir_grammar(Grammar.from_ir(ir), info, jit=True)
+    lazy = xgr.GrammarMatcher(lazy_compiled)
+    cache = lazy_compiled.mask_cache
+    assert cache.stats.entries == 0 and cache.unbuilt_entries == eager.compiled_grammar.mask_cache.stats.entries
+    rng = random.Random(seed)
+    for _ in range(8):
+        want = eager.compute_bool_mask()
+        assert (lazy.compute_bool_mask() == want).all()
+        allowed = [int(t) for t in np.flatnonzero(want) if t not in stop_ids]
+        if not allowed:
+            break
+        t = rng.choice(allowed)
+        assert eager.accept_token(t) and lazy.accept_token(t)
+    assert cache.stats.entries + cache.unbuilt_entries == eager.compiled_grammar.mask_cache.stats.entries
+
+
+def test_jit_compiles_a_long_string_schema_without_building_entries():
+    info = xgr.TokenizerInfo(["a", "\"", "aa", "</s>"], stop_token_ids=[3])
+    compiled = xgr.GrammarCompiler(info, jit=True).compile_json_schema({"type": "string", "maxLength": 5000})
+    assert compiled.mask_cache.stats.entries == 0
+    m = xgr.GrammarMatcher(compiled)
+    assert m.compute_bool_mask().tolist() == [False, True, False, False]
+    assert compiled.mask_cache.stats.entries == 1

@@ -53,8 +53,9 @@ class CompiledGrammar:
                 f"vocab_size={self.tokenizer_info.vocab_size})")
 
 
-def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo) -> CompiledGrammar:
-    """Normalize, build the FSMs, flatten: no caching."""
+def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: bool = False) -> CompiledGrammar:
+    """Normalize, build the FSMs, flatten: no caching. With `jit`, mask-cache entries are built
+    when a mask first needs them (XGrammar-2 §3.5)."""
     ir = normalize(grammar.ir)
     fsms = build_grammar_fsms(ir)
     for token_set in fsms.token_sets:
@@ -66,7 +67,7 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo) -> Compi
     first = first_bytes(fsms)
     lookahead, report = lookahead_arrays(ir, fsms, first)
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
-                                   lookahead=lookahead, follow=follow_bytes(fsms, first))
+                                   lookahead=lookahead, follow=follow_bytes(fsms, first), jit=jit)
     return CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
 
 
@@ -74,13 +75,14 @@ class GrammarCompiler:
     """Compiles grammars for one tokenizer, caching results (xgrammar's `GrammarCompiler`)."""
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, max_threads: int = 8, cache_enabled: bool = True,
-                 cache_limit_bytes: int = -1):
+                 cache_limit_bytes: int = -1, jit: bool = False):
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"GrammarCompiler needs a TokenizerInfo, got {type(tokenizer_info).__name__}")
         self.tokenizer_info = tokenizer_info
         self.max_threads = max_threads
         self.cache_enabled = cache_enabled
         self.cache_limit_bytes = cache_limit_bytes
+        self.jit = jit  # build mask-cache entries on first use (XGrammar-2 §3.5)
         self._cache: "OrderedDict[str, CompiledGrammar]" = OrderedDict()
 
     def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root") -> CompiledGrammar:
@@ -90,13 +92,13 @@ class GrammarCompiler:
         elif not isinstance(grammar, Grammar):
             raise TypeError(f"compile_grammar needs EBNF text or a Grammar, got {type(grammar).__name__}")
         if not self.cache_enabled:
-            return compile_ir_grammar(grammar, self.tokenizer_info)
+            return compile_ir_grammar(grammar, self.tokenizer_info, jit=self.jit)
         key = str(grammar) + "\x00" + grammar.ir.root
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        compiled = compile_ir_grammar(grammar, self.tokenizer_info)
+        compiled = compile_ir_grammar(grammar, self.tokenizer_info, jit=self.jit)
         self._cache[key] = compiled
         self._evict()
         return compiled

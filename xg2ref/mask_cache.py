@@ -49,6 +49,7 @@ from .tokenizer_info import VocabArrays
 from .util import bound_kernel
 
 KIND_ACCEPTED, KIND_REJECTED, KIND_BITSET = 0, 1, 2
+UNBUILT = -2  # state_entry of a state whose entry is not built yet (JIT)
 KIND_NAMES = ("accepted list", "rejected list", "bitset")
 # States given a row of the pure-state DFA table while building entries (1 KiB each).
 MAX_PURE_ROWS = 16384
@@ -188,87 +189,129 @@ class _Classifier:
 
 
 class AdaptiveTokenMaskCache:
-    """The cache of one compiled grammar: an entry per scannable state, and the run-time fill."""
+    """The cache of one compiled grammar: an entry per class of scannable states, and the
+    run-time fill.
+
+    With `jit` (XGrammar-2 §3.5), entries are built on the first visit of one of their states
+    (when a mask is filled there), except the `eager` classes named up front; masks are the same
+    either way.
+    """
 
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int,
                  progress: Optional[Callable[[int, int], None]] = None, lookahead: Optional[LookaheadArrays] = None,
-                 follow: Optional[np.ndarray] = None, share_entries: bool = True):
+                 follow: Optional[np.ndarray] = None, share_entries: bool = True, jit: bool = False):
         start = time.perf_counter()
         self.vocab = vocab
         self.vocab_size = vocab_size
-        words = (vocab_size + 31) // 32
-        all_scannable = np.flatnonzero(np.diff(fsm.byte_indptr) > 0).astype(np.int32)
-        state_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
-        if share_entries and len(all_scannable):
+        self._words = (vocab_size + 31) // 32
+        scannable = np.flatnonzero(np.diff(fsm.byte_indptr) > 0).astype(np.int32)
+        if share_entries and len(scannable):
             # one entry per class of states that read every token alike (xg2ref/state_classes.py)
             longest = int(np.diff(vocab.token_offsets).max(initial=0))
-            classes = state_classes(fsm, longest + 1, shareable_rules(fsm))[all_scannable]
-            _, first, inverse = np.unique(classes, return_index=True, return_inverse=True)
-            order = np.argsort(first)  # entries in state order
-            rank = np.empty_like(order)
-            rank[order] = np.arange(len(order))
-            scannable = all_scannable[np.sort(first)]
-            state_entry[all_scannable] = rank[inverse.reshape(-1)]
+            labels = state_classes(fsm, longest + 1, shareable_rules(fsm))[scannable]
+            _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+            rank = np.empty(len(first), dtype=np.int64)
+            rank[np.argsort(first)] = np.arange(len(first))  # classes numbered in state order
+            member_class = rank[inverse.reshape(-1)]
         else:
-            scannable = all_scannable
-            state_entry[all_scannable] = np.arange(len(all_scannable))
-        classifier = _Classifier(fsm, vocab, lookahead, follow)
-        kinds, lists, bitsets, uncs, counts = [], [], [], [], []
-        regular_words = np.zeros(words, dtype=np.int32)
-        pack_ids(vocab.sorted_ids, regular_words)
-        buffer = np.zeros(len(vocab.sorted_ids), dtype=np.int32)
-        for e, s in enumerate(scannable):
-            cls = classifier.classify(int(s))
-            acc, unc = classifier.accepted(), classifier.uncertain()
+            member_class = np.arange(len(scannable))
+        n_classes = int(member_class.max(initial=-1)) + 1
+        self._class_rep = np.zeros(n_classes, dtype=np.int32)
+        self._class_rep[member_class[::-1]] = scannable[::-1]  # the first state of each class
+        order = np.argsort(member_class, kind="stable")
+        self._class_members = np.split(scannable[order], np.cumsum(np.bincount(member_class, minlength=n_classes))[:-1])
+        self._state_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
+        self._state_entry[scannable] = UNBUILT
+        self._classifier = _Classifier(fsm, vocab, lookahead, follow)
+        self._regular_words = np.zeros(self._words, dtype=np.int32)
+        pack_ids(vocab.sorted_ids, self._regular_words)
+        self._buffer = np.zeros(len(vocab.sorted_ids), dtype=np.int32)
+        self._parts: dict[str, list] = {"state": [], "kind": [], "list": [], "bitset": [], "unc": [], "count": []}
+        self._unbuilt = n_classes
+        self._state_mark = np.zeros(len(fsm.state_rule) + 1, dtype=np.int64)
+        self._scratch = np.zeros(self._words, dtype=np.int32)
+        self._fill = None  # the fill kernel's entry, bound on first use
+        self._state_class: Optional[np.ndarray] = None  # class of each state (JIT lookups)
+        self.build_seconds = time.perf_counter() - start  # grows with every entry built
+        self._build(range(n_classes) if not jit else [], progress)
+
+    def _build(self, classes, progress=None) -> None:
+        """Build the entries of `classes` (class numbers) and repack the flat arrays."""
+        start = time.perf_counter()
+        parts, vocab, words = self._parts, self.vocab, self._words
+        classes = list(classes)
+        for done, c in enumerate(classes):
+            s = int(self._class_rep[c])
+            cls = self._classifier.classify(s)
+            acc, unc = self._classifier.accepted(), self._classifier.uncertain()
             n_acc, n_unc = len(acc), len(unc)
-            n_rej = len(cls) - n_acc - n_unc
-            counts.append((n_acc, n_rej, n_unc))
+            parts["count"].append((n_acc, len(cls) - n_acc - n_unc, n_unc))
             # the smallest form: a list of 4-byte ids, or a bitset of `words` 4-byte words
-            kind = int(np.argmin([n_acc, n_rej, words]))
-            kinds.append(kind)
+            kind = int(np.argmin([n_acc, len(cls) - n_acc - n_unc, words]))
+            parts["kind"].append(kind)
             if kind == KIND_BITSET:
                 bits = np.zeros(words, dtype=np.int32)
                 MK.pack_sorted(acc, vocab.sorted_ids, bits)
-                bitsets.append(bits)
-                lists.append(buffer[:0].copy())
+                parts["bitset"].append(bits)
+                parts["list"].append(self._buffer[:0].copy())
             elif kind == KIND_ACCEPTED:
-                lists.append(np.sort(vocab.sorted_ids[acc]))
+                parts["list"].append(np.sort(vocab.sorted_ids[acc]))
             else:
-                k = MK.gather_class(cls, MK.REJECTED, vocab.sorted_ids, False, buffer)
-                lists.append(np.sort(buffer[:k]))
-            uncs.append(unc.copy())
+                k = MK.gather_class(cls, MK.REJECTED, vocab.sorted_ids, False, self._buffer)
+                parts["list"].append(np.sort(self._buffer[:k]))
+            parts["unc"].append(unc.copy())
+            parts["state"].append(s)
+            self._state_entry[self._class_members[c]] = len(parts["kind"]) - 1
             if progress is not None:
-                progress(e + 1, len(scannable))
-        n = len(scannable)
+                progress(done + 1, len(classes))
+        self._unbuilt -= len(classes)
+        self.build_seconds += time.perf_counter() - start
+        self._pack()
+
+    def _pack(self) -> None:
+        parts, words = self._parts, self._words
+        n = len(parts["kind"])
+        kinds = np.array(parts["kind"], dtype=np.int8)
         bitset_offset = np.full(n, -1, dtype=np.int64)
-        off = 0
-        for e in range(n):
-            if kinds[e] == KIND_BITSET:
-                bitset_offset[e] = off
-                off += words
+        is_bitset = kinds == KIND_BITSET
+        bitset_offset[is_bitset] = np.arange(int(is_bitset.sum()), dtype=np.int64) * words
         self.arrays = MaskCacheArrays(
-            state_entry=state_entry,
-            entry_state=scannable,
-            entry_kind=np.array(kinds, dtype=np.int8),
-            list_indptr=_indptr(lists),
-            list_ids=_concat(lists),
+            state_entry=self._state_entry,
+            entry_state=np.array(parts["state"], dtype=np.int32),
+            entry_kind=kinds,
+            list_indptr=_indptr(parts["list"]),
+            list_ids=_concat(parts["list"]),
             bitset_offset=bitset_offset,
-            bitset_words=np.concatenate(bitsets) if bitsets else np.zeros(0, np.int32),
-            unc_indptr=_indptr(uncs),
-            unc_sorted=_concat(uncs),
-            regular_words=regular_words,
-            counts=np.array(counts, dtype=np.int64).reshape(n, 3),
+            bitset_words=np.concatenate(parts["bitset"]) if parts["bitset"] else np.zeros(0, np.int32),
+            unc_indptr=_indptr(parts["unc"]),
+            unc_sorted=_concat(parts["unc"]),
+            regular_words=self._regular_words,
+            counts=np.array(parts["count"], dtype=np.int64).reshape(n, 3),
         )
         totals = self.arrays.counts.sum(axis=0) if n else np.zeros(3, np.int64)
         self.stats = CacheStats(n, int(totals[0]), int(totals[1]), int(totals[2]),
-                                tuple(int((self.arrays.entry_kind == k).sum()) for k in range(3)),
-                                time.perf_counter() - start, self.memory_size_bytes)
-        # run-time scratch
-        self._state_mark = np.zeros(len(fsm.state_rule) + 1, dtype=np.int64)
-        self._scratch = np.zeros(words, dtype=np.int32)
+                                tuple(int((kinds == k).sum()) for k in range(3)),
+                                self.build_seconds, self.memory_size_bytes)
         self._cand = np.zeros(max(len(self.arrays.unc_sorted), 1), dtype=np.int32)
         self._cand_tmp = np.zeros_like(self._cand)
-        self._fill = None  # the fill kernel's entry, bound on first use
+
+    @property
+    def unbuilt_entries(self) -> int:
+        """Entries not built yet (JIT); 0 once every class has one."""
+        return self._unbuilt
+
+    def ensure_entries(self, states: np.ndarray) -> int:
+        """Build the entries of `states` that are missing (JIT). Returns how many were built."""
+        missing = states[self._state_entry[states] == UNBUILT]
+        if not len(missing):
+            return 0
+        if self._state_class is None:
+            self._state_class = np.full(len(self._state_entry), -1, dtype=np.int64)
+            for c, members in enumerate(self._class_members):
+                self._state_class[members] = c
+        classes = np.unique(self._state_class[missing])
+        self._build(classes.tolist())
+        return len(classes)
 
     @property
     def memory_size_bytes(self) -> int:
@@ -284,6 +327,11 @@ class AdaptiveTokenMaskCache:
         Returns the number of uncertain tokens checked against the full chart, and whether
         every id is allowed.
         """
+        if self._unbuilt:
+            c = parser.chart
+            k = int(c.meta[0]) - 1
+            if self.ensure_entries(c.item_state[c.set_start[k]:c.set_start[k + 1]]):
+                self._fill = None  # the arrays changed: bind again
         args = (parser.arrays, parser.chart, self.arrays, self.vocab, self._state_mark, self._scratch, self._cand,
                 self._cand_tmp, not_regular, stop_ids, words)
         if self._fill is None:
