@@ -16,6 +16,8 @@ out in specs/00-overview.md, with the paper section each module implements.
 from typing import Any
 
 from .bitmask import allocate_token_bitmask, get_bitmask_shape, reset_token_bitmask
+from .builtin_structural_tag import (StructuralTag, get_builtin_structural_tag, get_model_structural_tag,
+                                     normalize_tool_choice, register_model_structural_tag)
 from .compiler import CompiledGrammar, GrammarCompiler
 from .exceptions import (EBNFError, GrammarLimitError, InvalidJSONError, InvalidStructuralTagError, MatcherError,
                          TokenizerError, XG2RefError)
@@ -37,6 +39,7 @@ __all__ = [
     "InvalidStructuralTagError",
     "MatcherError",
     "RegexError",
+    "StructuralTag",
     "TokenizerError",
     "TokenizerInfo",
     "VocabType",
@@ -44,6 +47,10 @@ __all__ = [
     "allocate_token_bitmask",
     "bitmask_dtype",
     "get_bitmask_shape",
+    "get_builtin_structural_tag",
+    "get_model_structural_tag",
+    "normalize_tool_choice",
+    "register_model_structural_tag",
     "reset_token_bitmask",
     "testing",
 ]

@@ -263,12 +263,22 @@ class StructuralTagConverter:
 
     def _json_schema(self, f, path, ends):
         from .grammar import Grammar
+        from .json_xml import excludes_problem, xml_schema_to_ir
+        from .json_xml_styles import STYLES
 
-        if f["style"] != "json":
-            raise _fail(f"{path}.style", f"JSON schema style {f['style']!r} is not supported yet (only \"json\")")
+        style = f["style"]
+        if style != "json" and style not in STYLES:
+            raise _fail(f"{path}.style", f"unknown JSON schema style {style!r} (one of json, {', '.join(STYLES)})")
+        problem = excludes_problem(style, f["excludes"]) if style != "json" else None
+        if problem:
+            raise _fail(f"{path}.excludes", problem)
         try:
-            ir = Grammar.from_json_schema(f["json_schema"], any_order=f["any_order"],
-                                          max_whitespace_cnt=f["max_whitespace_cnt"]).ir
+            if style == "json":
+                ir = Grammar.from_json_schema(f["json_schema"], any_order=f["any_order"],
+                                              max_whitespace_cnt=f["max_whitespace_cnt"]).ir
+            else:
+                ir = xml_schema_to_ir(f["json_schema"], style, any_order=f["any_order"],
+                                      max_whitespace_cnt=f["max_whitespace_cnt"], excludes=f["excludes"])
         except XG2RefError as err:
             raise _fail(f"{path}.json_schema", str(err)) from None
         return self.embed(ir, "root")
