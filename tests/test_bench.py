@@ -29,3 +29,72 @@ def test_missing_data_is_a_clear_error(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="--data"):
         json_mode_eval_texts(str(tmp_path))
+
+
+# ---- bench jsonschemabench -------------------------------------------------------------------
+
+
+def _bench_data(tmp_path, schemas):
+    import gzip
+    import json
+
+    folder = tmp_path / "jsonschemabench"
+    folder.mkdir()
+    with gzip.open(folder / "Glaiveai2K.jsonl.gz", "wt", encoding="utf-8") as f:
+        for uid, schema in schemas.items():
+            f.write(json.dumps({"unique_id": uid, "json_schema": json.dumps(schema)}) + "\n")
+    return str(tmp_path)
+
+
+def test_validation_error_names_the_problem():
+    from xg2ref.bench_jsonschema import validation_error
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}, "required": ["n"]}
+    assert validation_error(schema, b'{"n": 2}') is None
+    assert "4" in validation_error(schema, b'{"n": 4}')
+    assert validation_error(schema, b'{"n": ') is not None  # not JSON at all
+
+
+def test_summary_counts_each_record_once():
+    from xg2ref.bench_jsonschema import summarize
+
+    base = {"subset": "A", "theirs": True, "ours": True, "timed_out": False, "failure": None, "finished": True,
+            "valid": True, "text": None, "why": None, "seconds": 1.0}
+    records = [dict(base, uid="1"), dict(base, uid="2", valid=False, text="{}", why="bad"),
+               dict(base, uid="3", ours=False, finished=False, valid=None, failure="ValueError: x"),
+               dict(base, uid="4", subset="B", theirs=False, ours=False, timed_out=True, finished=False, valid=None)]
+    a, b = summarize(records, ["A", "B"])
+    assert (a.schemas, a.theirs, a.ours, a.finished, a.valid, a.invalid) == (3, 3, 2, 2, 1, 1)
+    assert a.failures == {"ValueError: x": 1} and a.bad_outputs == [("2", "{}", "bad")]
+    assert (b.schemas, b.theirs, b.ours, b.timed_out) == (1, 0, 0, 1)
+
+
+@pytest.mark.jit_only
+def test_jsonschemabench_records_and_resumes(tmp_path, monkeypatch):
+    import json
+
+    from xg2ref import bench_jsonschema as bj
+
+    schemas = {"small": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+               "enum": {"enum": ["red", "green"]},
+               "bad": {"type": "object", "properties": {"x": {"$ref": "#/nowhere"}}, "required": ["x"]}}
+    data = _bench_data(tmp_path, schemas)
+    results = tmp_path / "results.jsonl"
+    lines = []
+    assert bj.bench_jsonschemabench(data, subsets=["Glaiveai2K"], out=lines.append, progress=False,
+                                    results=str(results)) == 0
+    records = {r["uid"]: r for r in map(json.loads, results.read_text().splitlines())}
+    assert set(records) == set(schemas)
+    assert records["small"]["ours"] and records["small"]["finished"] and records["small"]["valid"]
+    assert records["enum"]["valid"] and not records["bad"]["ours"] and "InvalidJSONError" in records["bad"]["failure"]
+    table = "\n".join(lines)
+    assert "Glaiveai2K" in table and "compile failures by class" in table
+
+    def refuse(*args):
+        raise AssertionError("a schema with a record was run again")
+
+    monkeypatch.setattr(bj._Worker, "run", refuse)
+    again = []
+    assert bj.bench_jsonschemabench(data, subsets=["Glaiveai2K"], out=again.append, progress=False,
+                                    results=str(results)) == 0
+    assert again == [line for line in lines if not line.startswith("xgrammar not installed")]

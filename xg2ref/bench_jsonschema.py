@@ -15,6 +15,11 @@ has, per subset: schemas, compiled by xgrammar and by xg2ref, xg2ref compiles st
 `--timeout` seconds, walks finished (a walk also stops after `--timeout` seconds), valid, invalid,
 and the validity rate (valid / finished). Then the classes of compile failures (the
 error message with names and numbers blanked) and every invalid output with its reason.
+
+The whole benchmark (9,557 schemas) is long: `--jobs N` spreads the schemas over N worker
+processes (each engine still one thread per compile), and `--results PATH` appends one JSON
+line per schema, so a stopped run goes on where it left off and the table can be printed again
+from the file alone.
 """
 
 from __future__ import annotations
@@ -129,87 +134,160 @@ def _time_limit(seconds: Optional[float]):
         signal.signal(signal.SIGALRM, previous)
 
 
-def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=None, vocab: str = "llama3",
-                          seed: int = 0, out: Callable[[str], None] = print, progress: bool = True,
-                          timeout: Optional[float] = 60.0, jit: bool = True) -> int:
+class _Worker:
+    """Both engines' compilers over one vocabulary, and the walk's token tables; one per process."""
+
+    def __init__(self, vocab: str, jit: bool, timeout: Optional[float], seed: int):
+        from .compiler import GrammarCompiler
+        from .oracle.engines import EngineUnavailable, import_xgrammar
+        from .tokenizer_info import TokenizerInfo
+
+        info = TokenizerInfo.from_quicktok(vocab)
+        self.timeout, self.seed = timeout, seed
+        self.compiler = GrammarCompiler(info, cache_enabled=False, jit=jit)
+        try:
+            xgr = import_xgrammar()
+            xinfo = xgr.TokenizerInfo(list(info.decoded_vocab), xgr.VocabType.RAW, vocab_size=info.vocab_size,
+                                      stop_token_ids=list(info.stop_token_ids))
+            self.xcompiler = xgr.GrammarCompiler(xinfo, max_threads=1, cache_enabled=False)
+            self.xgrammar_error = None
+        except EngineUnavailable as err:
+            self.xcompiler, self.xgrammar_error = None, str(err)
+        v = info.vocab_arrays()
+        self.lengths = np.diff(v.token_offsets)
+        first = v.token_bytes[np.minimum(v.token_offsets[:-1], len(v.token_bytes) - 1)]
+        self.first_bytes = (self.lengths > 0) & np.isin(first, np.frombuffer(b'"}]', dtype=np.uint8))
+        self.decoded = info.decoded_vocab
+        self.stops = np.zeros(info.vocab_size, dtype=np.bool_)
+        self.stops[info.stop_token_ids] = True
+
+    def run(self, subset: str, uid: str, schema) -> dict:
+        """One schema: both compiles, one walk, its validation; a JSON-ready record."""
+        from .grammar.grammar import Grammar
+        from .matcher import GrammarMatcher
+
+        rec = {"subset": subset, "uid": uid, "theirs": None, "ours": False, "timed_out": False, "failure": None,
+               "finished": False, "valid": None, "text": None, "why": None}
+        start = time.perf_counter()
+        if self.xcompiler is not None:
+            try:
+                self.xcompiler.compile_json_schema(json.dumps(schema))
+                rec["theirs"] = True
+            except Exception:  # xgrammar's own refusals are counted, not explained
+                rec["theirs"] = False
+            rec["their_seconds"] = round(time.perf_counter() - start, 3)
+        ours = time.perf_counter()
+        try:
+            with _time_limit(self.timeout):
+                compiled = self.compiler.compile_grammar(Grammar.from_json_schema(schema))
+        except _TimedOut:
+            rec["timed_out"] = True
+            return _finish(rec, start)
+        except Exception as err:  # every failure is counted by its class
+            rec["failure"] = failure_class(err)
+            return _finish(rec, start)
+        rec["ours"] = True
+        rec["compile_seconds"] = round(time.perf_counter() - ours, 3)
+        try:
+            with _time_limit(self.timeout):  # with JIT, the walk builds the entries it meets
+                text = random_walk(GrammarMatcher(compiled), self.decoded, self.stops,
+                                   random.Random(f"{self.seed}/{uid}"), self.first_bytes, self.lengths)
+        except _TimedOut:
+            text = None
+        if text is None:
+            return _finish(rec, start)
+        rec["finished"] = True
+        error = validation_error(schema, text)
+        rec["valid"] = error is None
+        if error is not None:
+            rec["text"], rec["why"] = text[:200].decode("utf-8", "replace"), error[:200]
+        return _finish(rec, start)
+
+
+def _finish(rec: dict, start: float) -> dict:
+    rec["seconds"] = round(time.perf_counter() - start, 3)
+    return rec
+
+
+def validation_error(schema, text: bytes) -> Optional[str]:
+    """None when `text` parses as JSON and validates under `schema` (formats checked), else why not."""
     import jsonschema
 
-    from .compiler import GrammarCompiler
-    from .diff_report import ProgressBar
-    from .grammar.grammar import Grammar
-    from .matcher import GrammarMatcher
-    from .oracle.engines import EngineUnavailable, import_xgrammar
-    from .tokenizer_info import TokenizerInfo
-
-    info = TokenizerInfo.from_quicktok(vocab)
-    compiler = GrammarCompiler(info, cache_enabled=False, jit=jit)
     try:
-        xgr = import_xgrammar()
-        xinfo = xgr.TokenizerInfo(list(info.decoded_vocab), xgr.VocabType.RAW, vocab_size=info.vocab_size,
-                                  stop_token_ids=list(info.stop_token_ids))
-        xcompiler = xgr.GrammarCompiler(xinfo, max_threads=1, cache_enabled=False)
-    except EngineUnavailable as err:
-        out(f"xgrammar not installed, its column stays empty ({err})")
-        xcompiler = None
+        value = json.loads(text)
+        validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        error = jsonschema.exceptions.best_match(
+            validator(schema, format_checker=jsonschema.FormatChecker()).iter_errors(value))
+    except (ValueError, jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError) as err:
+        return str(err)
+    return None if error is None else str(error.message)
+
+
+_WORKER: Optional[_Worker] = None
+
+
+def _init_worker(vocab: str, jit: bool, timeout: Optional[float], seed: int) -> None:
+    global _WORKER
+    _WORKER = _Worker(vocab, jit, timeout, seed)
+
+
+def _run_in_worker(job: tuple) -> dict:
+    return _WORKER.run(*job)
+
+
+def _records(jobs: list, n_procs: int, vocab: str, jit: bool, timeout: Optional[float], seed: int, out):
+    """Yield one record per job, from this process or from `n_procs` worker processes."""
+    if n_procs <= 1:
+        worker = _Worker(vocab, jit, timeout, seed)
+        if worker.xcompiler is None:
+            out(f"xgrammar not installed, its column stays empty ({worker.xgrammar_error})")
+        for job in jobs:
+            yield worker.run(*job)
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(n_procs, _init_worker, (vocab, jit, timeout, seed)) as pool:
+        yield from pool.imap_unordered(_run_in_worker, jobs)
+
+
+def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=None, vocab: str = "llama3",
+                          seed: int = 0, out: Callable[[str], None] = print, progress: bool = True,
+                          timeout: Optional[float] = 60.0, jit: bool = True, jobs: int = 1,
+                          results: Optional[str] = None) -> int:
+    """Run the benchmark (module docstring) and print its table; `results` keeps one JSON line per
+    schema, so an interrupted run goes on where it stopped."""
+    from .diff_report import ProgressBar
+
     data = load_schemas(data_dir, subsets or SUBSETS, sample, seed)
-    v = info.vocab_arrays()
-    lengths = np.diff(v.token_offsets)
-    first = v.token_bytes[np.minimum(v.token_offsets[:-1], len(v.token_bytes) - 1)]
-    first_bytes = (lengths > 0) & np.isin(first, np.frombuffer(b'"}]', dtype=np.uint8))
-    decoded = info.decoded_vocab
-    stops = np.zeros(info.vocab_size, dtype=np.bool_)
-    stops[info.stop_token_ids] = True
-    total = sum(len(rows) for rows in data.values())
-    bar = ProgressBar(total, enabled=progress)
-    rows, done = [], 0
-    for name, schemas in data.items():
-        row = SubsetRow(name)
-        rows.append(row)
-        start = time.perf_counter()
-        for uid, schema in schemas:
-            row.schemas += 1
-            done += 1
-            bar.update(done, f"{name} {uid}")
-            if xcompiler is not None:
-                try:
-                    xcompiler.compile_json_schema(json.dumps(schema))
-                    row.theirs += 1
-                except Exception:
-                    pass
-            try:
-                with _time_limit(timeout):
-                    compiled = compiler.compile_grammar(Grammar.from_json_schema(schema))
-            except _TimedOut:
-                row.timed_out += 1
-                continue
-            except Exception as err:  # every failure is counted by its class
-                row.failures[failure_class(err)] += 1
-                continue
-            row.ours += 1
-            try:
-                with _time_limit(timeout):  # with JIT, the walk builds the entries it meets
-                    text = random_walk(GrammarMatcher(compiled), decoded, stops, random.Random(f"{seed}/{uid}"),
-                                       first_bytes, lengths)
-            except _TimedOut:
-                text = None
-            if text is None:
-                continue
-            row.finished += 1
-            try:
-                value = json.loads(text)
-                validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-                error = jsonschema.exceptions.best_match(
-                    validator(schema, format_checker=jsonschema.FormatChecker()).iter_errors(value))
-            except (ValueError, jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError) as err:
-                error = err
-            if error is None:
-                row.valid += 1
-            else:
-                row.invalid += 1
-                row.bad_outputs.append((uid, text[:200], str(getattr(error, "message", error))[:200]))
-        row.seconds = time.perf_counter() - start
-    bar.close()
-    out(format_table(rows, xcompiler is not None))
+    done_records = {}
+    if results and os.path.exists(results):
+        with open(results, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    rec = json.loads(line)
+                    done_records[(rec["subset"], rec["uid"])] = rec
+    todo = [(name, uid, schema) for name, rows in data.items() for uid, schema in rows
+            if (name, uid) not in done_records]
+    random.Random(seed).shuffle(todo)  # a stopped run is still a fair sample of every subset
+    wanted = {(name, uid) for name, rows in data.items() for uid, _ in rows}
+    records = [rec for key, rec in done_records.items() if key in wanted]
+    bar = ProgressBar(len(wanted), enabled=progress)
+    bar.update(len(records))
+    sink = open(results, "a", encoding="utf-8") if results else None
+    try:
+        for rec in _records(todo, jobs, vocab, jit, timeout, seed, out):
+            records.append(rec)
+            if sink:
+                sink.write(json.dumps(rec) + "\n")
+                sink.flush()
+            bar.update(len(records), f"{rec['subset']} {rec['uid']}")
+    finally:
+        if sink:
+            sink.close()
+        bar.close()
+    rows = summarize(records, list(data))
+    with_xgrammar = any(rec["theirs"] is not None for rec in records)
+    out(format_table(rows, with_xgrammar))
     failures = Counter()
     for row in rows:
         failures.update(row.failures)
@@ -223,6 +301,27 @@ def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=N
         for name, uid, text, why in bad:
             out(f"  {name} {uid}: {text!r}\n      {why}")
     return 0
+
+
+def summarize(records: list, subsets: list) -> list:
+    """Per-subset rows, in `subsets` order, from per-schema records."""
+    rows = {name: SubsetRow(name) for name in subsets}
+    for rec in sorted(records, key=lambda r: str(r["uid"])):
+        row = rows[rec["subset"]]
+        row.schemas += 1
+        row.theirs += bool(rec["theirs"])
+        row.ours += rec["ours"]
+        row.timed_out += rec["timed_out"]
+        row.seconds += rec.get("seconds", 0.0)
+        if rec["failure"]:
+            row.failures[rec["failure"]] += 1
+        row.finished += rec["finished"]
+        if rec["valid"] is True:
+            row.valid += 1
+        elif rec["valid"] is False:
+            row.invalid += 1
+            row.bad_outputs.append((rec["uid"], rec["text"], rec["why"]))
+    return list(rows.values())
 
 
 def format_table(rows: list, with_xgrammar: bool) -> str:

@@ -291,7 +291,7 @@ def cmd_bench(args) -> int:
         from .bench_jsonschema import bench_jsonschemabench
 
         return bench_jsonschemabench(args.data, sample=args.sample, subsets=args.subsets, vocab=args.vocab,
-                                     jit=not args.eager,
+                                     jit=not args.eager, jobs=args.jobs, results=args.results,
                                      progress=not args.no_progress, timeout=args.timeout)
     from .bench import bench_mask
 
@@ -354,8 +354,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     p.add_argument("--report", metavar="PATH", help="write a JSON report with every reproducer")
     p.add_argument("--strict", action="store_true", help="exit 1 also on disagreements with xgrammar")
-    p.add_argument("--eager", action="store_true",
-                   help="jsonschemabench: build every mask-cache entry at compile time (default: JIT, on first use)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
@@ -371,6 +369,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--subsets", nargs="+", metavar="NAME", help="jsonschemabench: subsets (default: all ten)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="jsonschemabench: stop an xg2ref compile after S seconds (default 60)")
+    p.add_argument("--eager", action="store_true",
+                   help="jsonschemabench: build every mask-cache entry at compile time (default: JIT, on first use)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="jsonschemabench: worker processes, each one thread (default 1)")
+    p.add_argument("--results", metavar="PATH",
+                   help="jsonschemabench: one JSON line per schema; schemas already there are not run again")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
