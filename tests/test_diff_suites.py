@@ -23,17 +23,20 @@ def test_front_end_cases_expand_and_convert():
     assert "schemas" not in ebnf_case_names() and "json" in ebnf_case_names()
 
 
-@pytest.mark.skip(reason="the tool-calling cases land with the builtin model structural tags")
 def test_tool_call_cases_are_the_models_structural_tags():
     llama, harmony = load_cases(["bfcl-llama", "bfcl-harmony"])
-    assert llama.kind == harmony.kind == "structural_tag"
-    assert llama.spec["format"]["type"] == "triggered_tags" and len(llama.spec["format"]["tags"]) == 5
-    assert "<|call|>" in harmony.text
+    assert llama.kind == harmony.kind == "tool_calls"
+    assert llama.spec["model"] == "llama" and harmony.spec["model"] == "harmony"
+    assert [t["function"]["name"] for t in llama.spec["tools"]][:2] == ["BattleReignGameAPI.update_player_equipment",
+                                                                        "algebra.quadratic_roots"]
+    tag = llama.structural_tag()
+    assert tag["format"]["type"] == "triggered_tags" and len(tag["format"]["tags"]) == 5
+    assert "<|call|>" in harmony.text and "algebra.quadratic_roots" in harmony.text
 
 
 @pytest.mark.jit_only
 @pytest.mark.parametrize("names", [["regex-date", "regex-words"], ["schemas-Kubernetes-1", "schemas-Github_trivial-0"],
-                                   ])
+                                   ["bfcl-llama", "bfcl-harmony"]])
 def test_front_end_cases_agree_with_the_oracle(names):
     report = run_diff(names, against="xgrammar" if HAVE_XGRAMMAR else None, options=QUICK, progress=False)
     for case in report.cases:

@@ -114,9 +114,13 @@ class XG2RefEngine:
         return XG2RefMatcher(GrammarMatcher(compiled))
 
     def compile_front_end(self, kind: str, spec) -> XG2RefMatcher:
-        """A regex, JSON schema or structural tag, through xg2ref's own front end."""
+        """A regex, JSON schema, structural tag or tool-calling format (`{"model", "tools"}`),
+        through xg2ref's own front end."""
+        from ..builtin_structural_tag import get_model_structural_tag
         from ..matcher import GrammarMatcher
 
+        if kind == "tool_calls":
+            kind, spec = "structural_tag", get_model_structural_tag(spec["model"], tools=spec["tools"])
         compile_ = {"regex": self.compiler.compile_regex, "json_schema": self.compiler.compile_json_schema,
                     "structural_tag": self.compiler.compile_structural_tag}[kind]
         return XG2RefMatcher(GrammarMatcher(compile_(spec)))
@@ -185,11 +189,15 @@ class XGrammarEngine:
         return XGrammarMatcher(self.xgr, self.xgr.GrammarMatcher(compiled), self.vocab_size)
 
     def compile_front_end(self, kind: str, spec) -> XGrammarMatcher:
-        """A regex, JSON schema or structural tag, through xgrammar's own front end."""
+        """A regex, JSON schema, structural tag or tool-calling format, through xgrammar's own
+        front end (its own `get_model_structural_tag` for tool calls)."""
         if kind == "regex":
             compiled = self.compiler.compile_regex(spec)
         elif kind == "json_schema":
             compiled = self.compiler.compile_json_schema(json.dumps(spec))
+        elif kind == "tool_calls":
+            tag = self.xgr.get_model_structural_tag(spec["model"], tools=spec["tools"])
+            compiled = self.compiler.compile_structural_tag(tag)
         else:
             compiled = self.compiler.compile_structural_tag(json.dumps(spec))
         return XGrammarMatcher(self.xgr, self.xgr.GrammarMatcher(compiled), self.vocab_size)

@@ -20,8 +20,9 @@ conversion:
     kind "json_schema"    file: a JSON-lines file of {"unique_id", "subset", "json_schema"}; the
                           entry expands to one case per line, named "<name>-<subset>-<k>"
     kind "tool_calls"     model, file (a list of BFCL tools {"name", "description",
-                          "parameters"}), tools (how many): the structural tag
-                          get_model_structural_tag(model, tools) (OpenAI tool shape)
+                          "parameters"}), tools (how many of them): the case's spec is
+                          {"model", "tools"} (tools in the OpenAI shape), and each engine builds
+                          its own get_model_structural_tag(model, tools=tools)
 
 `load_cases(["schemas"])` selects every case an entry expanded to.
 
@@ -59,7 +60,7 @@ class Case:
     note: str = ""
     patch: tuple[tuple[str, str], ...] = field(default=())
     kind: str = "ebnf"
-    spec: Any = None  # the regex / JSON schema / structural tag of a front-end case
+    spec: Any = None  # the regex / JSON schema / {"model", "tools"} of a front-end case
     group: str = ""  # the manifest entry a case was expanded from
 
     def grammar(self):
@@ -72,7 +73,15 @@ class Case:
             return Grammar.from_regex(self.spec)
         if self.kind == "json_schema":
             return Grammar.from_json_schema(self.spec)
+        if self.kind == "tool_calls":
+            return Grammar.from_structural_tag(self.structural_tag())
         return Grammar.from_structural_tag(self.spec)
+
+    def structural_tag(self) -> dict:
+        """A tool-calling case's structural tag, as xg2ref builds it for the case's model."""
+        from ..builtin_structural_tag import get_model_structural_tag
+
+        return get_model_structural_tag(self.spec["model"], tools=self.spec["tools"]).model_dump(exclude_none=True)
 
 
 def _builtin_text(name: str) -> str:
@@ -100,14 +109,12 @@ def _front_end_cases(entry: dict) -> list[Case]:
 
         pool = json.loads((SUITE_DIR / entry["file"]).read_text(encoding="utf-8"))[:entry["tools"]]
         tools = [{"type": "function", "function": tool} for tool in pool]
-        tag = get_model_structural_tag(entry["model"], tools=tools).model_dump(exclude_none=True)
-        specs = [(entry["name"], tag, tuple(entry.get("samples", ())))]
+        specs = [(entry["name"], {"model": entry["model"], "tools": tools}, tuple(entry.get("samples", ())))]
     else:
         raise ValueError(f"case {entry['name']}: unknown kind {kind!r} (regex, json_schema, tool_calls)")
     cases = []
     for name, spec, samples in specs:
-        case = Case(name=name, text="", root="root", samples=samples, kind="structural_tag" if kind == "tool_calls"
-                    else kind, spec=spec, **common)
+        case = Case(name=name, text="", root="root", samples=samples, kind=kind, spec=spec, **common)
         object.__setattr__(case, "text", str(case.grammar()))
         cases.append(case)
     return cases
