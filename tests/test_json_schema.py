@@ -214,3 +214,41 @@ def test_long_plain_strings_share_one_rule_per_length_range():
     assert len(shared) == 1
     text = str(xgr.Grammar.from_json_schema(schema))
     assert text.count("json_string_0_300") == 4 and "json_char{0,5}" in text  # a short bound stays inline
+
+
+PATTERN_SCHEMAS = [
+    {"type": "object", "patternProperties": {".{1,}": {"type": "string"}}, "additionalProperties": True},
+    {"type": "object", "properties": {"id": {"type": "integer"}},
+     "patternProperties": {"^x-": {"type": "string"}, "^[0-9]": {"type": "boolean"}},  # disjoint
+     "additionalProperties": {"type": "integer"}},
+    {"type": "object", "properties": {"ab": {"type": "null"}}, "patternProperties": {"^a+$": {"type": "integer"}},
+     "additionalProperties": {"type": "string"}},
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(PATTERN_SCHEMAS))),
+       st.lists(st.tuples(st.text("abx-1", max_size=4),
+                          st.one_of(st.integers(-9, 9), st.booleans(), st.none(), st.text("ab", max_size=2))),
+                max_size=3, unique_by=lambda kv: kv[0]))
+def test_additional_keys_avoid_pattern_keys(k, members):
+    """An additional member whose key matches a pattern answers to the pattern's schema: the
+    grammar accepts a canonical object exactly when it validates (declared members first; the
+    patterns are disjoint, as a key matched by two needs only one of them, specs/05)."""
+    schema = PATTERN_SCHEMAS[k]
+    declared = [m for m in members if m[0] in schema.get("properties", {})]
+    value = dict(declared + [m for m in members if m not in declared])
+    assert accepts(schema, json.dumps(value), any_whitespace=False) == valid(schema, value)
+
+
+def test_definitions_that_reach_each_other_through_allof_refs():
+    """A -> allOf[$ref B] -> allOf[$ref A]: the merged schemas end at rules (was a RecursionError)."""
+    schema = {"definitions": {
+        "A": {"type": "object", "properties": {"b": {"allOf": [{"$ref": "#/definitions/B"}, {"title": "b"}]},
+                                               "n": {"type": "integer"}}, "required": ["n"]},
+        "B": {"type": "object", "properties": {"a": {"allOf": [{"$ref": "#/definitions/A"}, {"title": "a"}]}}}},
+        "$ref": "#/definitions/A"}
+    yes = {"b": {"a": {"b": {}, "n": 2}}, "n": 1}  # members in schema order
+    assert valid(schema, yes) and accepts(schema, json.dumps(yes))
+    no = {"b": {"a": {"b": {}}}, "n": 1}
+    assert not valid(schema, no) and not accepts(schema, json.dumps(no))

@@ -16,6 +16,9 @@ With `any_order` the state is the set of members written so far (exact up to
 An additional member's key is any string but the declared names (a trie of the names: at a
 node the next character either follows a name, or leaves every name behind), unless
 `propertyNames` says what keys look like; a pattern member's key is searched by its regex.
+With `patternProperties`, an additional key also contains no match of any pattern (the value
+of such a key answers to the pattern's schema): the complement of the union of the names and
+the patterns' search languages, by subset construction (`regular.complement_of`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from .ir import EPSILON, ByteString, CharClass, Expr, Repeat
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
 from .regex import RegexError, complement, regex_to_expr
+from .regular import TooLarge, complement_of
 
 _serial = itertools.count()
 
@@ -88,19 +92,20 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     sep, key_sep = layout.item_sep(lv), layout.key_sep()
     members = [seq(ByteString(json_string_literal(n)), key_sep,
                    conv.visit(s, level + 1, f"{path}.properties.{n}")) for n, s, _ in declared]
-    extras = []
+    extras, searches = [], []
     for pattern, sub in patterns.items():
         try:
-            key = json_encode_regex(regex_to_expr(pattern, search=True))
+            searches.append(regex_to_expr(pattern, search=True))
         except RegexError as err:
             raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err.message}") from None
+        key = json_encode_regex(searches[-1])
         value = conv.visit(sub, level + 1, f"{path}.patternProperties.{pattern}")
         if value != NOTHING:
             extras.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep, value))
     if additional is not False:
         value = conv.visit(additional, level + 1, f"{path}.additionalProperties")
         if value != NOTHING:
-            extras.append(seq(ByteString(b'"'), _additional_key(conv, schema, declared, path),
+            extras.append(seq(ByteString(b'"'), _additional_key(conv, schema, declared, path, searches),
                               ByteString(b'"'), key_sep, value))
     extra = choice(*extras)
     serial = next(_serial)
@@ -135,8 +140,18 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     return choice(empty, filled)
 
 
-def _additional_key(conv, schema: dict, declared: list, path: str) -> Expr:
+def _additional_key(conv, schema: dict, declared: list, path: str, patterns: list) -> Expr:
+    """What the quotes of an additional member's key hold: a key that is no declared name and
+    contains no match of a `patternProperties` regex (`patterns`, as search IR)."""
     names_schema = schema.get("propertyNames")
+    if patterns:
+        if names_schema is not None and names_schema is not True:
+            return NOTHING  # narrower than the standard (specs/05-front-ends.md)
+        taken = patterns + [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared]
+        try:
+            return complement_of(taken, encoded_char, conv.new_rule, conv.set_rule)
+        except TooLarge:
+            return NOTHING  # narrower than the standard (specs/05-front-ends.md)
     if names_schema is None or names_schema is True:
         if not declared:
             return Repeat(conv.rule(("char",), "json_char", any_string_char), 0, None)

@@ -186,7 +186,12 @@ class SchemaConverter:
             merged = {k: v for k, v in schema.items() if k != "allOf"}
             for i, part in enumerate(parts):
                 merged = self.merge(merged, self.deref(part, f"{path}.allOf[{i}]"), f"{path}.allOf[{i}]")
-            return self.visit(merged, level, path)
+            if not any(isinstance(part, dict) and "$ref" in part for part in parts):
+                return self.visit(merged, level, path)
+            # one rule per merged schema: definitions that reach each other through allOf-$ref
+            # meet the same merged schema again and end at its rule instead of unrolling forever
+            key = json.dumps(merged, sort_keys=True, default=repr)
+            return self.rule(("allOf", key, self.level(level)), "all", lambda: self.visit(merged, level, path))
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 branches = schema[key]

@@ -258,6 +258,82 @@ def bounded_length(exprs, lo: int, hi: Optional[int], encode: Callable[[list], E
     return RuleRef(names[(0, 0)])
 
 
+def _split(ranges_list) -> list[tuple[int, int]]:
+    """The coarsest intervals of [0, 0x10FFFF] that every range of `ranges_list` is a union of."""
+    cuts = {0, 0x110000}
+    for ranges in ranges_list:
+        for lo, hi in ranges:
+            cuts.update((lo, hi + 1))
+    points = sorted(cuts)
+    return [(a, b - 1) for a, b in zip(points, points[1:])]
+
+
+def _determinize(edges, finals):
+    """A complete DFA of an epsilon-free NFA (subset construction over code-point intervals):
+    (transitions per state as [(interval, dst)], accepting states); state 0 is the start, and a
+    dead state catches every interval no NFA edge reads."""
+    index, order, out, accepting = {frozenset((0,)): 0}, [frozenset((0,))], [], set()
+    k = 0
+    while k < len(order):
+        subset = order[k]
+        if subset & finals:
+            accepting.add(k)
+        moves = [(ranges, d) for q in subset for ranges, d in edges[q]]
+        row = []
+        for lo, hi in _split([r for r, _ in moves]):
+            target = frozenset(d for ranges, d in moves if any(a <= lo and hi <= b for a, b in ranges))
+            if target not in index:
+                if len(order) >= MAX_PRODUCT_STATES:
+                    raise TooLarge(f"more than {MAX_PRODUCT_STATES} states for the complement")
+                index[target] = len(order)
+                order.append(target)
+            row.append(((lo, hi), index[target]))
+        out.append(row)
+        k += 1
+    return out, accepting
+
+
+def complement_of(exprs, encode: Callable[[list], Expr], new_rule: Callable[[str], str],
+                  set_rule: Callable[[str, Expr], None]) -> Expr:
+    """The strings (of code points) that no regex IR of `exprs` matches, as right-linear rules,
+    each character written by `encode(ranges)`. Raises TooLarge past the size limits.
+
+    The union of the NFAs (a fresh start that reads what each of their starts reads) is
+    determinized; the complete DFA's non-accepting states accept the complement. States from
+    which nothing is accepted are dropped."""
+    edges, finals = [[]], set()
+    for part_edges, part_finals in (_epsilon_free(e) for e in exprs):
+        base = len(edges)
+        edges.extend([(ranges, base + d) for ranges, d in row] for row in part_edges)
+        edges[0].extend(edges[base])  # the fresh start reads what the part's start reads
+        finals.update(base + q for q in part_finals)
+        if 0 in part_finals:
+            finals.add(0)
+    dfa, accepting = _determinize(edges, finals)
+    good = set(range(len(dfa))) - accepting  # the complement's accepting states
+    alive = set(good)
+    changed = True
+    while changed:  # the states from which the complement accepts something
+        changed = False
+        for q, row in enumerate(dfa):
+            if q not in alive and any(d in alive for _, d in row):
+                alive.add(q)
+                changed = True
+    if 0 not in alive:
+        return CharClass(())
+    names = {q: new_rule("not") for q in sorted(alive)}
+    for q in sorted(alive):
+        by_dst: dict[int, list] = defaultdict(list)
+        for interval, d in dfa[q]:
+            if d in alive:
+                by_dst[d].append(interval)
+        alts = [Sequence((encode(merge_ranges(r)), RuleRef(names[d]))) for d, r in sorted(by_dst.items())]
+        if q in good:
+            alts.append(EPSILON)
+        set_rule(names[q], alts[0] if len(alts) == 1 else Choice(tuple(alts)) if alts else CharClass(()))
+    return RuleRef(names[0])
+
+
 def _encode_tree(expr: Expr, encode) -> Expr:
     """`expr` with every character class and literal character written by `encode`."""
     if isinstance(expr, CharClass):
