@@ -152,3 +152,24 @@ def test_against_xgrammar():
         with pytest.raises(Exception):
             xg.Grammar.from_regex(pattern)
         xgr.Grammar.from_regex(pattern)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(patterns(2), min_size=1, max_size=3), st.lists(st.booleans(), min_size=6, max_size=6),
+       st.lists(st.text(ALPHABET, max_size=6), min_size=1, max_size=8))
+def test_search_with_anchors_in_groups_matches_python_re(parts, flags, texts):
+    """`^`/`$` inside a group that opens or closes an alternative (as in `^$|(^\\S+$)`), read as a
+    JSON Schema `pattern` is: a search."""
+    alts = []
+    for i, part in enumerate(parts):
+        body = ("^" if flags[2 * i] else "") + f"(?:{part})" + ("$" if flags[2 * i + 1] else "")
+        alts.append(f"({body})" if i % 2 else body)
+    pattern = "|".join(alts)
+    from xg2ref.grammar.ir import GrammarIR, Rule
+    from xg2ref.grammar.regex import regex_to_expr
+
+    recognizer = Recognizer(GrammarIR((Rule("root", regex_to_expr(pattern, search=True)),), root="root"))
+    for text in texts:
+        # Python's `$` also matches before a final newline; ECMAScript's (and xg2ref's) is `\Z`
+        python = pattern.replace(")$", r")\Z")
+        assert recognizer.is_sentence(text.encode()) == bool(re.search(python, text, re.ASCII)), (pattern, text)

@@ -51,6 +51,9 @@ MAX_INDENT_LEVELS = 16
 MAX_ANY_ORDER_PROPERTIES = 8
 # a plain string whose length bound is larger than this becomes a rule of its own
 SHARED_STRING_LENGTH = 16
+# A plain string's maxLength above this is lowered to it: counting every character is
+# unrolled into FSM states, and longer bounds pass the per-rule state limit (specs/05)
+MAX_COUNTED_LENGTH = 8192
 # allOf of two anyOf / oneOf lists becomes their product; at most this many branches.
 MAX_BRANCH_PRODUCT = 256
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "id", "$comment",
@@ -404,11 +407,19 @@ class SchemaConverter:
         if exprs:
             if len(exprs) == 1 and lo == 0 and hi is None:
                 return json_encode_regex(exprs[0])
-            try:
-                return bounded_length(exprs, lo, hi, encoded_char, self.new_rule, self.set_rule)
-            except TooLarge as err:
-                raise InvalidJSONError(f"{path}: {' and '.join(checks)} with the length bounds: {err}") from None
+            cap = hi
+            while True:
+                try:
+                    return bounded_length(exprs, lo, cap, encoded_char, self.new_rule, self.set_rule)
+                except TooLarge as err:
+                    # a maxLength too long to count exactly is lowered until the automaton fits:
+                    # the longer strings are left out, never an invalid one let in (specs/05)
+                    if cap is None or cap // 2 < max(lo, 1):
+                        raise InvalidJSONError(f"{path}: {' and '.join(checks)} with the length bounds: {err}") from None
+                    cap //= 2
         char = self.rule(("char",), "json_char", any_string_char)
+        if hi is not None and hi > MAX_COUNTED_LENGTH and lo <= MAX_COUNTED_LENGTH:
+            hi = MAX_COUNTED_LENGTH  # the longer strings are left out until repetitions are compressed (specs/05)
         return Repeat(char, lo, hi)
 
     def t_array(self, schema, level, path, loose: bool = False) -> Expr:

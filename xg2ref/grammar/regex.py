@@ -394,6 +394,29 @@ def _alts_to_ir(alts: list, parser: _Parser) -> Expr:
     return options[0] if len(options) == 1 else Choice(tuple(options))
 
 
+def _lift_anchored_groups(alts: list, limit: int = 256) -> list:
+    """The same alternatives with every group that holds an anchor and stands first or last in
+    an alternative spread over it: `x(^a|b)` is `x^a|xb`, and `^$|(^a$)` is `^$|^a$`. This
+    brings such anchors to the ends of top-level alternatives, where a search reads them;
+    it stops at `limit` alternatives (the caller then reports the anchor)."""
+    out, changed = list(alts), True
+    while changed and len(out) <= limit:
+        changed, spread = False, []
+        for items in out:
+            head = items[0] if items else None
+            tail = items[-1] if items else None
+            if isinstance(head, tuple) and head[0] == "group" and _has_anchor_in_group([head]):
+                spread.extend(list(alt) + items[1:] for alt in head[1])
+                changed = True
+            elif isinstance(tail, tuple) and tail[0] == "group" and _has_anchor_in_group([tail]):
+                spread.extend(items[:-1] + list(alt) for alt in tail[1])
+                changed = True
+            else:
+                spread.append(items)
+        out = spread
+    return out
+
+
 def _has_anchor_in_group(items: list) -> bool:
     for item in items:
         if isinstance(item, tuple) and item[0] == "group":
@@ -421,7 +444,7 @@ def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "", s
     if search:
         anything = ("repeat", ("class", [(0, MAX_CODEPOINT)]), 0, None)
         wrapped = []
-        for items in alts:
+        for items in _lift_anchored_groups(alts):
             if _has_anchor_in_group(items):
                 raise RegexError("an anchor inside a group is not supported in a search pattern", pattern)
             start = bool(items) and items[0] is _START
