@@ -25,7 +25,8 @@ def accepts(schema, text: str, **options) -> bool:
 
 
 def valid(schema, value) -> bool:
-    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).is_valid(value)
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER  # RFC 3339 times, not draft 3's
+    return jsonschema.Draft202012Validator(schema, format_checker=checker).is_valid(value)
 
 
 SCHEMAS = [

@@ -3,8 +3,9 @@
 For every schema (or a seeded sample of `--sample N` per subset): compile it with xgrammar 0.2.8
 (when installed) and with xg2ref, then draw one string by a seeded random walk over xg2ref's
 masks (Llama-3 vocabulary) until a stop token or `MAX_WALK_TOKENS` tokens, and validate the
-finished ones with `jsonschema` (Draft 2020-12 rules for the keywords of every draft, formats
-checked). The walk is random but leans toward finishing: at each step it stops when a stop
+finished ones with `jsonschema` (the schema's own draft, Draft 2020-12 when it names none;
+formats checked by that draft's format checker, with the `format-nongpl` extra so that
+date-time, time, duration, hostname, uri and uri-reference are really checked). The walk is random but leans toward finishing: at each step it stops when a stop
 token is allowed with probability 1/2; otherwise with probability 0.4 it picks among the allowed
 tokens that start with `"`, `}` or `]`, with 0.4 among the allowed tokens of at most two bytes,
 else among all allowed tokens.
@@ -217,7 +218,7 @@ def validation_error(schema, text: bytes) -> Optional[str]:
         value = json.loads(text)
         validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         error = jsonschema.exceptions.best_match(
-            validator(schema, format_checker=jsonschema.FormatChecker()).iter_errors(value))
+            validator(schema, format_checker=validator.FORMAT_CHECKER).iter_errors(value))
     except (ValueError, jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError) as err:
         return str(err)
     return None if error is None else str(error.message)

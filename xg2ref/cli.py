@@ -16,8 +16,9 @@ GRAMMAR is a path to an EBNF (.ebnf, .gbnf) file, the name of a bundled case (`j
 Exit status: 0 accepted / agreed, 1 rejected / disagreed (see each command), 2 bad input
 (a grammar error prints its message with a caret under the column, never a traceback).
 
-What it leaves out: JSON Schema, regex and structural-tag grammars (the front ends do not
-exist yet), and batched masks.
+What it leaves out: JSON Schema, regex and structural-tag grammars given on the command line
+(they reach the commands as bundled suite cases: `regex-date`, `schemas-...`, `bfcl-llama`),
+and batched masks.
 """
 
 from __future__ import annotations

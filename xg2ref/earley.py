@@ -103,11 +103,13 @@ def grown_chart(c: K.Chart, status: int) -> K.Chart:
     cap, sets = len(c.item_state) * 2, len(c.set_start) * 2
     item_state = np.zeros(cap, np.int32)
     item_origin = np.zeros(cap, np.int32)
+    item_deadline = np.full(cap, K.NO_DEADLINE, np.int32)
     set_start = np.zeros(sets, np.int64)
     item_state[: len(c.item_state)] = c.item_state
     item_origin[: len(c.item_origin)] = c.item_origin
+    item_deadline[: len(c.item_deadline)] = c.item_deadline
     set_start[: len(c.set_start)] = c.set_start
-    return c._replace(item_state=item_state, item_origin=item_origin, set_start=set_start)
+    return c._replace(item_state=item_state, item_origin=item_origin, item_deadline=item_deadline, set_start=set_start)
 
 
 class EarleyParser:
@@ -176,24 +178,49 @@ class EarleyParser:
         if not len(self.fsms.token_sets) or not member.any():
             return self.advance(data)
         k0 = self.position
-        states = np.zeros(16, np.int32)
-        origins = np.zeros(16, np.int32)
-        n = K.token_successors(self.arrays, self.chart, member, states, origins)
+        states, origins, deadlines = (np.zeros(16, np.int32) for _ in range(3))
+        n = K.token_successors(self.arrays, self.chart, member, states, origins, deadlines)
         if n > len(states):
-            states, origins = np.zeros(n, np.int32), np.zeros(n, np.int32)
-            K.token_successors(self.arrays, self.chart, member, states, origins)
+            states, origins, deadlines = (np.zeros(n, np.int32) for _ in range(3))
+            K.token_successors(self.arrays, self.chart, member, states, origins, deadlines)
         if n == 0:
             return self.advance(data)
         fresh = not self.advance(data)
         while (status := K.join_token_items(self.arrays, self.chart, k0, len(data), states[:n], origins[:n],
-                                            fresh)) != K.OK:
+                                            deadlines[:n], fresh)) != K.OK:
             self._grow(status)
         return True
 
+    # ---- token budgets (kernels/earley.py docstring) ------------------------------------
+
+    def set_token_index(self, index: int, enforce: bool) -> None:
+        """The index of the token about to be read (PREDICT counts budgets from it), and whether
+        items past their deadline may still read."""
+        self.chart.meta[K.META_TOKEN] = index
+        self.chart.meta[K.META_ENFORCE] = int(enforce)
+
+    def budget_state(self) -> tuple[bool, bool]:
+        """(some scannable item of the current set is past its deadline, some is not), for the
+        token index set last."""
+        a, c, k = self.arrays, self.chart, self.position
+        lo, hi = c.set_start[k], c.set_start[k + 1]
+        states = c.item_state[lo:hi]
+        scannable = (a.byte_indptr[states + 1] > a.byte_indptr[states]) | (a.tok_indptr[states + 1] > a.tok_indptr[states])
+        expired = c.item_deadline[lo:hi] < c.meta[K.META_TOKEN]
+        return bool((scannable & expired).any()), bool((scannable & ~expired).any())
+
+    def _live_states(self) -> np.ndarray:
+        """FSM states of the current set's items that may read (all unless budgets are enforced)."""
+        c, k = self.chart, self.position
+        states = c.item_state[c.set_start[k]:c.set_start[k + 1]]
+        if c.meta[K.META_ENFORCE]:
+            states = states[c.item_deadline[c.set_start[k]:c.set_start[k + 1]] >= c.meta[K.META_TOKEN]]
+        return states
+
     def token_sets_here(self) -> np.ndarray:
         """Indices of the token sets that some token edge of the current set reads."""
-        a, c, k = self.arrays, self.chart, self.position
-        states = c.item_state[c.set_start[k]:c.set_start[k + 1]]
+        a = self.arrays
+        states = self._live_states()
         starts, ends = a.tok_indptr[states], a.tok_indptr[states + 1]
         if not (ends > starts).any():
             return np.zeros(0, np.int32)

@@ -20,6 +20,20 @@ and the tokenizer's own stop tokens join it; the latter are checked one by one.
 Jump-forward (XGrammar Appendix B) follows xgrammar 0.2.8: while the input is not a sentence
 and every byte edge out of the current set is the same single byte, append that byte.
 
+Token budgets (`rule[max_tokens=N]`, xgrammar 0.2.8's semantics): each Earley item carries the
+index of the last token its rule occurrence may read (kernels/earley.py). A mask is computed at
+token index t = the number of steps accepted so far (tokens, strings, a stop token):
+
+    ENFORCE   some scannable item is past its deadline (deadline < t), and some is not or the
+              input is complete, and the mask of the live items alone allows a token or the
+              input is complete  |-  the mask is that mask, and the next `accept_token` reads
+                                     with the live items only
+    RELAX     otherwise the budget gives way: the mask of every item, and the next token is
+              read by every item (the rule may run on until it can end)
+
+So enforcement follows a mask: a token accepted without a mask computed first is read by
+every item, as in xgrammar; `accept_string` never enforces, `rollback` forgets the decision.
+
 Token edges (`Token(...)`, `ExcludeToken(...)`, TokenTagDispatch) read one whole regular token
 (not a stop, special or empty token). `accept_token` takes both ways at once (the bytes, and
 every token edge whose set holds the token; `EarleyParser.advance_token`); `accept_string`
@@ -79,6 +93,8 @@ class GrammarMatcher:
         self._token_member, self._token_words = _token_set_tables(
             compiled_grammar.fsms.token_sets, self._vocab, self._is_stop, self._vocab_size)
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
+        self._budgets = len(compiled_grammar.fsms.max_tokens) > 0
+        self._enforce_pending = False  # the last mask enforced token budgets (see ENFORCE above)
         self._history: list[int] = []
         self._stop_accepted = False
         self._row_key: Optional[tuple] = None  # (bitmask, index, data pointer, shape) of _row
@@ -108,6 +124,7 @@ class GrammarMatcher:
         self._parser.reset()
         self._history.clear()
         self._stop_accepted = False
+        self._enforce_pending = False
 
     def fork(self) -> "GrammarMatcher":
         """An independent matcher in the same state."""
@@ -134,16 +151,24 @@ class GrammarMatcher:
                 return False
             self._stop_accepted = True
             self._history.append(_STOP_STEP)
+            self._enforce_pending = False
             return True
         data = self._token_bytes(token_id)
         if not data:
             return False  # special token
-        if len(self._token_member):
-            if not self._parser.advance_token(data, self._token_member[:, token_id]):
+        if self._budgets:
+            self._parser.set_token_index(len(self._history), self._enforce_pending)
+        try:
+            if len(self._token_member):
+                if not self._parser.advance_token(data, self._token_member[:, token_id]):
+                    return False
+            elif not self._parser.advance(data):
                 return False
-        elif not self._parser.advance(data):
-            return False
+        finally:
+            if self._budgets:
+                self._parser.set_token_index(len(self._history), False)
         self._history.append(len(data))
+        self._enforce_pending = False
         return True
 
     def accept_string(self, input_str: Union[str, bytes], *, debug_print: bool = False) -> bool:
@@ -151,6 +176,8 @@ class GrammarMatcher:
         if self._stop_accepted:
             return False
         data = input_str.encode("utf-8") if isinstance(input_str, str) else bytes(input_str)
+        if self._budgets:
+            self._parser.set_token_index(len(self._history), False)
         if not self._parser.advance(data):
             return False
         self._history.append(len(data))
@@ -168,6 +195,7 @@ class GrammarMatcher:
                 self._stop_accepted = False
             else:
                 self._parser.rollback(step)
+        self._enforce_pending = False
 
     # ---- masks --------------------------------------------------------------------------
 
@@ -176,10 +204,36 @@ class GrammarMatcher:
             raise MatcherError("the matcher has terminated after accepting a stop token; "
                                "there is no next-token mask (roll back or reset first)")
 
+    def _budget_mask(self) -> Optional[np.ndarray]:
+        """With token budgets: decide ENFORCE or RELAX for the mask at this token index (module
+        docstring); under ENFORCE the mask of the live items (a bool array), else None."""
+        self._enforce_pending = False
+        if not self._budgets:
+            return None
+        parser = self._parser
+        parser.set_token_index(len(self._history), False)
+        expired, alive = parser.budget_state()
+        completed = parser.is_completed()
+        if not (expired and (alive or completed)):
+            return None
+        parser.set_token_index(len(self._history), True)
+        try:
+            mask = self._every_token_mask()
+        finally:
+            parser.set_token_index(len(self._history), False)
+        if not (mask.any() or completed):
+            return None
+        self._enforce_pending = True
+        return mask
+
     def _fill_words(self) -> bool:
         """The allowed tokens now, into `self._words` (exactly ceil(vocab_size / 32) int32).
         Returns whether every id is allowed."""
         words = self._words
+        enforced = self._budget_mask()
+        if enforced is not None:
+            pack_bool_mask(enforced, words)
+            return bool(MF.all_allowed(words, self._vocab_size))
         _, full = self.compiled_grammar.mask_cache.fill(self._parser, words, self._not_regular, self._stop_array)
         if len(self._extra_regular):
             bits = words.view(np.uint32)
@@ -216,6 +270,10 @@ class GrammarMatcher:
     def _every_token_bool_mask(self) -> np.ndarray:
         """The same mask without the cache: every regular token through the parser."""
         self._check_terminated()
+        enforced = self._budget_mask()
+        return enforced if enforced is not None else self._every_token_mask()
+
+    def _every_token_mask(self) -> np.ndarray:
         mask = self._mask
         mask[:] = False
         v = self._vocab
@@ -246,13 +304,19 @@ class GrammarMatcher:
                                "there is no jump-forward string")
         out = bytearray()
         parser = self._parser
-        while not parser.is_completed():
-            single = _single_forced_byte(parser)
-            if single is None:
-                break
-            parser.advance(bytes([single]))
-            out.append(single)
-        parser.rollback(len(out))
+        if self._budgets:
+            parser.set_token_index(len(self._history), self._enforce_pending)
+        try:
+            while not parser.is_completed():
+                single = _single_forced_byte(parser)
+                if single is None:
+                    break
+                parser.advance(bytes([single]))
+                out.append(single)
+            parser.rollback(len(out))
+        finally:
+            if self._budgets:
+                parser.set_token_index(len(self._history), False)
         return out.decode("utf-8", errors="surrogateescape")
 
     # ---- helpers ------------------------------------------------------------------------
@@ -271,8 +335,7 @@ def _single_forced_byte(parser: EarleyParser) -> Optional[int]:
     forced = None
     if len(parser.token_sets_here()):
         return None
-    for item in parser.items():
-        s = item.state
+    for s in parser._live_states():
         for e in range(a.byte_indptr[s], a.byte_indptr[s + 1]):
             lo, hi = int(a.byte_lo[e]), int(a.byte_hi[e])
             if lo != hi or (forced is not None and forced != lo):

@@ -162,6 +162,7 @@ class FSMArrays(NamedTuple):
     tok_indptr : int32[S+1]    CSR over token edges (letters >= 256: one whole token)
     tok_set : int32[G]         the edge's token set (index into GrammarFSMs.token_sets)
     tok_dst : int32[G]
+    rule_budget : int32[R]     the rule's `max_tokens` option, -1 when it has none
     """
 
     state_rule: np.ndarray
@@ -179,6 +180,7 @@ class FSMArrays(NamedTuple):
     tok_indptr: np.ndarray
     tok_set: np.ndarray
     tok_dst: np.ndarray
+    rule_budget: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,7 @@ class GrammarFSMs:
     nullable: tuple[bool, ...]
     productive: tuple[bool, ...]
     token_sets: tuple[TokenSet, ...] = ()
+    max_tokens: tuple[int, ...] = ()  # per rule, -1 for none (empty: no rule has a token budget)
 
     @property
     def num_states(self) -> int:
@@ -241,6 +244,7 @@ class GrammarFSMs:
             tok_indptr=_indptr(t[:, 0], total),
             tok_set=np.ascontiguousarray(t[:, 1]),
             tok_dst=np.ascontiguousarray(t[:, 2]),
+            rule_budget=np.array(self.max_tokens or [-1] * len(self.fsms), dtype=np.int32),
         )
 
 
@@ -254,7 +258,10 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES) -
     names = tuple(r.name for r in ir.rules)
     rule_ids = {name: i for i, name in enumerate(names)}
     token_sets: dict[TokenSet, int] = {}
-    fsms = [rule_fsm(rule.body, rule_ids, rule.name, token_sets).with_tail_calls_as_loops(r)
+    # a rule with a token budget keeps its tail self-calls: each call is a new occurrence with
+    # its own deadline (kernels/earley.py), which a loop would not give
+    fsms = [rule_fsm(rule.body, rule_ids, rule.name, token_sets) if rule.option("max_tokens") is not None
+            else rule_fsm(rule.body, rule_ids, rule.name, token_sets).with_tail_calls_as_loops(r)
             for r, rule in enumerate(ir.rules)]
     if sum(f.num_states for f in fsms) > MAX_GRAMMAR_STATES:
         raise GrammarLimitError(f"the grammar needs more than {MAX_GRAMMAR_STATES} FSM states")
@@ -262,7 +269,9 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES) -
     dead = {r for r, ok in enumerate(productive) if not ok}
     fsms = [f.without_rules(dead).simplified(max_dfa_states) for f in fsms]
     nullable = _nullable_rules(fsms)
-    return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive), tuple(token_sets))
+    budgets = tuple(int(rule.option("max_tokens", -1)) for rule in ir.rules)
+    return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive), tuple(token_sets),
+                       budgets if any(b >= 0 for b in budgets) else ())
 
 
 def _productive_rules(fsms: list[FSM]) -> list[bool]:

@@ -23,6 +23,22 @@ is `n_sets -= n`. Everything here is a module-level function over flat numpy arr
 (`FSMArrays`, `Chart`), compiled with `numba.njit(cache=True)`; under NUMBA_DISABLE_JIT=1
 the same functions run as plain Python.
 
+Token budgets (rule option `max_tokens=N`, xgrammar 0.2.8's semantics). Every item carries a
+deadline, the index of the last token its rule occurrence may read (NO_DEADLINE: none):
+
+    PREDICT   B predicted while token t is read (t = -1 before the first token)
+              |-  deadline(start(B)) = min(t + N_B, deadline(parent))   (just the parent's
+                                                                         when B has no budget)
+              where t + N_B = -1 (N_B = 0 before the first token) means no deadline, whatever
+              the parent's: xgrammar 0.2.8 stores "none" as -1, and its arithmetic lands there
+    SCAN, TOKEN, COMPLETE keep the deadline of the item that moves (for COMPLETE, the parent's)
+
+An item reached twice keeps the larger deadline (two contexts: it lives while either does),
+and the set is closed again when a deadline rises. When the matcher enforces budgets
+(`meta[META_ENFORCE]`), an item whose deadline is below the token index `meta[META_TOKEN]`
+does not SCAN or TOKEN: its derivation may read no more tokens. When and whether to enforce is
+the matcher's decision (matcher.py).
+
 Status codes: OK = 0, EMPTY = 1 (the byte is rejected: the new set would be empty),
 NEED_ITEMS = 2 and NEED_TABLE = 3 (the caller grows `Chart` and calls again; nothing was
 committed).
@@ -41,6 +57,14 @@ NEED_ITEMS = 2
 NEED_TABLE = 3
 
 _HASH_MULT = 0x9E3779B1
+NO_DEADLINE = 2147483647
+# chart.meta slots
+META_SETS = 0       # number of sets (the current set is meta[0] - 1)
+META_GEN = 1        # generation of the dedup table
+META_TOKEN = 2      # index of the token being read (-1 before the first); PREDICT counts budgets from it
+META_ENFORCE = 3    # 1: items past their deadline neither SCAN nor TOKEN
+META_RAISED = 4     # set when a deadline rose during a closure (the closure runs again)
+META_BUDGETS = 5    # 1: the grammar has token budgets (deadlines are tracked)
 
 
 class Chart(NamedTuple):
@@ -48,15 +72,16 @@ class Chart(NamedTuple):
 
     item_state : int32[capacity]   FSM state of each item
     item_origin : int32[capacity]  origin (byte position) of each item
+    item_deadline : int32[capacity]  last token index the item's derivation may read (token budgets)
     set_start : int64[max_sets+1]  set k holds items set_start[k] : set_start[k+1]
     tbl_key : int64[T]             dedup table of the set being built (T a power of two)
     tbl_gen : int64[T]             slot is in use iff tbl_gen[slot] == meta[1]
-    meta : int64[2]                meta[0] = number of sets (current set = meta[0]-1),
-                                   meta[1] = generation of the dedup table
+    meta : int64[6]                the META_* slots above
     """
 
     item_state: np.ndarray
     item_origin: np.ndarray
+    item_deadline: np.ndarray
     set_start: np.ndarray
     tbl_key: np.ndarray
     tbl_gen: np.ndarray
@@ -68,16 +93,19 @@ def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int =
     return Chart(
         item_state=np.zeros(item_capacity, dtype=np.int32),
         item_origin=np.zeros(item_capacity, dtype=np.int32),
+        item_deadline=np.full(item_capacity, NO_DEADLINE, dtype=np.int32),
         set_start=np.zeros(max_sets + 1, dtype=np.int64),
         tbl_key=np.zeros(table_size, dtype=np.int64),
         tbl_gen=np.zeros(table_size, dtype=np.int64),
-        meta=np.zeros(2, dtype=np.int64),
+        meta=np.zeros(6, dtype=np.int64),
     )
 
 
 @njit(cache=True, _nrt=False)
-def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, set_begin, end, state, origin):
-    """Append (state, origin) to the set being built (items set_begin:end) unless present.
+def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, item_deadline, meta, set_begin, end, state, origin,
+              deadline):
+    """Append (state, origin) with `deadline` to the set being built (items set_begin:end)
+    unless present; a present item keeps the larger deadline (and meta[META_RAISED] notes a rise).
 
     `tbl_key` / `tbl_gen` are the chart's dedup table (a slot is in use iff its tbl_gen equals
     `gen`). Returns the new end, -1 when the item was already there, -NEED_ITEMS or -NEED_TABLE.
@@ -91,6 +119,13 @@ def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, set_begin, end, st
     h = ((key * _HASH_MULT) >> 13) & mask
     while tbl_gen[h] == gen:
         if tbl_key[h] == key:
+            if meta[META_BUDGETS] != 0:
+                for q in range(set_begin, end):
+                    if item_state[q] == state and item_origin[q] == origin:
+                        if deadline > item_deadline[q]:
+                            item_deadline[q] = deadline
+                            meta[META_RAISED] = 1
+                        break
             return -1
         h = (h + 1) & mask
     if end >= item_state.shape[0]:
@@ -99,24 +134,58 @@ def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, set_begin, end, st
     tbl_key[h] = key
     item_state[end] = state
     item_origin[end] = origin
+    item_deadline[end] = deadline
     return end + 1
+
+
+@njit(cache=True, _nrt=False)
+def _expired(chart, p):
+    """Item p may not read: budgets are enforced and its deadline is below the token index."""
+    return chart.meta[META_ENFORCE] != 0 and chart.item_deadline[p] < chart.meta[META_TOKEN]
+
+
+@njit(cache=True, _nrt=False)
+def _child_deadline(fsm, chart, rule, parent_deadline):
+    """The deadline of rule `rule` predicted now under a parent with `parent_deadline`."""
+    budget = fsm.rule_budget[rule]
+    if budget < 0:
+        return parent_deadline
+    own = chart.meta[META_TOKEN] + budget
+    if own < 0:  # -1 (max_tokens=0 before the first token) is xgrammar's "none": no deadline at all
+        return NO_DEADLINE
+    if own > NO_DEADLINE:
+        own = NO_DEADLINE
+    return own if own < parent_deadline else parent_deadline
 
 
 @njit(cache=True, _nrt=False)
 def _close_set(fsm, chart, k, begin, end):
     """Apply PREDICT and COMPLETE to set k (items begin:end, growing) until nothing changes.
 
-    Returns (status, end).
+    Returns (status, end). With token budgets, a deadline that rises during a pass sends the
+    closure round again (deadlines only rise, so this ends).
     """
+    while True:
+        chart.meta[META_RAISED] = 0
+        status, end = _close_pass(fsm, chart, k, begin, end)
+        if status != OK or chart.meta[META_RAISED] == 0:
+            return status, end
+
+
+@njit(cache=True, _nrt=False)
+def _close_pass(fsm, chart, k, begin, end):
+    """One pass of `_close_set` over items begin:end (end grows as items are added)."""
     p = begin
     while p < end:
         s = chart.item_state[p]
         i = chart.item_origin[p]
+        d = chart.item_deadline[p]
         # PREDICT: [i, k, A -> s], s -B-> t  |-  [k, k, B -> start(B)]
         for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
             b = fsm.ref_rule[e]
             r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                          begin, end, fsm.rule_start[b], k)
+                          chart.item_deadline, chart.meta, begin, end, fsm.rule_start[b], k,
+                          _child_deadline(fsm, chart, b, d))
             if r < -1:
                 return -r, end
             if r >= 0:
@@ -124,7 +193,7 @@ def _close_set(fsm, chart, k, begin, end):
             # ... and B nullable  |-  [i, k, A -> t]
             if fsm.rule_nullable[b]:
                 r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                              begin, end, fsm.ref_dst[e], i)
+                              chart.item_deadline, chart.meta, begin, end, fsm.ref_dst[e], i, d)
                 if r < -1:
                     return -r, end
                 if r >= 0:
@@ -137,7 +206,8 @@ def _close_set(fsm, chart, k, begin, end):
                 for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
                     if fsm.ref_rule[e] == rule:
                         r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                                      begin, end, fsm.ref_dst[e], chart.item_origin[q])
+                                      chart.item_deadline, chart.meta, begin, end, fsm.ref_dst[e],
+                                      chart.item_origin[q], chart.item_deadline[q])
                         if r < -1:
                             return -r, end
                         if r >= 0:
@@ -147,16 +217,16 @@ def _close_set(fsm, chart, k, begin, end):
 
 
 @njit(cache=True, _nrt=False)
-def seed_chart(fsm, chart, k, state):
-    """Sets 0..k-1 empty, set k = the closure of the single item (state, origin 0); set k
-    becomes the current set. Returns a status code."""
+def seed_chart(fsm, chart, k, state, deadline):
+    """Sets 0..k-1 empty, set k = the closure of the single item (state, origin 0) with
+    `deadline`; set k becomes the current set. Returns a status code."""
     if chart.set_start.shape[0] < k + 2:
         return NEED_ITEMS
     chart.meta[1] += 1
     for q in range(k + 1):
         chart.set_start[q] = 0
     r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                  0, 0, state, 0)
+                  chart.item_deadline, chart.meta, 0, 0, state, 0, deadline)
     if r < 0:
         return -r
     status, end = _close_set(fsm, chart, k, 0, r)
@@ -169,8 +239,16 @@ def seed_chart(fsm, chart, k, state):
 
 @njit(cache=True, _nrt=False)
 def init_chart(fsm, chart):
-    """Set 0: the root rule's start item, closed. Returns a status code."""
-    return seed_chart(fsm, chart, 0, fsm.rule_start[fsm.root_rule[0]])
+    """Set 0: the root rule's start item, closed, before any token (token index -1). Returns a
+    status code."""
+    chart.meta[META_TOKEN] = -1
+    chart.meta[META_ENFORCE] = 0
+    chart.meta[META_BUDGETS] = 0
+    for r in range(fsm.rule_budget.shape[0]):
+        if fsm.rule_budget[r] >= 0:
+            chart.meta[META_BUDGETS] = 1
+    root = fsm.root_rule[0]
+    return seed_chart(fsm, chart, 0, fsm.rule_start[root], _child_deadline(fsm, chart, root, NO_DEADLINE))
 
 
 @njit(cache=True, _nrt=False)
@@ -185,7 +263,7 @@ def _dfa_step(fsm, chart, k, byte):
     """
     p = chart.set_start[k]
     s = chart.item_state[p]
-    if fsm.ref_indptr[s] != fsm.ref_indptr[s + 1]:
+    if fsm.ref_indptr[s] != fsm.ref_indptr[s + 1] or _expired(chart, p):
         return -1
     t = -1
     for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
@@ -203,6 +281,7 @@ def _dfa_step(fsm, chart, k, byte):
     begin = chart.set_start[k + 1]
     chart.item_state[begin] = t
     chart.item_origin[begin] = i
+    chart.item_deadline[begin] = chart.item_deadline[p]
     chart.set_start[k + 2] = begin + 1
     chart.meta[0] = k + 2
     return OK
@@ -227,10 +306,13 @@ def advance_byte(fsm, chart, byte):
     # SCAN: [i, k, A -> s], s -byte-> t  |-  [i, k+1, A -> t]
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
+        if _expired(chart, p):
+            continue
         for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
             if fsm.byte_lo[e] <= byte and byte <= fsm.byte_hi[e]:
                 r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                              begin, end, fsm.byte_dst[e], chart.item_origin[p])
+                              chart.item_deadline, chart.meta, begin, end, fsm.byte_dst[e], chart.item_origin[p],
+                              chart.item_deadline[p])
                 if r < -1:
                     return -r
                 if r >= 0:
@@ -260,29 +342,32 @@ def advance_bytes(fsm, chart, data):
 
 
 @njit(cache=True, _nrt=False)
-def token_successors(fsm, chart, member, out_state, out_origin):
+def token_successors(fsm, chart, member, out_state, out_origin, out_deadline):
     """Items that a whole token reaches through token edges from the current set k.
 
         TOKEN   [i, k, A -> s], s -<set g>-> t, the token is in set g  |-  [i, k+len, A -> t]
 
-    `member[g]` says whether the token is in token set g. Writes the (state, origin) pairs to
-    the out arrays (as many as fit) and returns their number.
+    `member[g]` says whether the token is in token set g. Writes the (state, origin, deadline)
+    triples to the out arrays (as many as fit) and returns their number.
     """
     k = chart.meta[0] - 1
     n = 0
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
+        if _expired(chart, p):
+            continue
         for e in range(fsm.tok_indptr[s], fsm.tok_indptr[s + 1]):
             if member[fsm.tok_set[e]]:
                 if n < out_state.shape[0]:
                     out_state[n] = fsm.tok_dst[e]
                     out_origin[n] = chart.item_origin[p]
+                    out_deadline[n] = chart.item_deadline[p]
                 n += 1
     return n
 
 
 @njit(cache=True, _nrt=False)
-def join_token_items(fsm, chart, k0, length, states, origins, fresh):
+def join_token_items(fsm, chart, k0, length, states, origins, deadlines, fresh):
     """Put the TOKEN items (`states`, `origins`) into set k0+length and close it again.
 
     `fresh`: the bytes of the token were rejected, so sets k0+1 .. k0+length-1 are made empty
@@ -303,14 +388,15 @@ def join_token_items(fsm, chart, k0, length, states, origins, fresh):
     if not fresh:
         for p in range(begin, chart.set_start[target + 1]):
             r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                          begin, end, chart.item_state[p], chart.item_origin[p])
+                          chart.item_deadline, chart.meta, begin, end, chart.item_state[p], chart.item_origin[p],
+                          chart.item_deadline[p])
             if r < -1:
                 return -r
             if r >= 0:
                 end = r
     for n in range(states.shape[0]):
         r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                      begin, end, states[n], origins[n])
+                      chart.item_deadline, chart.meta, begin, end, states[n], origins[n], deadlines[n])
         if r < -1:
             return -r
         if r >= 0:
@@ -392,6 +478,8 @@ def next_byte_set(fsm, chart, out):
     out[:] = False
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
+        if _expired(chart, p):
+            continue
         for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
             for b in range(fsm.byte_lo[e], fsm.byte_hi[e] + 1):
                 out[b] = True

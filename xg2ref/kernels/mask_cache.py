@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .earley import EMPTY, OK, advance_byte, seed_chart
+from .earley import EMPTY, NO_DEADLINE, OK, advance_byte, seed_chart
 
 REJECTED = 0
 ACCEPTED = 1
@@ -54,7 +54,7 @@ MAX_ACCEPT_PARENTS = 8
 @njit(cache=True, _nrt=False)
 def init_chart_at_state(fsm, chart, state):
     """Set 0 empty, set 1 = the closure of the single item (state, origin 0). Returns a status."""
-    return seed_chart(fsm, chart, 1, state)
+    return seed_chart(fsm, chart, 1, state, NO_DEADLINE)
 
 
 @njit(cache=True, _nrt=False)

@@ -1,0 +1,188 @@
+"""Token budgets (`rule[max_tokens=N]`): deadlines per rule occurrence, ENFORCE / RELAX at each
+mask (matcher.py docstring), against xgrammar 0.2.8 on hand-picked grammars, and the matcher's own
+consistency (cached mask == every-token mask == what accept_token takes) on random ones."""
+
+import random
+
+import numpy as np
+import pytest
+
+import xg2ref as xgr
+
+VOCAB = ["<s>", "</s>", "a", "b", "aa", "ab", "c", "ac", "bb", "ca", "cc", "abc", "ba"]
+STOP = 1
+
+
+def compiled(grammar: str):
+    info = xgr.TokenizerInfo(VOCAB, xgr.VocabType.RAW, stop_token_ids=[STOP])
+    return xgr.GrammarCompiler(info).compile_grammar(grammar)
+
+
+def allowed(matcher) -> list[str]:
+    return [VOCAB[i] for i in np.flatnonzero(matcher.compute_bool_mask())]
+
+
+# (grammar, tokens, the masks before each token and after the last, as xgrammar 0.2.8 gives them)
+CASES = [
+    # x is predicted before the first token: it may read tokens 0 and 1, then only "c" is left
+    ('root ::= x "c"\nx[max_tokens=2] ::= [ab]*', ["a", "a"],
+     [["a", "b", "aa", "ab", "c", "ac", "bb", "abc", "ba"], ["a", "b", "aa", "ab", "c", "ac", "bb", "abc", "ba"],
+      ["c"]]),
+    # predicted while token 0 is read: tokens 1 and 2
+    ('root ::= "c" x "c"\nx[max_tokens=2] ::= [ab]*', ["c", "a", "a"],
+     [["c", "ca", "cc"], ["a", "b", "aa", "ab", "c", "ac", "bb", "abc", "ba"],
+      ["a", "b", "aa", "ab", "c", "ac", "bb", "abc", "ba"], ["c"]]),
+    # a nested budget ends with its parent's
+    ('root ::= x "c"\nx[max_tokens=3] ::= "a" y\ny[max_tokens=5] ::= [ab]*', ["a", "a", "a"],
+     [["a", "aa", "ab", "ac", "abc"], ["a", "b", "aa", "ab", "c", "ac", "bb", "abc", "ba"],
+      ["a", "b", "aa", "ab", "c", "ac", "bb", "abc", "ba"], ["c"]]),
+    # nothing else is alive and x cannot end: RELAX, x runs on until it can
+    ('root ::= x "c"\nx[max_tokens=2] ::= [ab]* "b"', ["a", "a", "a", "b"],
+     [["a", "b", "aa", "ab", "bb", "abc", "ba"]] * 4 + [["c"]]),
+    # ENFORCE kills x's way through "a a": the second alternative is what is left
+    ('root ::= x "c" | "a" "a"* "b"\nx[max_tokens=1] ::= [a]*', ["a", "a", "a", "b"],
+     [["a", "aa", "ab", "c", "ac"], ["a", "b", "aa", "ab", "c"], ["a", "b", "aa", "ab"], ["a", "b", "aa", "ab"],
+      ["</s>"]]),
+    # max_tokens=0 before the first token is no budget at all (xgrammar's -1 means none) ...
+    ('root ::= r\nr[max_tokens=0] ::= [ab]*', ["a", "b", "a"],
+     [["</s>", "a", "b", "aa", "ab", "bb", "ba"]] * 4),
+    # ... but predicted after it, it is a budget of no token
+    ('root ::= "c" r\nr[max_tokens=0] ::= [ab]*', ["ca"],
+     [["c", "ca"], ["</s>"]]),
+    # the root's own budget: once expired, only the end is left
+    ('root[max_tokens=1] ::= [ab]*', ["a"],
+     [["</s>", "a", "b", "aa", "ab", "bb", "ba"], ["</s>"]]),
+]
+
+
+@pytest.mark.parametrize("grammar, tokens, masks", CASES, ids=[c[0].split("\n")[-1][:40] for c in CASES])
+def test_masks_follow_the_budgets(grammar, tokens, masks):
+    matcher = xgr.GrammarMatcher(compiled(grammar))
+    for k, token in enumerate(tokens):
+        assert allowed(matcher) == masks[k], (k, tokens[:k])
+        assert matcher.accept_token(VOCAB.index(token))
+    assert allowed(matcher) == masks[-1]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("grammar, tokens, masks", CASES, ids=[c[0].split("\n")[-1][:40] for c in CASES])
+def test_the_expected_masks_are_xgrammars(grammar, tokens, masks):
+    xg = pytest.importorskip("xgrammar")
+    info = xg.TokenizerInfo(VOCAB, xg.VocabType.RAW, stop_token_ids=[STOP])
+    matcher = xg.GrammarMatcher(xg.GrammarCompiler(info, cache_enabled=False).compile_grammar(grammar))
+
+    def theirs():
+        bitmask = xg.allocate_token_bitmask(1, len(VOCAB))
+        matcher.fill_next_token_bitmask(bitmask)
+        return [VOCAB[i] for i in range(len(VOCAB)) if (int(bitmask[0, i // 32]) >> (i % 32)) & 1]
+
+    for k, token in enumerate(tokens):
+        assert theirs() == masks[k], (k, tokens[:k])
+        assert matcher.accept_token(VOCAB.index(token))
+    assert theirs() == masks[-1]
+
+
+def test_enforcement_follows_a_mask():
+    """Without a mask computed first, a token is read by every item (xgrammar does the same),
+    and rollback forgets the decision of the last mask."""
+    grammar = compiled('root ::= x "c"\nx[max_tokens=2] ::= [ab]*')
+    quiet = xgr.GrammarMatcher(grammar)
+    assert all(quiet.accept_token(VOCAB.index("a")) for _ in range(3))
+    masked = xgr.GrammarMatcher(grammar)
+    for _ in range(2):
+        allowed(masked)
+        assert masked.accept_token(VOCAB.index("a"))
+    assert allowed(masked) == ["c"]
+    assert not masked.accept_token(VOCAB.index("a"))
+    masked.rollback(1)
+    assert masked.accept_token(VOCAB.index("a")) and masked.accept_token(VOCAB.index("a"))
+    assert masked.accept_string("a")  # accept_string never enforces
+
+
+def test_budgeted_rules_stay_rules():
+    """A budget belongs to a rule occurrence: no rule of a budgeted grammar is inlined, and a
+    budgeted rule's tail self-call stays a call."""
+    fsms = compiled('root ::= x "c"\nx[max_tokens=2] ::= [ab] x?\ny ::= "q"').fsms
+    assert "x" in fsms.rule_names and fsms.max_tokens[fsms.rule_names.index("x")] == 2
+    x = fsms.rule_names.index("x")
+    assert any(rule == x for _, rule, _ in fsms.fsms[x].rule_edges)
+
+
+def _random_grammar(rng: random.Random) -> str:
+    def expr(depth, me):
+        k = rng.random()
+        if depth == 0 or k < 0.3:
+            return rng.choice(['"a"', '"b"', '"c"', '"ab"', "[ab]", "[abc]", '""'] + [f"r{i}" for i in range(me + 1, 4)])
+        if k < 0.55:
+            return " ".join(expr(depth - 1, me) for _ in range(rng.randint(2, 3)))
+        if k < 0.8:
+            return "(" + " | ".join(expr(depth - 1, me) for _ in range(rng.randint(2, 3))) + ")"
+        return "(" + expr(depth - 1, me) + ")" + rng.choice(["*", "+", "?"])
+    lines = []
+    for i in range(4):
+        option = f"[max_tokens={rng.randint(0, 4)}]" if rng.random() < 0.6 else ""
+        body = expr(3, i)
+        if i and rng.random() < 0.3:
+            body = f"({body}) r{i}?"
+        lines.append(f"{'root' if i == 0 else f'r{i}'}{option} ::= {body}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_masks_are_what_accept_takes(seed):
+    """On random budgeted grammars and random walks: the cached mask equals the every-token
+    mask, and a token is in the mask exactly when accept_token takes it."""
+    rng = random.Random(seed)
+    grammar = compiled(_random_grammar(rng))
+    matcher = xgr.GrammarMatcher(grammar)
+    for _ in range(7):
+        mask = matcher.compute_bool_mask()
+        assert (mask == matcher._every_token_bool_mask()).all()
+        for token in range(len(VOCAB)):
+            trial = matcher.fork()
+            assert trial.accept_token(token) == bool(mask[token]), (VOCAB[token], matcher._history)
+        choices = np.flatnonzero(mask)
+        if not len(choices):
+            break
+        token = int(rng.choice(list(choices)))
+        assert matcher.accept_token(token)
+        if token == STOP:
+            break
+
+
+TAG_VOCAB = VOCAB + ["<", "</t>", ">"]
+BUDGETED_TAGS = [
+    {"type": "sequence", "elements": [{"type": "any_text", "max_tokens": 2}, {"type": "const_string", "value": "c"}]},
+    {"type": "tag", "begin": "<", "content": {"type": "any_text", "max_tokens": 2}, "end": "</t>"},
+    {"type": "triggered_tags", "triggers": ["<"],
+     "tags": [{"type": "tag", "begin": "<", "content": {"type": "any_text", "max_tokens": 1}, "end": ">"}]},
+]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("fmt", BUDGETED_TAGS, ids=[f["type"] for f in BUDGETED_TAGS])
+def test_structural_tag_budgets_match_xgrammar(fmt):
+    """`any_text.max_tokens` (the budget structural tags use): the same masks as xgrammar along
+    random walks over its masks."""
+    xg = pytest.importorskip("xgrammar")
+    import json
+
+    tag = {"type": "structural_tag", "format": fmt}
+    theirs_c = xg.GrammarCompiler(xg.TokenizerInfo(TAG_VOCAB, xg.VocabType.RAW, stop_token_ids=[STOP]),
+                                  cache_enabled=False).compile_structural_tag(json.dumps(tag))
+    ours_c = xgr.GrammarCompiler(xgr.TokenizerInfo(TAG_VOCAB, xgr.VocabType.RAW, stop_token_ids=[STOP])) \
+        .compile_structural_tag(tag)
+    for seed in range(20):
+        rng = random.Random(seed)
+        theirs, ours = xg.GrammarMatcher(theirs_c), xgr.GrammarMatcher(ours_c)
+        for _ in range(8):
+            bitmask = xg.allocate_token_bitmask(1, len(TAG_VOCAB))
+            theirs.fill_next_token_bitmask(bitmask)
+            want = [i for i in range(len(TAG_VOCAB)) if (int(bitmask[0, i // 32]) >> (i % 32)) & 1]
+            assert list(np.flatnonzero(ours.compute_bool_mask())) == want
+            if not want:
+                break
+            token = rng.choice(want)
+            assert theirs.accept_token(token) and ours.accept_token(token)
+            if token == STOP:
+                break
