@@ -275,33 +275,44 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES) -
 
 
 def _productive_rules(fsms: list[FSM]) -> list[bool]:
-    """Fixpoint: a rule is productive when a path start -> final uses only bytes and
+    """Least fixpoint: a rule is productive when a path start -> final uses only bytes and
     references to productive rules (its language is non-empty)."""
-    productive = [False] * len(fsms)
-    changed = True
-    while changed:
-        changed = False
-        for r, fsm in enumerate(fsms):
-            if not productive[r] and _path_exists(fsm, lambda rule: productive[rule], allow_bytes=True):
-                productive[r] = changed = True
-    return productive
+    return _rule_fixpoint(fsms, allow_bytes=True)
 
 
 def _nullable_rules(fsms: list[FSM]) -> list[bool]:
-    """Fixpoint: a rule is nullable when a path start -> final uses only references to
+    """Least fixpoint: a rule is nullable when a path start -> final uses only references to
     nullable rules (no byte edge)."""
-    nullable = [False] * len(fsms)
-    changed = True
-    while changed:
-        changed = False
-        for r, fsm in enumerate(fsms):
-            if not nullable[r] and _path_exists(fsm, lambda rule: nullable[rule], allow_bytes=False):
-                nullable[r] = changed = True
-    return nullable
+    return _rule_fixpoint(fsms, allow_bytes=False)
 
 
-def _path_exists(fsm: FSM, rule_ok, allow_bytes: bool) -> bool:
-    bytes_out, rules_out, eps_out = fsm.out_edges()
+def _rule_fixpoint(fsms: list[FSM], allow_bytes: bool) -> list[bool]:
+    """The rules with a path start -> final over epsilons, references to rules already known
+    to hold, and (`allow_bytes`) bytes. A worklist: a rule is looked at again only when a rule
+    it references has just been found to hold."""
+    holds = [False] * len(fsms)
+    adjacency = [f.out_edges() for f in fsms]
+    users: list[set[int]] = [set() for _ in fsms]
+    for r, fsm in enumerate(fsms):
+        for _, ref, _ in fsm.rule_edges:
+            users[ref].add(r)
+    todo = list(range(len(fsms) - 1, -1, -1))
+    queued = [True] * len(fsms)
+    while todo:
+        r = todo.pop()
+        queued[r] = False
+        if holds[r] or not _path_exists(fsms[r], lambda rule: holds[rule], allow_bytes, adjacency[r]):
+            continue
+        holds[r] = True
+        for u in users[r]:
+            if not holds[u] and not queued[u]:
+                queued[u] = True
+                todo.append(u)
+    return holds
+
+
+def _path_exists(fsm: FSM, rule_ok, allow_bytes: bool, adjacency=None) -> bool:
+    bytes_out, rules_out, eps_out = adjacency if adjacency is not None else fsm.out_edges()
     seen, stack = {fsm.start}, [fsm.start]
     while stack:
         s = stack.pop()

@@ -225,27 +225,44 @@ def number_range(lo: Optional[Decimal], lo_strict: bool, hi: Optional[Decimal], 
 # ---- string characters -----------------------------------------------------------------------
 
 
-def _hex_byte(value: int) -> Expr:
-    """`\\u00XX` for a code point below 0x100, hex digits in either case."""
-    text = f"{value:04x}"
-    return seq(*(ByteString(c.encode()) if c.isdigit() else CharClass(((ord(c.upper()),) * 2, (ord(c),) * 2))
-                 for c in text))
-
-
 def encoded_char(ranges) -> Expr:
     """One code point of `ranges` as it may appear inside a JSON string literal: raw when JSON
     allows it raw, else escaped (short form or \\u00XX); `/` also as `\\/`."""
     from .regex import intersect, subtract
 
     raw = subtract(ranges, RAW_FORBIDDEN)
+    escaped = [cp for lo, hi in intersect(ranges, RAW_FORBIDDEN + ((0x2F, 0x2F),)) for cp in range(lo, hi + 1)]
+    # the escapes as one small trie: "\\" then a short letter, or "u00", the high hex digit and
+    # the low ones (either case) -- the same strings as one alternative per code point, in a
+    # handful of FSM states instead of dozens (a `\S` class repeated a hundred times stays small)
+    letters = sorted(SHORT_ESCAPES[cp][0] for cp in escaped if cp in SHORT_ESCAPES)
+    by_high: dict[int, list[int]] = {}
+    for cp in escaped:
+        if cp != 0x2F:
+            by_high.setdefault(cp >> 4, []).append(cp & 15)
+    after = [CharClass(tuple((b, b) for b in letters))] if letters else []
+    if by_high:
+        after.append(seq(ByteString(b"u00"), choice(*(seq(_hex_digit(h), _hex_digits(lows))
+                                                        for h, lows in sorted(by_high.items())))))
     parts = [CharClass(tuple(raw))] if raw else []
-    for lo, hi in intersect(ranges, RAW_FORBIDDEN + ((0x2F, 0x2F),)):
-        for cp in range(lo, hi + 1):
-            forms = [seq(ByteString(b"\\"), ByteString(SHORT_ESCAPES[cp]))] if cp in SHORT_ESCAPES else []
-            if cp != 0x2F:
-                forms.append(seq(ByteString(b"\\u"), _hex_byte(cp)))
-            parts.extend(forms)
+    if after:
+        parts.append(seq(ByteString(b"\\"), choice(*after)))
     return choice(*parts)
+
+
+def _hex_digit(value: int) -> Expr:
+    return _hex_digits([value])
+
+
+def _hex_digits(values) -> Expr:
+    """One hex digit whose value is in `values`, letters in either case."""
+    codes = set()
+    for v in values:
+        text = f"{v:x}"
+        codes.update({ord(text), ord(text.upper())})
+    from .regex import merge_ranges
+
+    return CharClass(tuple(merge_ranges([(c, c) for c in codes])))
 
 
 def any_string_char() -> Expr:
