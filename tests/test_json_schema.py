@@ -253,3 +253,29 @@ def test_definitions_that_reach_each_other_through_allof_refs():
     assert valid(schema, yes) and accepts(schema, json.dumps(yes))
     no = {"b": {"a": {"b": {}}}, "n": 1}
     assert not valid(schema, no) and not accepts(schema, json.dumps(no))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["[ab]*", "a(bc|d)[ab]+", "(x|yy)z*", "ab", "(a|bb|ccc)", "q[ab]{2}c*", "(a|b)(c|dd)e+",
+                        "a*b*", "(a[bc]*|d)"]),
+       st.integers(0, 5), st.one_of(st.none(), st.integers(0, 7)),
+       st.lists(st.text("abcdexyzq", max_size=9), min_size=1, max_size=10), st.data())
+def test_length_bounds_by_counting_keep_the_language(body, lo, hi, texts, data):
+    """`bounded_by_counting` (one unbounded repetition of a single character takes the bound)
+    accepts exactly the pattern's strings with lo <= length <= hi; shapes it cannot count
+    (two repetitions) give None."""
+    from xg2ref.grammar.regex import regex_to_expr
+    from xg2ref.grammar.regular import bounded_by_counting
+
+    expr = regex_to_expr(body)
+    counted = bounded_by_counting(expr, lo, hi)
+    if body == "a*b*":
+        assert counted is None
+        return
+    assert counted is not None
+    whole = Recognizer(GrammarIR((Rule("root", expr),), root="root"))
+    cut = Recognizer(GrammarIR((Rule("root", counted),), root="root"))
+    texts = texts + data.draw(st.lists(st.from_regex(body, fullmatch=True), min_size=5, max_size=10))
+    for text in texts:
+        want = whole.is_sentence(text.encode()) and lo <= len(text) and (hi is None or len(text) <= hi)
+        assert cut.is_sentence(text.encode()) == want, (body, lo, hi, text)

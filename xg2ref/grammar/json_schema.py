@@ -37,10 +37,10 @@ from typing import Any, Optional
 from urllib.parse import unquote
 
 from ..exceptions import InvalidJSONError
-from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef
+from .ir import EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, integer_range, json_encode_regex,
                            json_string_literal, number_range, seq)
-from .regular import TooLarge, bounded_length
+from .regular import TooLarge, bounded_by_counting, bounded_length
 from .regex import RegexError, regex_to_expr
 
 TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
@@ -407,6 +407,10 @@ class SchemaConverter:
         if exprs:
             if len(exprs) == 1 and lo == 0 and hi is None:
                 return json_encode_regex(exprs[0])
+            capped = hi if hi is None or hi <= MAX_COUNTED_LENGTH or lo > MAX_COUNTED_LENGTH else MAX_COUNTED_LENGTH
+            counted = bounded_by_counting(exprs[0], lo, capped) if len(exprs) == 1 else None
+            if counted is not None:
+                return self._shared_repeated_chars(json_encode_regex(counted))
             cap = hi
             while True:
                 try:
@@ -421,6 +425,19 @@ class SchemaConverter:
         if hi is not None and hi > MAX_COUNTED_LENGTH and lo <= MAX_COUNTED_LENGTH:
             hi = MAX_COUNTED_LENGTH  # the longer strings are left out until repetitions are compressed (specs/05)
         return Repeat(char, lo, hi)
+
+    def _shared_repeated_chars(self, expr: Expr) -> Expr:
+        """`expr` with the body of every long repetition made a rule (one per class): a
+        thousand-fold repetition is then a chain of references, not a thousand copies of the
+        character's escapes."""
+        if isinstance(expr, Repeat) and (expr.max or expr.min) > SHARED_STRING_LENGTH:
+            body = expr.body
+            return Repeat(self.rule(("encoded", body), "json_class", lambda: body), expr.min, expr.max)
+        if isinstance(expr, Sequence):
+            return Sequence(tuple(self._shared_repeated_chars(e) for e in expr.items))
+        if isinstance(expr, Choice):
+            return Choice(tuple(self._shared_repeated_chars(e) for e in expr.alternatives))
+        return expr
 
     def t_array(self, schema, level, path, loose: bool = False) -> Expr:
         lv = self.level(level)

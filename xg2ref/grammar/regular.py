@@ -334,6 +334,84 @@ def complement_of(exprs, encode: Callable[[list], Expr], new_rule: Callable[[str
     return RuleRef(names[0])
 
 
+MAX_SPREAD_ALTERNATIVES = 64
+
+
+def _fixed_length(expr: Expr) -> Optional[int]:
+    """The number of code points every string of `expr` has, or None when it varies."""
+    if isinstance(expr, ByteString):
+        return len(expr.value.decode("utf-8", "surrogatepass"))
+    if isinstance(expr, CharClass):
+        return 1
+    if isinstance(expr, Sequence):
+        lengths = [_fixed_length(e) for e in expr.items]
+        return None if None in lengths else sum(lengths)
+    if isinstance(expr, Choice):
+        lengths = {_fixed_length(e) for e in expr.alternatives}
+        return lengths.pop() if len(lengths) == 1 and None not in lengths else None
+    if isinstance(expr, Repeat) and expr.max == expr.min:
+        inner = _fixed_length(expr.body)
+        return None if inner is None else inner * expr.min
+    return None
+
+
+def _alternatives(expr: Expr) -> Optional[list[list[Expr]]]:
+    """`expr` as a choice of sequences of items, choices of fixed-length items spread out
+    (`a(bc|d)e*` is `abce* | ade*`); None past MAX_SPREAD_ALTERNATIVES."""
+    if isinstance(expr, Choice):
+        out: list[list[Expr]] = []
+        for alt in expr.alternatives:
+            part = _alternatives(alt)
+            if part is None or len(out) + len(part) > MAX_SPREAD_ALTERNATIVES:
+                return None
+            out.extend(part)
+        return out
+    items = list(expr.items) if isinstance(expr, Sequence) else [expr]
+    rows: list[list[Expr]] = [[]]
+    for item in items:
+        if isinstance(item, (Choice, Sequence)) and _fixed_length(item) is None:
+            spread = _alternatives(item)
+            if spread is None or len(rows) * len(spread) > MAX_SPREAD_ALTERNATIVES:
+                return None
+            rows = [row + tail for row in rows for tail in spread]
+        else:
+            rows = [row + [item] for row in rows]
+    return rows
+
+
+def bounded_by_counting(expr: Expr, lo: int, hi: Optional[int]) -> Optional[Expr]:
+    """`expr` restricted to lengths lo..hi without an automaton, when the length is easy to
+    count: a choice of sequences in which every item has a fixed length but at most one, an
+    unbounded repetition of a single character (`[0-9a-z]*`, `x+`). That repetition takes the
+    bound (minus the fixed part): `^data:(png|jpeg);[a-z]*$` under maxLength 100 is
+    `data:png;[a-z]{0,91} | data:jpeg;[a-z]{0,90}`. None when `expr` has another shape."""
+    rows = _alternatives(expr)
+    if rows is None:
+        return None
+    out = []
+    for row in rows:
+        free = [i for i, item in enumerate(row) if _fixed_length(item) is None]
+        fixed = sum(_fixed_length(item) or 0 for item in row)
+        if not free:
+            if lo <= fixed and (hi is None or fixed <= hi):
+                out.append(Sequence(tuple(row)) if len(row) != 1 else row[0])
+            continue
+        if len(free) > 1:
+            return None
+        rep = row[free[0]]
+        if not (isinstance(rep, Repeat) and rep.max is None and _fixed_length(rep.body) == 1):
+            return None
+        least = max(rep.min, lo - fixed)
+        most = None if hi is None else hi - fixed
+        if most is not None and most < least:
+            continue
+        row = row[:free[0]] + [Repeat(rep.body, least, most)] + row[free[0] + 1:]
+        out.append(Sequence(tuple(row)) if len(row) != 1 else row[0])
+    if not out:
+        return CharClass(())
+    return out[0] if len(out) == 1 else Choice(tuple(out))
+
+
 def _encode_tree(expr: Expr, encode) -> Expr:
     """`expr` with every character class and literal character written by `encode`."""
     if isinstance(expr, CharClass):
