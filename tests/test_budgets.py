@@ -1,6 +1,7 @@
-"""Token budgets (`rule[max_tokens=N]`): deadlines per rule occurrence, ENFORCE / RELAX at each
-mask (matcher.py docstring), against xgrammar 0.2.8 on hand-picked grammars, and the matcher's own
-consistency (cached mask == every-token mask == what accept_token takes) on random ones."""
+"""Budgets (`rule[max_tokens=N]`, `rule[max_chars=N]`): deadlines per rule occurrence, ENFORCE /
+RELAX at each mask (matcher.py) and CHAR-ENFORCE at each code point (kernels/earley.py), against
+xgrammar 0.2.8 on hand-picked grammars, and the matcher's own consistency (cached mask ==
+every-token mask == what accept_token takes) on random ones."""
 
 import random
 
@@ -52,6 +53,18 @@ CASES = [
     # the root's own budget: once expired, only the end is left
     ('root[max_tokens=1] ::= [ab]*', ["a"],
      [["</s>", "a", "b", "aa", "ab", "bb", "ba"], ["</s>"]]),
+    # character budgets act inside a token: "ac" passes x's end, "aa" would read a fourth character
+    ('root ::= x "c"\nx[max_chars=3] ::= [ab]*', ["aa", "a"],
+     [["a", "b", "aa", "ab", "c", "ac", "bb", "abc", "ba"], ["a", "b", "c", "ac"], ["c"]]),
+    # ... and give way while the rule cannot end
+    ('root ::= x "c"\nx[max_chars=3] ::= [ab]* "b"', ["aa", "a", "a", "b"],
+     [["a", "b", "aa", "ab", "bb", "abc", "ba"]] + [["a", "b", "aa", "ab", "abc"]] * 3 + [["c"]]),
+    ('root ::= "c" x "c"\nx[max_chars=2] ::= [ab]*', ["ca", "b"],
+     [["c", "ca", "cc"], ["a", "b", "c", "ac"], ["c"]]),
+    ('root ::= x "c"\nx[max_chars=4] ::= "a" y\ny[max_chars=1] ::= [ab]*', ["ab"],
+     [["a", "aa", "ab", "ac", "abc"], ["c"]]),
+    ('root[max_chars=2] ::= [abc]*', ["a", "b"],
+     [["</s>", "a", "b", "aa", "ab", "c", "ac", "bb", "ca", "cc", "ba"], ["</s>", "a", "b", "c"], ["</s>"]]),
 ]
 
 
@@ -108,7 +121,7 @@ def test_budgeted_rules_stay_rules():
     assert any(rule == x for _, rule, _ in fsms.fsms[x].rule_edges)
 
 
-def _random_grammar(rng: random.Random) -> str:
+def _random_grammar(rng: random.Random, option: str = "max_tokens") -> str:
     def expr(depth, me):
         k = rng.random()
         if depth == 0 or k < 0.3:
@@ -120,20 +133,21 @@ def _random_grammar(rng: random.Random) -> str:
         return "(" + expr(depth - 1, me) + ")" + rng.choice(["*", "+", "?"])
     lines = []
     for i in range(4):
-        option = f"[max_tokens={rng.randint(0, 4)}]" if rng.random() < 0.6 else ""
+        opt = f"[{option}={rng.randint(0, 4)}]" if rng.random() < 0.6 else ""
         body = expr(3, i)
         if i and rng.random() < 0.3:
             body = f"({body}) r{i}?"
-        lines.append(f"{'root' if i == 0 else f'r{i}'}{option} ::= {body}")
+        lines.append(f"{'root' if i == 0 else f'r{i}'}{opt} ::= {body}")
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_masks_are_what_accept_takes(seed):
+@pytest.mark.parametrize("option", ["max_tokens", "max_chars"])
+@pytest.mark.parametrize("seed", range(30))
+def test_masks_are_what_accept_takes(seed, option):
     """On random budgeted grammars and random walks: the cached mask equals the every-token
     mask, and a token is in the mask exactly when accept_token takes it."""
     rng = random.Random(seed)
-    grammar = compiled(_random_grammar(rng))
+    grammar = compiled(_random_grammar(rng, option))
     matcher = xgr.GrammarMatcher(grammar)
     for _ in range(7):
         mask = matcher.compute_bool_mask()
@@ -160,14 +174,15 @@ BUDGETED_TAGS = [
 
 
 @pytest.mark.xgrammar
+@pytest.mark.parametrize("option", ["max_tokens", "max_chars"])
 @pytest.mark.parametrize("fmt", BUDGETED_TAGS, ids=[f["type"] for f in BUDGETED_TAGS])
-def test_structural_tag_budgets_match_xgrammar(fmt):
-    """`any_text.max_tokens` (the budget structural tags use): the same masks as xgrammar along
-    random walks over its masks."""
+def test_structural_tag_budgets_match_xgrammar(fmt, option):
+    """`any_text.max_tokens` / `max_chars` (the budgets structural tags use): the same masks as
+    xgrammar along random walks over its masks."""
     xg = pytest.importorskip("xgrammar")
     import json
 
-    tag = {"type": "structural_tag", "format": fmt}
+    tag = json.loads(json.dumps({"type": "structural_tag", "format": fmt}).replace('"max_tokens"', f'"{option}"'))
     theirs_c = xg.GrammarCompiler(xg.TokenizerInfo(TAG_VOCAB, xg.VocabType.RAW, stop_token_ids=[STOP]),
                                   cache_enabled=False).compile_structural_tag(json.dumps(tag))
     ours_c = xgr.GrammarCompiler(xgr.TokenizerInfo(TAG_VOCAB, xgr.VocabType.RAW, stop_token_ids=[STOP])) \

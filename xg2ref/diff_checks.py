@@ -20,7 +20,6 @@ from typing import Callable, Optional
 import numpy as np
 
 from .diff_report import CaseResult, Disagreement, ProgressBar
-from .grammar.grammar import Grammar
 from .oracle.engines import Engine, OracleMatcher
 from .oracle.recognizer import MAX_INPUT_BYTES
 from .oracle.strategies import mutate, sentences

@@ -104,12 +104,17 @@ def grown_chart(c: K.Chart, status: int) -> K.Chart:
     item_state = np.zeros(cap, np.int32)
     item_origin = np.zeros(cap, np.int32)
     item_deadline = np.full(cap, K.NO_DEADLINE, np.int32)
+    item_char_deadline = np.full(cap, K.NO_DEADLINE, np.int32)
     set_start = np.zeros(sets, np.int64)
+    set_chars = np.zeros(sets, np.int32)
     item_state[: len(c.item_state)] = c.item_state
     item_origin[: len(c.item_origin)] = c.item_origin
     item_deadline[: len(c.item_deadline)] = c.item_deadline
+    item_char_deadline[: len(c.item_char_deadline)] = c.item_char_deadline
     set_start[: len(c.set_start)] = c.set_start
-    return c._replace(item_state=item_state, item_origin=item_origin, item_deadline=item_deadline, set_start=set_start)
+    set_chars[: len(c.set_chars)] = c.set_chars
+    return c._replace(item_state=item_state, item_origin=item_origin, item_deadline=item_deadline,
+                      item_char_deadline=item_char_deadline, set_start=set_start, set_chars=set_chars)
 
 
 class EarleyParser:
@@ -178,16 +183,17 @@ class EarleyParser:
         if not len(self.fsms.token_sets) or not member.any():
             return self.advance(data)
         k0 = self.position
-        states, origins, deadlines = (np.zeros(16, np.int32) for _ in range(3))
-        n = K.token_successors(self.arrays, self.chart, member, states, origins, deadlines)
+        states, origins, deadlines, char_deadlines = (np.zeros(16, np.int32) for _ in range(4))
+        n = K.token_successors(self.arrays, self.chart, member, states, origins, deadlines, char_deadlines)
         if n > len(states):
-            states, origins, deadlines = (np.zeros(n, np.int32) for _ in range(3))
-            K.token_successors(self.arrays, self.chart, member, states, origins, deadlines)
+            states, origins, deadlines, char_deadlines = (np.zeros(n, np.int32) for _ in range(4))
+            K.token_successors(self.arrays, self.chart, member, states, origins, deadlines, char_deadlines)
         if n == 0:
             return self.advance(data)
         fresh = not self.advance(data)
-        while (status := K.join_token_items(self.arrays, self.chart, k0, len(data), states[:n], origins[:n],
-                                            deadlines[:n], fresh)) != K.OK:
+        nchars = sum(1 for b in data if b & 0xC0 != 0x80)
+        while (status := K.join_token_items(self.arrays, self.chart, k0, len(data), nchars, states[:n], origins[:n],
+                                            deadlines[:n], char_deadlines[:n], fresh)) != K.OK:
             self._grow(status)
         return True
 

@@ -33,6 +33,8 @@ token index t = the number of steps accepted so far (tokens, strings, a stop tok
 
 So enforcement follows a mask: a token accepted without a mask computed first is read by
 every item, as in xgrammar; `accept_string` never enforces, `rollback` forgets the decision.
+Character budgets (`max_chars`) need no such protocol: the kernel applies them at every code
+point (kernels/earley.py), and a grammar that has them takes the every-token mask.
 
 Token edges (`Token(...)`, `ExcludeToken(...)`, TokenTagDispatch) read one whole regular token
 (not a stop, special or empty token). `accept_token` takes both ways at once (the bytes, and
@@ -94,6 +96,8 @@ class GrammarMatcher:
             compiled_grammar.fsms.token_sets, self._vocab, self._is_stop, self._vocab_size)
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
         self._budgets = len(compiled_grammar.fsms.max_tokens) > 0
+        # character budgets act inside tokens: such grammars take the every-token mask
+        self._char_budgets = len(compiled_grammar.fsms.max_chars) > 0
         self._enforce_pending = False  # the last mask enforced token budgets (see ENFORCE above)
         self._history: list[int] = []
         self._stop_accepted = False
@@ -231,6 +235,8 @@ class GrammarMatcher:
         Returns whether every id is allowed."""
         words = self._words
         enforced = self._budget_mask()
+        if enforced is None and self._char_budgets:
+            enforced = self._every_token_mask()
         if enforced is not None:
             pack_bool_mask(enforced, words)
             return bool(MF.all_allowed(words, self._vocab_size))

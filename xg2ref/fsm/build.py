@@ -163,6 +163,7 @@ class FSMArrays(NamedTuple):
     tok_set : int32[G]         the edge's token set (index into GrammarFSMs.token_sets)
     tok_dst : int32[G]
     rule_budget : int32[R]     the rule's `max_tokens` option, -1 when it has none
+    rule_char_budget : int32[R]  the rule's `max_chars` option, -1 when it has none
     """
 
     state_rule: np.ndarray
@@ -181,6 +182,7 @@ class FSMArrays(NamedTuple):
     tok_set: np.ndarray
     tok_dst: np.ndarray
     rule_budget: np.ndarray
+    rule_char_budget: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,7 @@ class GrammarFSMs:
     productive: tuple[bool, ...]
     token_sets: tuple[TokenSet, ...] = ()
     max_tokens: tuple[int, ...] = ()  # per rule, -1 for none (empty: no rule has a token budget)
+    max_chars: tuple[int, ...] = ()  # per rule, -1 for none (empty: no rule has a character budget)
 
     @property
     def num_states(self) -> int:
@@ -245,6 +248,7 @@ class GrammarFSMs:
             tok_set=np.ascontiguousarray(t[:, 1]),
             tok_dst=np.ascontiguousarray(t[:, 2]),
             rule_budget=np.array(self.max_tokens or [-1] * len(self.fsms), dtype=np.int32),
+            rule_char_budget=np.array(self.max_chars or [-1] * len(self.fsms), dtype=np.int32),
         )
 
 
@@ -260,7 +264,8 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES) -
     token_sets: dict[TokenSet, int] = {}
     # a rule with a token budget keeps its tail self-calls: each call is a new occurrence with
     # its own deadline (kernels/earley.py), which a loop would not give
-    fsms = [rule_fsm(rule.body, rule_ids, rule.name, token_sets) if rule.option("max_tokens") is not None
+    fsms = [rule_fsm(rule.body, rule_ids, rule.name, token_sets)
+            if rule.option("max_tokens") is not None or rule.option("max_chars") is not None
             else rule_fsm(rule.body, rule_ids, rule.name, token_sets).with_tail_calls_as_loops(r)
             for r, rule in enumerate(ir.rules)]
     if sum(f.num_states for f in fsms) > MAX_GRAMMAR_STATES:
@@ -270,8 +275,10 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES) -
     fsms = [f.without_rules(dead).simplified(max_dfa_states) for f in fsms]
     nullable = _nullable_rules(fsms)
     budgets = tuple(int(rule.option("max_tokens", -1)) for rule in ir.rules)
+    char_budgets = tuple(int(rule.option("max_chars", -1)) for rule in ir.rules)
     return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive), tuple(token_sets),
-                       budgets if any(b >= 0 for b in budgets) else ())
+                       budgets if any(b >= 0 for b in budgets) else (),
+                       char_budgets if any(b >= 0 for b in char_budgets) else ())
 
 
 def _productive_rules(fsms: list[FSM]) -> list[bool]:

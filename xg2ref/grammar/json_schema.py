@@ -37,11 +37,9 @@ from typing import Any, Optional
 from urllib.parse import unquote
 
 from ..exceptions import InvalidJSONError
-from .ir import EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
-from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, integer_range, json_encode_regex,
-                           json_string_literal, number_range, seq)
-from .regular import TooLarge, bounded_by_counting, bounded_length
-from .regex import RegexError, regex_to_expr
+from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef
+from .json_lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
+from .json_strings import string_content, string_expr
 
 TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
@@ -49,11 +47,6 @@ WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 MAX_INDENT_LEVELS = 16
 # `any_order` objects are exact up to this many declared properties (2^n states)
 MAX_ANY_ORDER_PROPERTIES = 8
-# a plain string whose length bound is larger than this becomes a rule of its own
-SHARED_STRING_LENGTH = 16
-# A plain string's maxLength above this is lowered to it: counting every character is
-# unrolled into FSM states, and longer bounds pass the per-rule state limit (specs/05)
-MAX_COUNTED_LENGTH = 8192
 # allOf of two anyOf / oneOf lists becomes their product; at most this many branches.
 MAX_BRANCH_PRODUCT = 256
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "id", "$comment",
@@ -373,71 +366,11 @@ class SchemaConverter:
         return number_range(lo, lo_x, hi, hi_x)
 
     def t_string(self, schema, level, path) -> Expr:
-        content = self.string_content(schema, path)
-        if content == NOTHING:
-            return NOTHING
-        string = seq(ByteString(b'"'), content, ByteString(b'"'))
-        if isinstance(content, Repeat) and max(content.min, content.max or 0) > SHARED_STRING_LENGTH:
-            # one rule per length range, shared by every property that uses it: its many states
-            # then get their mask-cache entries once, not once per property
-            return self.rule(("string", content.min, content.max), f"json_string_{content.min}_{content.max}",
-                             lambda: string)
-        return string
+        return string_expr(self, schema, path)
 
     def string_content(self, schema, path) -> Expr:
-        """What the quotes of a string valid under `schema` hold."""
-        lo = _count(schema, "minLength", path, 0)
-        hi = _count(schema, "maxLength", path, None)
-        if hi is not None and hi < lo:
-            return NOTHING
-        checks = [k for k in ("pattern", "format") if k in schema and (k == "pattern" or _format_regex(schema[k]))]
-        exprs = []
-        for key in checks:
-            pattern = schema[key] if key == "pattern" else _format_regex(schema[key])
-            if not isinstance(pattern, str):
-                raise InvalidJSONError(f"{path}.{key}: must be a string")
-            try:
-                exprs.append(regex_to_expr(pattern, search=(key == "pattern")))
-            except RegexError as err:
-                if key == "pattern" and err.message.startswith(UNENFORCEABLE):
-                    # lookaround and backreferences are beyond a context-free grammar: the
-                    # pattern is not enforced (specs/05-front-ends.md, "Not enforced")
-                    return self.string_content({k: v for k, v in schema.items() if k != "pattern"}, path)
-                raise InvalidJSONError(f"{path}.{key}: {err.message}") from None
-        if exprs:
-            if len(exprs) == 1 and lo == 0 and hi is None:
-                return json_encode_regex(exprs[0])
-            capped = hi if hi is None or hi <= MAX_COUNTED_LENGTH or lo > MAX_COUNTED_LENGTH else MAX_COUNTED_LENGTH
-            counted = bounded_by_counting(exprs[0], lo, capped) if len(exprs) == 1 else None
-            if counted is not None:
-                return self._shared_repeated_chars(json_encode_regex(counted))
-            cap = hi
-            while True:
-                try:
-                    return bounded_length(exprs, lo, cap, encoded_char, self.new_rule, self.set_rule)
-                except TooLarge as err:
-                    # a maxLength too long to count exactly is lowered until the automaton fits:
-                    # the longer strings are left out, never an invalid one let in (specs/05)
-                    if cap is None or cap // 2 < max(lo, 1):
-                        raise InvalidJSONError(f"{path}: {' and '.join(checks)} with the length bounds: {err}") from None
-                    cap //= 2
-        char = self.rule(("char",), "json_char", any_string_char)
-        if hi is not None and hi > MAX_COUNTED_LENGTH and lo <= MAX_COUNTED_LENGTH:
-            hi = MAX_COUNTED_LENGTH  # the longer strings are left out until repetitions are compressed (specs/05)
-        return Repeat(char, lo, hi)
-
-    def _shared_repeated_chars(self, expr: Expr) -> Expr:
-        """`expr` with the body of every long repetition made a rule (one per class): a
-        thousand-fold repetition is then a chain of references, not a thousand copies of the
-        character's escapes."""
-        if isinstance(expr, Repeat) and (expr.max or expr.min) > SHARED_STRING_LENGTH:
-            body = expr.body
-            return Repeat(self.rule(("encoded", body), "json_class", lambda: body), expr.min, expr.max)
-        if isinstance(expr, Sequence):
-            return Sequence(tuple(self._shared_repeated_chars(e) for e in expr.items))
-        if isinstance(expr, Choice):
-            return Choice(tuple(self._shared_repeated_chars(e) for e in expr.alternatives))
-        return expr
+        """What the quotes of a string valid under `schema` hold (json_strings.py)."""
+        return string_content(self, schema, path)
 
     def t_array(self, schema, level, path, loose: bool = False) -> Expr:
         lv = self.level(level)
@@ -572,9 +505,6 @@ def _count(schema: dict, key: str, path: str, default):
 
 
 MAX_ENUMERATED_MULTIPLES = 10_000
-# RegexError messages of constructs no grammar can enforce (a `pattern` using one is not enforced)
-UNENFORCEABLE = ("backreferences", "lookahead", "negative lookahead", "lookbehind", "negative lookbehind",
-                 "word boundaries")
 
 
 def _multiples(k: Any, lo: Optional[int], hi: Optional[int], path: str) -> Expr:
@@ -600,12 +530,6 @@ def _without_empty(body: Expr) -> Expr:
         rest = body.alternatives[1:]
         return rest[0] if len(rest) == 1 else Choice(rest)
     return body
-
-
-def _format_regex(name: Any) -> Optional[str]:
-    from .json_formats import FORMAT_REGEXES
-
-    return FORMAT_REGEXES.get(name) if isinstance(name, str) else None
 
 
 def json_schema_to_ir(schema: Any, **options) -> GrammarIR:

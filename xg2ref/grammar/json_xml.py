@@ -54,8 +54,9 @@ from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, TagDispatch
 from .json_lexical import NOTHING, choice, seq
 from .json_objects import _any_order, _serial
-from .json_schema import (ANNOTATIONS, TYPES, UNENFORCEABLE, SchemaConverter, _constrains, _count,
-                          _format_regex)
+from .json_schema import ANNOTATIONS, TYPES, SchemaConverter, _constrains, _count
+from .json_strings import UNENFORCEABLE
+from .json_strings import format_regex as _format_regex
 from .json_xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
 from .regex import RegexError, regex_to_expr, subtract
 from .regular import TooLarge, bounded_length

@@ -364,7 +364,7 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> Gr
       cache uses it to settle tokens that run past the rule's end), and inlining would throw
       it away along with the rule.
 
-    - A grammar with token budgets (`max_tokens`) is left as it is: a deadline belongs to a
+    - A grammar with budgets (`max_tokens`, `max_chars`) is left as it is: a deadline belongs to a
       rule occurrence, and a rule called from two budgets at one position lives while either
       does; inlined, it would die with the shorter one.
     - References under a repetition of more than `MAX_INLINE_COPIES` copies stay references:
@@ -375,8 +375,8 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> Gr
     Lookahead assertions are rewritten last, with the final bodies. An inlined rule is removed
     unless a reference to it remains (under a large repetition).
     """
-    if any(r.option("max_tokens") is not None for r in ir.rules):
-        return ir  # token budgets belong to rule occurrences: every rule stays one (specs/01)
+    if any(r.option("max_tokens") is not None or r.option("max_chars") is not None for r in ir.rules):
+        return ir  # budgets belong to rule occurrences: every rule stays one (specs/05)
     defined = {r.name: r for r in ir.rules}
     graph = {r.name: [n for n in referenced_rules(r.body) if n in defined] for r in ir.rules}
     # a TagDispatch names its rules: they must stay rules

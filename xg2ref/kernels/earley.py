@@ -39,6 +39,14 @@ and the set is closed again when a deadline rises. When the matcher enforces bud
 does not SCAN or TOKEN: its derivation may read no more tokens. When and whether to enforce is
 the matcher's decision (matcher.py).
 
+Character budgets (`max_chars=C`) work the same way on code points, inside the kernel: every set
+k knows how many code points its bytes hold (`set_chars[k]`), PREDICT gives
+`min(set_chars[k] + C, parent's)`, and before a byte that starts a code point:
+
+    CHAR-ENFORCE  some scannable item of set k has its char deadline <= set_chars[k], and some
+                  has not or set k is a sentence  |-  those items do not SCAN this byte
+                  (otherwise the budget gives way for this code point)
+
 Status codes: OK = 0, EMPTY = 1 (the byte is rejected: the new set would be empty),
 NEED_ITEMS = 2 and NEED_TABLE = 3 (the caller grows `Chart` and calls again; nothing was
 committed).
@@ -65,6 +73,7 @@ META_TOKEN = 2      # index of the token being read (-1 before the first); PREDI
 META_ENFORCE = 3    # 1: items past their deadline neither SCAN nor TOKEN
 META_RAISED = 4     # set when a deadline rose during a closure (the closure runs again)
 META_BUDGETS = 5    # 1: the grammar has token budgets (deadlines are tracked)
+META_CHAR_BUDGETS = 6  # 1: the grammar has character budgets
 
 
 class Chart(NamedTuple):
@@ -73,7 +82,9 @@ class Chart(NamedTuple):
     item_state : int32[capacity]   FSM state of each item
     item_origin : int32[capacity]  origin (byte position) of each item
     item_deadline : int32[capacity]  last token index the item's derivation may read (token budgets)
+    item_char_deadline : int32[capacity]  code points its derivation may have read in all (character budgets)
     set_start : int64[max_sets+1]  set k holds items set_start[k] : set_start[k+1]
+    set_chars : int32[max_sets+1]  code points (UTF-8 lead bytes) among the bytes before set k
     tbl_key : int64[T]             dedup table of the set being built (T a power of two)
     tbl_gen : int64[T]             slot is in use iff tbl_gen[slot] == meta[1]
     meta : int64[6]                the META_* slots above
@@ -82,7 +93,9 @@ class Chart(NamedTuple):
     item_state: np.ndarray
     item_origin: np.ndarray
     item_deadline: np.ndarray
+    item_char_deadline: np.ndarray
     set_start: np.ndarray
+    set_chars: np.ndarray
     tbl_key: np.ndarray
     tbl_gen: np.ndarray
     meta: np.ndarray
@@ -94,16 +107,18 @@ def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int =
         item_state=np.zeros(item_capacity, dtype=np.int32),
         item_origin=np.zeros(item_capacity, dtype=np.int32),
         item_deadline=np.full(item_capacity, NO_DEADLINE, dtype=np.int32),
+        item_char_deadline=np.full(item_capacity, NO_DEADLINE, dtype=np.int32),
         set_start=np.zeros(max_sets + 1, dtype=np.int64),
+        set_chars=np.zeros(max_sets + 1, dtype=np.int32),
         tbl_key=np.zeros(table_size, dtype=np.int64),
         tbl_gen=np.zeros(table_size, dtype=np.int64),
-        meta=np.zeros(6, dtype=np.int64),
+        meta=np.zeros(7, dtype=np.int64),
     )
 
 
 @njit(cache=True, _nrt=False)
-def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, item_deadline, meta, set_begin, end, state, origin,
-              deadline):
+def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, item_deadline, item_char_deadline, meta, set_begin, end,
+              state, origin, deadline, char_deadline):
     """Append (state, origin) with `deadline` to the set being built (items set_begin:end)
     unless present; a present item keeps the larger deadline (and meta[META_RAISED] notes a rise).
 
@@ -119,11 +134,14 @@ def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, item_deadline, met
     h = ((key * _HASH_MULT) >> 13) & mask
     while tbl_gen[h] == gen:
         if tbl_key[h] == key:
-            if meta[META_BUDGETS] != 0:
+            if meta[META_BUDGETS] != 0 or meta[META_CHAR_BUDGETS] != 0:
                 for q in range(set_begin, end):
                     if item_state[q] == state and item_origin[q] == origin:
                         if deadline > item_deadline[q]:
                             item_deadline[q] = deadline
+                            meta[META_RAISED] = 1
+                        if char_deadline > item_char_deadline[q]:
+                            item_char_deadline[q] = char_deadline
                             meta[META_RAISED] = 1
                         break
             return -1
@@ -135,6 +153,7 @@ def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, item_deadline, met
     item_state[end] = state
     item_origin[end] = origin
     item_deadline[end] = deadline
+    item_char_deadline[end] = char_deadline
     return end + 1
 
 
@@ -153,6 +172,18 @@ def _child_deadline(fsm, chart, rule, parent_deadline):
     own = chart.meta[META_TOKEN] + budget
     if own < 0:  # -1 (max_tokens=0 before the first token) is xgrammar's "none": no deadline at all
         return NO_DEADLINE
+    if own > NO_DEADLINE:
+        own = NO_DEADLINE
+    return own if own < parent_deadline else parent_deadline
+
+
+@njit(cache=True, _nrt=False)
+def _child_char_deadline(fsm, chart, rule, k, parent_deadline):
+    """The character deadline of rule `rule` predicted in set k under a parent's."""
+    budget = fsm.rule_char_budget[rule]
+    if budget < 0:
+        return parent_deadline
+    own = np.int64(chart.set_chars[k]) + budget
     if own > NO_DEADLINE:
         own = NO_DEADLINE
     return own if own < parent_deadline else parent_deadline
@@ -180,12 +211,13 @@ def _close_pass(fsm, chart, k, begin, end):
         s = chart.item_state[p]
         i = chart.item_origin[p]
         d = chart.item_deadline[p]
+        cd = chart.item_char_deadline[p]
         # PREDICT: [i, k, A -> s], s -B-> t  |-  [k, k, B -> start(B)]
         for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
             b = fsm.ref_rule[e]
             r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                          chart.item_deadline, chart.meta, begin, end, fsm.rule_start[b], k,
-                          _child_deadline(fsm, chart, b, d))
+                          chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end, fsm.rule_start[b], k,
+                          _child_deadline(fsm, chart, b, d), _child_char_deadline(fsm, chart, b, k, cd))
             if r < -1:
                 return -r, end
             if r >= 0:
@@ -193,7 +225,8 @@ def _close_pass(fsm, chart, k, begin, end):
             # ... and B nullable  |-  [i, k, A -> t]
             if fsm.rule_nullable[b]:
                 r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                              chart.item_deadline, chart.meta, begin, end, fsm.ref_dst[e], i, d)
+                              chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end, fsm.ref_dst[e], i,
+                              d, cd)
                 if r < -1:
                     return -r, end
                 if r >= 0:
@@ -206,8 +239,9 @@ def _close_pass(fsm, chart, k, begin, end):
                 for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
                     if fsm.ref_rule[e] == rule:
                         r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                                      chart.item_deadline, chart.meta, begin, end, fsm.ref_dst[e],
-                                      chart.item_origin[q], chart.item_deadline[q])
+                                      chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end,
+                                      fsm.ref_dst[e], chart.item_origin[q], chart.item_deadline[q],
+                                      chart.item_char_deadline[q])
                         if r < -1:
                             return -r, end
                         if r >= 0:
@@ -217,16 +251,17 @@ def _close_pass(fsm, chart, k, begin, end):
 
 
 @njit(cache=True, _nrt=False)
-def seed_chart(fsm, chart, k, state, deadline):
+def seed_chart(fsm, chart, k, state, deadline, char_deadline):
     """Sets 0..k-1 empty, set k = the closure of the single item (state, origin 0) with
-    `deadline`; set k becomes the current set. Returns a status code."""
+    `deadline` and `char_deadline`; set k becomes the current set. Returns a status code."""
     if chart.set_start.shape[0] < k + 2:
         return NEED_ITEMS
     chart.meta[1] += 1
     for q in range(k + 1):
         chart.set_start[q] = 0
+        chart.set_chars[q] = 0
     r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                  chart.item_deadline, chart.meta, 0, 0, state, 0, deadline)
+                  chart.item_deadline, chart.item_char_deadline, chart.meta, 0, 0, state, 0, deadline, char_deadline)
     if r < 0:
         return -r
     status, end = _close_set(fsm, chart, k, 0, r)
@@ -244,11 +279,16 @@ def init_chart(fsm, chart):
     chart.meta[META_TOKEN] = -1
     chart.meta[META_ENFORCE] = 0
     chart.meta[META_BUDGETS] = 0
+    chart.meta[META_CHAR_BUDGETS] = 0
     for r in range(fsm.rule_budget.shape[0]):
         if fsm.rule_budget[r] >= 0:
             chart.meta[META_BUDGETS] = 1
+        if fsm.rule_char_budget[r] >= 0:
+            chart.meta[META_CHAR_BUDGETS] = 1
     root = fsm.root_rule[0]
-    return seed_chart(fsm, chart, 0, fsm.rule_start[root], _child_deadline(fsm, chart, root, NO_DEADLINE))
+    chart.set_chars[0] = 0
+    return seed_chart(fsm, chart, 0, fsm.rule_start[root], _child_deadline(fsm, chart, root, NO_DEADLINE),
+                      _child_char_deadline(fsm, chart, root, 0, NO_DEADLINE))
 
 
 @njit(cache=True, _nrt=False)
@@ -263,7 +303,7 @@ def _dfa_step(fsm, chart, k, byte):
     """
     p = chart.set_start[k]
     s = chart.item_state[p]
-    if fsm.ref_indptr[s] != fsm.ref_indptr[s + 1] or _expired(chart, p):
+    if fsm.ref_indptr[s] != fsm.ref_indptr[s + 1] or _expired(chart, p) or chart.meta[META_CHAR_BUDGETS] != 0:
         return -1
     t = -1
     for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
@@ -282,6 +322,8 @@ def _dfa_step(fsm, chart, k, byte):
     chart.item_state[begin] = t
     chart.item_origin[begin] = i
     chart.item_deadline[begin] = chart.item_deadline[p]
+    chart.item_char_deadline[begin] = chart.item_char_deadline[p]
+    chart.set_chars[k + 1] = chart.set_chars[k] + ((byte & 0xC0) != 0x80)
     chart.set_start[k + 2] = begin + 1
     chart.meta[0] = k + 2
     return OK
@@ -303,16 +345,18 @@ def advance_byte(fsm, chart, byte):
             return status
     end = begin
     chart.meta[1] += 1
+    chart.set_chars[k + 1] = chart.set_chars[k] + ((byte & 0xC0) != 0x80)
+    char_enforce = chart.meta[META_CHAR_BUDGETS] != 0 and (byte & 0xC0) != 0x80 and _char_enforced(fsm, chart, k)
     # SCAN: [i, k, A -> s], s -byte-> t  |-  [i, k+1, A -> t]
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
-        if _expired(chart, p):
+        if _expired(chart, p) or (char_enforce and chart.item_char_deadline[p] <= chart.set_chars[k]):
             continue
         for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
             if fsm.byte_lo[e] <= byte and byte <= fsm.byte_hi[e]:
                 r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                              chart.item_deadline, chart.meta, begin, end, fsm.byte_dst[e], chart.item_origin[p],
-                              chart.item_deadline[p])
+                              chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end, fsm.byte_dst[e],
+                              chart.item_origin[p], chart.item_deadline[p], chart.item_char_deadline[p])
                 if r < -1:
                     return -r
                 if r >= 0:
@@ -325,6 +369,35 @@ def advance_byte(fsm, chart, byte):
     chart.set_start[k + 2] = end
     chart.meta[0] = k + 2
     return OK
+
+
+@njit(cache=True, _nrt=False)
+def _char_enforced(fsm, chart, k):
+    """CHAR-ENFORCE (module docstring) before a code point read from set k."""
+    expired = False
+    alive = False
+    c = chart.set_chars[k]
+    for p in range(chart.set_start[k], chart.set_start[k + 1]):
+        s = chart.item_state[p]
+        if fsm.byte_indptr[s] == fsm.byte_indptr[s + 1] and fsm.tok_indptr[s] == fsm.tok_indptr[s + 1]:
+            continue  # not scannable
+        if chart.item_char_deadline[p] <= c:
+            expired = True
+        else:
+            alive = True
+    if not expired:
+        return False
+    return alive or _set_is_sentence(fsm, chart, k)
+
+
+@njit(cache=True, _nrt=False)
+def _set_is_sentence(fsm, chart, k):
+    root = fsm.root_rule[0]
+    for p in range(chart.set_start[k], chart.set_start[k + 1]):
+        s = chart.item_state[p]
+        if chart.item_origin[p] == 0 and fsm.is_final[s] and fsm.state_rule[s] == root:
+            return True
+    return False
 
 
 @njit(cache=True, _nrt=False)
@@ -342,7 +415,7 @@ def advance_bytes(fsm, chart, data):
 
 
 @njit(cache=True, _nrt=False)
-def token_successors(fsm, chart, member, out_state, out_origin, out_deadline):
+def token_successors(fsm, chart, member, out_state, out_origin, out_deadline, out_char_deadline):
     """Items that a whole token reaches through token edges from the current set k.
 
         TOKEN   [i, k, A -> s], s -<set g>-> t, the token is in set g  |-  [i, k+len, A -> t]
@@ -362,12 +435,13 @@ def token_successors(fsm, chart, member, out_state, out_origin, out_deadline):
                     out_state[n] = fsm.tok_dst[e]
                     out_origin[n] = chart.item_origin[p]
                     out_deadline[n] = chart.item_deadline[p]
+                    out_char_deadline[n] = chart.item_char_deadline[p]
                 n += 1
     return n
 
 
 @njit(cache=True, _nrt=False)
-def join_token_items(fsm, chart, k0, length, states, origins, deadlines, fresh):
+def join_token_items(fsm, chart, k0, length, nchars, states, origins, deadlines, char_deadlines, fresh):
     """Put the TOKEN items (`states`, `origins`) into set k0+length and close it again.
 
     `fresh`: the bytes of the token were rejected, so sets k0+1 .. k0+length-1 are made empty
@@ -383,20 +457,23 @@ def join_token_items(fsm, chart, k0, length, states, origins, deadlines, fresh):
     if fresh:
         for q in range(k0 + 1, target + 1):
             chart.set_start[q] = chart.set_start[k0 + 1]
+            chart.set_chars[q] = chart.set_chars[k0]
+        chart.set_chars[target] = chart.set_chars[k0] + nchars
     begin = chart.set_start[target]
     end = begin
     if not fresh:
         for p in range(begin, chart.set_start[target + 1]):
             r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                          chart.item_deadline, chart.meta, begin, end, chart.item_state[p], chart.item_origin[p],
-                          chart.item_deadline[p])
+                          chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end, chart.item_state[p],
+                          chart.item_origin[p], chart.item_deadline[p], chart.item_char_deadline[p])
             if r < -1:
                 return -r
             if r >= 0:
                 end = r
     for n in range(states.shape[0]):
         r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                      chart.item_deadline, chart.meta, begin, end, states[n], origins[n], deadlines[n])
+                      chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end, states[n], origins[n],
+                      deadlines[n], char_deadlines[n])
         if r < -1:
             return -r
         if r >= 0:
@@ -412,13 +489,7 @@ def join_token_items(fsm, chart, k0, length, states, origins, deadlines, fresh):
 @njit(cache=True, _nrt=False)
 def is_completed(fsm, chart):
     """Whether the bytes read so far form a sentence: [0, k, root -> f] with f final."""
-    k = chart.meta[0] - 1
-    root = fsm.root_rule[0]
-    for p in range(chart.set_start[k], chart.set_start[k + 1]):
-        s = chart.item_state[p]
-        if chart.item_origin[p] == 0 and fsm.is_final[s] and fsm.state_rule[s] == root:
-            return True
-    return False
+    return _set_is_sentence(fsm, chart, chart.meta[0] - 1)
 
 
 @njit(cache=True, _nrt=False)

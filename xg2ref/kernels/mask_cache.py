@@ -54,7 +54,7 @@ MAX_ACCEPT_PARENTS = 8
 @njit(cache=True, _nrt=False)
 def init_chart_at_state(fsm, chart, state):
     """Set 0 empty, set 1 = the closure of the single item (state, origin 0). Returns a status."""
-    return seed_chart(fsm, chart, 1, state, NO_DEADLINE)
+    return seed_chart(fsm, chart, 1, state, NO_DEADLINE, NO_DEADLINE)
 
 
 @njit(cache=True, _nrt=False)

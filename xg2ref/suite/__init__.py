@@ -105,8 +105,6 @@ def _front_end_cases(entry: dict) -> list[Case]:
             k = seen[rec["subset"]] = seen.get(rec["subset"], -1) + 1
             specs.append((f"{entry['name']}-{rec['subset']}-{k}", rec["json_schema"], ()))
     elif kind == "tool_calls":
-        from ..builtin_structural_tag import get_model_structural_tag
-
         pool = json.loads((SUITE_DIR / entry["file"]).read_text(encoding="utf-8"))[:entry["tools"]]
         tools = [{"type": "function", "function": tool} for tool in pool]
         specs = [(entry["name"], {"model": entry["model"], "tools": tools}, tuple(entry.get("samples", ())))]

@@ -1,0 +1,113 @@
+"""JSON Schema strings as grammar IR, for `json_schema.py`: lengths, `pattern` and `format`.
+
+What the quotes of a valid string hold, in code points written canonically
+(`json_lexical.encoded_char`), chosen by the cheapest construction that is exact:
+
+    no pattern/format        json_char{minLength, maxLength}       a repetition of one shared rule
+    one regex, no bound      the regex, each character encoded
+    one regex, easy count    the one repeated character takes the bound (regular.bounded_by_counting)
+    otherwise                the regexes intersected and multiplied by a length counter
+                             (regular.bounded_length), one right-linear rule per state
+
+A `pattern` is searched (a match anywhere), as the standard says; a `format` names a whole-string
+regex (`json_formats.py`). Patterns beyond a context-free grammar (lookaround, backreferences,
+word boundaries) are not enforced. Narrowings (specs/05-front-ends.md): a bound whose counter
+product passes the size limit is halved until it fits, and a counted length above
+MAX_COUNTED_LENGTH is lowered to it, until repetitions are compressed (XGrammar-2 §3.6).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..exceptions import InvalidJSONError
+from .ir import ByteString, Choice, Expr, Repeat, Sequence
+from .json_lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
+from .regex import RegexError, regex_to_expr
+from .regular import TooLarge, bounded_by_counting, bounded_length
+
+# a string whose length bound is larger than this becomes a rule of its own, shared by every
+# property that uses it (its many states then get their mask-cache entries once)
+SHARED_STRING_LENGTH = 16
+# a counted maxLength above this is lowered to it: every counted character is unrolled into FSM
+# states, and longer bounds pass the per-rule state limit (specs/05)
+MAX_COUNTED_LENGTH = 8192
+# RegexError messages of constructs no grammar can enforce (a `pattern` using one is not enforced)
+UNENFORCEABLE = ("backreferences", "lookahead", "negative lookahead", "lookbehind", "negative lookbehind",
+                 "word boundaries")
+
+
+def format_regex(name: Any) -> Optional[str]:
+    """The whole-string regex of a `format`, or None for formats that are annotations."""
+    from .json_formats import FORMAT_REGEXES
+
+    return FORMAT_REGEXES.get(name) if isinstance(name, str) else None
+
+
+def string_expr(conv, schema: dict, path: str) -> Expr:
+    """A JSON string valid under `schema`, quotes included."""
+    content = string_content(conv, schema, path)
+    if content == NOTHING:
+        return NOTHING
+    string = seq(ByteString(b'"'), content, ByteString(b'"'))
+    if isinstance(content, Repeat) and max(content.min, content.max or 0) > SHARED_STRING_LENGTH:
+        return conv.rule(("string", content.min, content.max), f"json_string_{content.min}_{content.max}",
+                         lambda: string)
+    return string
+
+
+def string_content(conv, schema: dict, path: str) -> Expr:
+    """What the quotes of a string valid under `schema` hold (module docstring)."""
+    from .json_schema import _count
+
+    lo = _count(schema, "minLength", path, 0)
+    hi = _count(schema, "maxLength", path, None)
+    if hi is not None and hi < lo:
+        return NOTHING
+    checks = [k for k in ("pattern", "format") if k in schema and (k == "pattern" or format_regex(schema[k]))]
+    exprs = []
+    for key in checks:
+        pattern = schema[key] if key == "pattern" else format_regex(schema[key])
+        if not isinstance(pattern, str):
+            raise InvalidJSONError(f"{path}.{key}: must be a string")
+        try:
+            exprs.append(regex_to_expr(pattern, search=(key == "pattern")))
+        except RegexError as err:
+            if key == "pattern" and err.message.startswith(UNENFORCEABLE):
+                # lookaround and backreferences are beyond a context-free grammar: the
+                # pattern is not enforced (specs/05-front-ends.md, "Not enforced")
+                return string_content(conv, {k: v for k, v in schema.items() if k != "pattern"}, path)
+            raise InvalidJSONError(f"{path}.{key}: {err.message}") from None
+    capped = hi if hi is None or hi <= MAX_COUNTED_LENGTH or lo > MAX_COUNTED_LENGTH else MAX_COUNTED_LENGTH
+    if not exprs:
+        char = conv.rule(("char",), "json_char", any_string_char)
+        return Repeat(char, lo, capped)
+    if len(exprs) == 1 and lo == 0 and hi is None:
+        return json_encode_regex(exprs[0])
+    counted = bounded_by_counting(exprs[0], lo, capped) if len(exprs) == 1 else None
+    if counted is not None:
+        return _shared_repeated_chars(conv, json_encode_regex(counted))
+    cap = hi
+    while True:
+        try:
+            return bounded_length(exprs, lo, cap, encoded_char, conv.new_rule, conv.set_rule)
+        except TooLarge as err:
+            # a maxLength too long to count exactly is lowered until the automaton fits: the
+            # longer strings are left out, never an invalid one let in (specs/05)
+            if cap is None or cap // 2 < max(lo, 1):
+                raise InvalidJSONError(f"{path}: {' and '.join(checks)} with the length bounds: {err}") from None
+            cap //= 2
+
+
+def _shared_repeated_chars(conv, expr: Expr) -> Expr:
+    """`expr` with the body of every long repetition made a rule (one per class): a
+    thousand-fold repetition is then a chain of references, not a thousand copies of the
+    character's escapes."""
+    if isinstance(expr, Repeat) and (expr.max or expr.min) > SHARED_STRING_LENGTH:
+        body = expr.body
+        return Repeat(conv.rule(("encoded", body), "json_class", lambda: body), expr.min, expr.max)
+    if isinstance(expr, Sequence):
+        return Sequence(tuple(_shared_repeated_chars(conv, e) for e in expr.items))
+    if isinstance(expr, Choice):
+        return Choice(tuple(_shared_repeated_chars(conv, e) for e in expr.alternatives))
+    return expr
