@@ -93,6 +93,8 @@ def test_jsonschemabench_records_and_resumes(tmp_path, monkeypatch):
     def refuse(*args):
         raise AssertionError("a schema with a record was run again")
 
+    with open(results, "a", encoding="utf-8") as f:
+        f.write('{"subset": "Glaiveai2K", "uid": "cut sh')  # a line a stopped run left half written
     monkeypatch.setattr(bj._Worker, "run", refuse)
     again = []
     assert bj.bench_jsonschemabench(data, subsets=["Glaiveai2K"], out=again.append, progress=False,

@@ -264,9 +264,11 @@ def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=N
     if results and os.path.exists(results):
         with open(results, encoding="utf-8") as f:
             for line in f:
-                if line.strip():
+                try:
                     rec = json.loads(line)
-                    done_records[(rec["subset"], rec["uid"])] = rec
+                except json.JSONDecodeError:
+                    continue  # a line cut short by a stopped run: that schema runs again
+                done_records[(rec["subset"], rec["uid"])] = rec
     todo = [(name, uid, schema) for name, rows in data.items() for uid, schema in rows
             if (name, uid) not in done_records]
     random.Random(seed).shuffle(todo)  # a stopped run is still a fair sample of every subset
@@ -275,6 +277,11 @@ def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=N
     bar = ProgressBar(len(wanted), enabled=progress)
     bar.update(len(records))
     sink = open(results, "a", encoding="utf-8") if results else None
+    if sink and sink.tell() > 0:
+        with open(results, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                sink.write("\n")  # end a line cut short, so the next record starts its own
     try:
         for rec in _records(todo, jobs, vocab, jit, timeout, seed, out):
             records.append(rec)
