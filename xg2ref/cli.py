@@ -293,6 +293,7 @@ def cmd_bench(args) -> int:
 
         return bench_jsonschemabench(args.data, sample=args.sample, subsets=args.subsets, vocab=args.vocab,
                                      jit=not args.eager, jobs=args.jobs, results=args.results,
+                                     report_only=args.report_only,
                                      progress=not args.no_progress, timeout=args.timeout)
     from .bench import bench_mask
 
@@ -376,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jsonschemabench: worker processes, each one thread (default 1)")
     p.add_argument("--results", metavar="PATH",
                    help="jsonschemabench: one JSON line per schema; schemas already there are not run again")
+    p.add_argument("--report-only", action="store_true",
+                   help="jsonschemabench: run nothing, print the table of the schemas --results holds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
