@@ -65,19 +65,9 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     if hi is not None and hi < lo:
         return NOTHING
     checks = [k for k in ("pattern", "format") if k in schema and (k == "pattern" or format_regex(schema[k]))]
-    exprs = []
-    for key in checks:
-        pattern = schema[key] if key == "pattern" else format_regex(schema[key])
-        if not isinstance(pattern, str):
-            raise InvalidJSONError(f"{path}.{key}: must be a string")
-        try:
-            exprs.append(regex_to_expr(pattern, search=(key == "pattern")))
-        except RegexError as err:
-            if key == "pattern" and err.message.startswith(UNENFORCEABLE):
-                # lookaround and backreferences are beyond a context-free grammar: the
-                # pattern is not enforced (specs/05-front-ends.md, "Not enforced")
-                return string_content(conv, {k: v for k, v in schema.items() if k != "pattern"}, path)
-            raise InvalidJSONError(f"{path}.{key}: {err.message}") from None
+    exprs = string_regexes([(k, schema[k] if k == "pattern" else format_regex(schema[k])) for k in checks], path)
+    if exprs is None:
+        return string_content(conv, {k: v for k, v in schema.items() if k != "pattern"}, path)
     capped = hi if hi is None or hi <= MAX_COUNTED_LENGTH or lo > MAX_COUNTED_LENGTH else MAX_COUNTED_LENGTH
     if not exprs:
         char = conv.rule(("char",), "json_char", any_string_char)
@@ -97,6 +87,24 @@ def string_content(conv, schema: dict, path: str) -> Expr:
             if cap is None or cap // 2 < max(lo, 1):
                 raise InvalidJSONError(f"{path}: {' and '.join(checks)} with the length bounds: {err}") from None
             cap //= 2
+
+
+def string_regexes(checks: list, path: str) -> Optional[list]:
+    """The regex IR of each (key, regex) of `checks` ("pattern" searched, "format" whole), or
+    None when the pattern uses a construct beyond a context-free grammar (lookaround,
+    backreferences): it is then not enforced (specs/05, "Not enforced") and the caller goes on
+    without it."""
+    exprs = []
+    for key, pattern in checks:
+        if not isinstance(pattern, str):
+            raise InvalidJSONError(f"{path}.{key}: must be a string")
+        try:
+            exprs.append(regex_to_expr(pattern, search=(key == "pattern")))
+        except RegexError as err:
+            if key == "pattern" and err.message.startswith(UNENFORCEABLE):
+                return None
+            raise InvalidJSONError(f"{path}.{key}: {err.message}") from None
+    return exprs
 
 
 def _shared_repeated_chars(conv, expr: Expr) -> Expr:

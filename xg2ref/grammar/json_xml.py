@@ -55,10 +55,10 @@ from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, R
 from .json_lexical import NOTHING, choice, seq
 from .json_objects import _any_order, _serial
 from .json_schema import ANNOTATIONS, TYPES, SchemaConverter, _constrains, _count
-from .json_strings import UNENFORCEABLE
+from .json_strings import string_regexes
 from .json_strings import format_regex as _format_regex
 from .json_xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
-from .regex import RegexError, regex_to_expr, subtract
+from .regex import subtract
 from .regular import TooLarge, bounded_length
 
 ANY_CHAR = CharClass((), negated=True)
@@ -308,16 +308,9 @@ class XmlSchemaConverter:
             raise InvalidJSONError(f"{path}: {self.style_name} supports no pattern, format or length on strings")
         if hi is not None and hi < lo:
             return ("text", NOTHING)
-        exprs = []
-        for key, pattern in checks:
-            if not isinstance(pattern, str):
-                raise InvalidJSONError(f"{path}.{key}: must be a string")
-            try:
-                exprs.append(regex_to_expr(pattern, search=(key == "pattern")))
-            except RegexError as err:
-                if key == "pattern" and err.message.startswith(UNENFORCEABLE):
-                    return self.string({k: v for k, v in schema.items() if k != "pattern"}, path)
-                raise InvalidJSONError(f"{path}.{key}: {err.message}") from None
+        exprs = string_regexes(checks, path)
+        if exprs is None:
+            return self.string({k: v for k, v in schema.items() if k != "pattern"}, path)
         if not exprs:
             return ("text", Repeat(ANY_CHAR, lo, hi))
         if len(exprs) == 1 and lo == 0 and hi is None:
