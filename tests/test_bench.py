@@ -53,6 +53,9 @@ def test_validation_error_names_the_problem():
     assert validation_error(schema, b'{"n": 2}') is None
     assert "4" in validation_error(schema, b'{"n": 4}')
     assert validation_error(schema, b'{"n": ') is not None  # not JSON at all
+    # a number beyond float range under multipleOf is read exactly instead of crashing
+    assert validation_error({"type": "number", "multipleOf": 0.5}, b"1e400") is None
+    assert "multiple" in validation_error({"type": "number", "multipleOf": 3}, b"1e400")
 
 
 def test_summary_counts_each_record_once():

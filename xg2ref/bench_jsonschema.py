@@ -195,6 +195,9 @@ class _Worker:
                                    random.Random(f"{self.seed}/{uid}"), self.first_bytes, self.lengths)
         except _TimedOut:
             text = None
+        except Exception as err:  # noqa: BLE001  (an engine error in the walk is a finding, recorded)
+            rec.update(finished=True, valid=False, why=f"walk error: {type(err).__name__}: {err}"[:200])
+            return _finish(rec, start)
         if text is None:
             return _finish(rec, start)
         rec["finished"] = True
@@ -214,13 +217,23 @@ def validation_error(schema, text: bytes) -> Optional[str]:
     """None when `text` parses as JSON and validates under `schema` (formats checked), else why not."""
     import jsonschema
 
+    from decimal import Context, Decimal, localcontext
+
     try:
-        value = json.loads(text)
         validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        error = jsonschema.exceptions.best_match(
-            validator(schema, format_checker=validator.FORMAT_CHECKER).iter_errors(value))
+        checker = validator(schema, format_checker=validator.FORMAT_CHECKER)
+        try:
+            error = jsonschema.exceptions.best_match(checker.iter_errors(json.loads(text)))
+        except (OverflowError, ArithmeticError):
+            # a number beyond float range (1e400) read as inf trips multipleOf: read the value
+            # and the schema's numbers exactly
+            exact = validator(json.loads(json.dumps(schema), parse_float=Decimal), format_checker=validator.FORMAT_CHECKER)
+            with localcontext(Context(prec=100_000, Emax=10**9, Emin=-10**9)):
+                error = jsonschema.exceptions.best_match(exact.iter_errors(json.loads(text, parse_float=Decimal)))
     except (ValueError, jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError) as err:
         return str(err)
+    except Exception as err:  # noqa: BLE001  (the validator itself failed: reported, never a crash)
+        return f"the validator failed: {type(err).__name__}: {err}"
     return None if error is None else str(error.message)
 
 
