@@ -213,19 +213,10 @@ class StructuralTag:
     @staticmethod
     def from_json(value: Union[str, bytes, dict]) -> "StructuralTag":
         """Read a structural tag from JSON text or a dict, filling in every format's defaults.
-        Raises ValueError when it is not a structural tag."""
-        if isinstance(value, (str, bytes)):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"a structural tag must be valid JSON: {err}") from None
-        if not isinstance(value, dict):
-            raise ValueError(f"a structural tag is a JSON string or a dict, got {type(value).__name__}")
-        if value.get("type", "structural_tag") != "structural_tag":
-            raise ValueError(f"a structural tag has type 'structural_tag', got {value.get('type')!r}")
-        if "format" not in value:
-            raise ValueError("a structural tag needs a 'format' field")
-        return StructuralTag(_complete_format(value["format"], "format"))
+        Raises ValueError (InvalidStructuralTagError) when it is not a structural tag."""
+        from .grammar.structural_tag import load_structural_tag
+
+        return StructuralTag(_complete_format(load_structural_tag(value)["format"], "format"))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, StructuralTag) and self.format == other.format
