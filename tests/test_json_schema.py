@@ -279,3 +279,13 @@ def test_length_bounds_by_counting_keep_the_language(body, lo, hi, texts, data):
     for text in texts:
         want = whole.is_sentence(text.encode()) and lo <= len(text) and (hi is None or len(text) <= hi)
         assert cut.is_sentence(text.encode()) == want, (body, lo, hi, text)
+
+
+def test_a_bounded_pattern_used_twice_is_built_once():
+    field = {"type": "string", "pattern": "^[a-c]+x", "maxLength": 6}
+    one = xgr.Grammar.from_json_schema({"type": "object", "properties": {"a": field}, "required": ["a"]}).ir
+    two = xgr.Grammar.from_json_schema({"type": "object", "properties": {"a": field, "b": dict(field)},
+                                        "required": ["a", "b"]}).ir
+    assert sum(r.name.startswith("len") for r in two.rules) == sum(r.name.startswith("len") for r in one.rules) > 0
+    schema = {"type": "object", "properties": {"a": field, "b": dict(field)}, "required": ["a", "b"]}
+    assert accepts(schema, '{"a": "abx", "b": "cxyz"}') and not accepts(schema, '{"a": "abx", "b": "cxyzzzz"}')

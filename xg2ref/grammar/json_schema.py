@@ -122,6 +122,7 @@ class SchemaConverter:
         self.strict = strict_mode
         self.any_order = any_order
         self.rules: dict[str, Expr] = {}
+        self.next_suffix: dict[str, int] = {}  # base name -> the next suffix to try
         self.memo: dict[tuple, str] = {}
 
     # ---- rules --------------------------------------------------------------------------
@@ -140,11 +141,13 @@ class SchemaConverter:
 
     def new_rule(self, hint: str) -> str:
         """A fresh rule name (its body set later with `set_rule`)."""
-        base, k = re.sub(r"[^A-Za-z0-9_]", "_", hint)[:60] or "r", 1
+        base = re.sub(r"[^A-Za-z0-9_]", "_", hint)[:60] or "r"
         name = base
-        while name in self.rules:
-            k += 1
-            name = f"{base}_{k}"
+        if name in self.rules:  # base, base_2, base_3, ... (the next suffix is remembered)
+            k = self.next_suffix.get(base, 2)
+            while f"{base}_{k}" in self.rules:
+                k += 1
+            name, self.next_suffix[base] = f"{base}_{k}", k + 1
         self.rules[name] = NOTHING
         return name
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..exceptions import InvalidJSONError
-from .ir import ByteString, Choice, Expr, Repeat, Sequence
+from .ir import ByteString, Choice, Expr, Repeat, RuleRef, Sequence
 from .json_lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
 from .regex import RegexError, regex_to_expr
 from .regular import TooLarge, bounded_by_counting, bounded_length
@@ -77,16 +77,23 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     counted = bounded_by_counting(exprs[0], lo, capped) if len(exprs) == 1 else None
     if counted is not None:
         return _shared_repeated_chars(conv, json_encode_regex(counted))
-    cap = hi
+    key = ("bounded", tuple(schema[k] for k in checks), lo, capped)
+    if key in conv.memo:  # the same pattern under the same bounds elsewhere in the schema
+        return RuleRef(conv.memo[key])
+    cap = capped
     while True:
         try:
-            return bounded_length(exprs, lo, cap, encoded_char, conv.new_rule, conv.set_rule)
+            start = bounded_length(exprs, lo, cap, encoded_char, conv.new_rule, conv.set_rule)
+            break
         except TooLarge as err:
             # a maxLength too long to count exactly is lowered until the automaton fits: the
             # longer strings are left out, never an invalid one let in (specs/05)
             if cap is None or cap // 2 < max(lo, 1):
                 raise InvalidJSONError(f"{path}: {' and '.join(checks)} with the length bounds: {err}") from None
             cap //= 2
+    if isinstance(start, RuleRef):
+        conv.memo[key] = start.name
+    return start
 
 
 def string_regexes(checks: list, path: str) -> Optional[list]:
