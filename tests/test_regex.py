@@ -60,6 +60,8 @@ def test_whole_string_verdicts_match_python_re(pattern, texts):
     (r"[^]", ["\n", "é"], ["", "ab"]),
     (r"\s", [" ", "\u3000", "\u00a0", "\ufeff"], ["a", "\u200b"]),
     (r"a|", ["a", ""], ["b"]),
+    (r"a$b", [], ["a", "ab", "a$b"]),  # `$` before a character: nothing matches
+    (r"^((\.{2}|[a-z]+)($|/))+$", ["a/b", "../x/", "ab"], ["a//", "a/.", ""]),
 ])
 def test_examples(pattern, yes, no):
     for text in yes:
@@ -92,7 +94,6 @@ def test_flags_and_json_string():
     (r"\p{L}", "Unicode property escapes"),
     (r"(?i)abc", "inline flags"),
     (r"a^b", r"'\^' is only supported at the start"),
-    (r"a$b", r"'\$' is only supported at the end"),
     (r"(^a)*", r"'\^' is only supported at the start"),
     (r"a++", "possessive"),
     (r"*a", "nothing to repeat"),
@@ -173,3 +174,31 @@ def test_search_with_anchors_in_groups_matches_python_re(parts, flags, texts):
         # Python's `$` also matches before a final newline; ECMAScript's (and xg2ref's) is `\Z`
         python = pattern.replace(")$", r")\Z")
         assert recognizer.is_sentence(text.encode()) == bool(re.search(python, text, re.ASCII)), (pattern, text)
+
+
+@st.composite
+def patterns_with_ends(draw, depth: int = 3) -> str:
+    """Random patterns where `$` may stand anywhere: inside groups, repetitions, alternatives."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(["a", "b", "1", "$", "$", "[ab]", "(?:)"]))
+    kind = draw(st.sampled_from(["seq", "alt", "rep"]))
+    if kind == "seq":
+        return "".join(draw(patterns_with_ends(depth - 1)) for _ in range(draw(st.integers(2, 3))))
+    if kind == "alt":
+        return "(?:" + "|".join(draw(patterns_with_ends(depth - 1)) for _ in range(2)) + ")"
+    quant = draw(st.sampled_from(["*", "+", "?", "{2}", "{0,2}", "{2,3}"]))
+    return "(?:" + draw(patterns_with_ends(depth - 1)) + ")" + quant
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns_with_ends(), st.booleans(), st.lists(st.text("ab1", max_size=5), min_size=1, max_size=8))
+def test_end_anchor_anywhere_matches_python_re(pattern, search, texts):
+    """`$` before the end (`(a($|/))+`): after it nothing is read, so the rest must match empty."""
+    from xg2ref.grammar.ir import GrammarIR, Rule
+    from xg2ref.grammar.regex import regex_to_expr
+
+    recognizer = Recognizer(GrammarIR((Rule("root", regex_to_expr(pattern, search=search)),), root="root"))
+    python = re.compile(pattern.replace("$", r"\Z"), re.ASCII)  # ECMAScript's `$` is Python's `\Z`
+    for text in texts:
+        want = bool(python.search(text) if search else python.fullmatch(text))
+        assert recognizer.is_sentence(text.encode()) == want, (pattern, search, text)

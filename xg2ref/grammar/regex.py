@@ -391,7 +391,95 @@ def _alts_to_ir(alts: list, parser: _Parser) -> Expr:
             elif not (isinstance(expr, ByteString) and not expr.value):
                 parts.append(expr)
         options.append(ByteString(b"") if not parts else parts[0] if len(parts) == 1 else Sequence(tuple(parts)))
+    if not options:  # every alternative needs a `$` before its end: nothing matches
+        return CharClass(())
     return options[0] if len(options) == 1 else Choice(tuple(options))
+
+
+# `$` before the end of a pattern, e.g. `(a($|/))+$`: after `$` nothing more may be read, so the
+# rest of the pattern must match the empty string there. Every node splits into
+#     mid  the strings it matches without passing a `$`
+#     end  the strings it matches by passing one (nothing may follow in the whole match)
+# with, for a sequence A B:   mid = A.mid B.mid     end = A.end (if B can be empty) | A.mid B.end
+# and for A{m,n}:             mid = A.mid{m,n}      end = A.mid{m',n-1} A.end
+# (m' = 0 when A can be empty, so the iterations still owed match nothing, else m - 1). The
+# pattern is then mid | end `$`, with `$` only at the end of an alternative.
+
+
+def _nullable(node) -> bool:
+    """Whether `node` can match the empty string (`^` counts as not: only at position 0)."""
+    if node is _END:
+        return True
+    if node is _START:
+        return False
+    if node[0] == "group":
+        return any(all(_nullable(x) for x in alt) for alt in node[1])
+    if node[0] == "repeat":
+        return node[2] == 0 or _nullable(node[1])
+    return False
+
+
+def _split_at_end(node) -> tuple:
+    """(mid, end) of `node` as parse nodes, None for the empty language."""
+    empty = ("group", [[]])
+    if node is _END:
+        return None, empty
+    if isinstance(node, tuple) and node[0] == "group":
+        mids, ends = [], []
+        for items in node[1]:
+            mid, end_alts = _split_sequence(items)
+            if mid is not None:
+                mids.append(mid)
+            ends.extend(end_alts)
+        return ("group", mids) if mids else None, ("group", ends) if ends else None
+    if isinstance(node, tuple) and node[0] == "repeat":
+        _, atom, lo, hi = node
+        mid, end = _split_at_end(atom)
+        whole = ("repeat", mid, lo, hi) if mid is not None else (empty if lo == 0 else None)
+        if end is None or hi == 0:
+            return whole, None
+        before_lo, before_hi = (0 if _nullable(atom) else max(lo - 1, 0)), (None if hi is None else hi - 1)
+        if mid is None:
+            return whole, (end if before_lo == 0 else None)
+        return whole, ("group", [[("repeat", mid, before_lo, before_hi), end]])
+    return node, None
+
+
+def _split_sequence(items: list) -> tuple:
+    """(mid items or None, [end alternatives]) of a sequence."""
+    mid, ends = [], []
+    for item in items:
+        item_mid, item_end = _split_at_end(item)
+        ends = ends if _nullable(item) else []  # after a `$`, only what can match nothing
+        if mid is not None and item_end is not None:
+            ends.append(mid + [item_end])
+        mid = mid + [item_mid] if mid is not None and item_mid is not None else None
+    return mid, ends
+
+
+def _has_inner_end(items: list) -> bool:
+    """Whether a `$` stands anywhere but last in `items` (inside a group or repetition counts)."""
+    def holds(node) -> bool:
+        if node is _END:
+            return True
+        if isinstance(node, tuple) and node[0] == "group":
+            return any(holds(x) for alt in node[1] for x in alt)
+        return isinstance(node, tuple) and node[0] == "repeat" and holds(node[1])
+    return any(holds(x) for x in items[:-1]) or (bool(items) and items[-1] is not _END and holds(items[-1]))
+
+
+def _ends_last(alts: list) -> list:
+    """The same alternatives, each with `$` at most once and only as its last item."""
+    out = []
+    for items in alts:
+        if not _has_inner_end(items):
+            out.append(items)
+            continue
+        mid, ends = _split_sequence(items)
+        if mid is not None:
+            out.append(mid)
+        out.extend(alt + [_END] for alt in ends)
+    return out
 
 
 def _lift_anchored_groups(alts: list, limit: int = 256) -> list:
@@ -440,11 +528,14 @@ def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "", s
     alts = parser.alternation()
     if parser.i != len(pattern):
         raise parser.error("unbalanced ')'")
+    if search:
+        alts = _lift_anchored_groups(alts)
+    alts = _ends_last(alts)
     _check_anchors(alts, True, True, parser)
     if search:
         anything = ("repeat", ("class", [(0, MAX_CODEPOINT)]), 0, None)
         wrapped = []
-        for items in _lift_anchored_groups(alts):
+        for items in alts:
             if _has_anchor_in_group(items):
                 raise RegexError("an anchor inside a group is not supported in a search pattern", pattern)
             start = bool(items) and items[0] is _START
