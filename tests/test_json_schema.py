@@ -289,3 +289,17 @@ def test_a_bounded_pattern_used_twice_is_built_once():
     assert sum(r.name.startswith("len") for r in two.rules) == sum(r.name.startswith("len") for r in one.rules) > 0
     schema = {"type": "object", "properties": {"a": field, "b": dict(field)}, "required": ["a", "b"]}
     assert accepts(schema, '{"a": "abx", "b": "cxyz"}') and not accepts(schema, '{"a": "abx", "b": "cxyzzzz"}')
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 40), st.one_of(st.none(), st.integers(-5000, 5000)), st.one_of(st.none(), st.integers(-5000, 5000)),
+       st.lists(st.integers(-10**7, 10**7), min_size=1, max_size=12))
+def test_multiple_of_over_any_range(k, lo, hi, values):
+    """A few multiples are listed; more (or an open range) use the remainder automaton of k."""
+    schema = {"type": "integer", "multipleOf": k} | ({"minimum": lo} if lo is not None else {}) \
+        | ({"maximum": hi} if hi is not None else {})
+    recognizer = Recognizer(xgr.Grammar.from_json_schema(schema).ir)
+    for v in values + [k * (v // k) for v in values]:
+        want = v % k == 0 and (lo is None or v >= lo) and (hi is None or v <= hi)
+        assert recognizer.is_sentence(str(v).encode()) == want, (schema, v)
+    assert not recognizer.is_sentence(b"0" + str(k).encode()) and not recognizer.is_sentence(b"")

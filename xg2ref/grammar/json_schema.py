@@ -40,6 +40,7 @@ from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef
 from .json_lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
 from .json_strings import string_content, string_expr
+from .regular import TooLarge, bounded_length, divisible_numerals
 
 TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
@@ -357,7 +358,7 @@ class SchemaConverter:
         ilo = None if lo is None else int(lo) + 1 if lo_x and lo == int(lo) else _ceil(lo)
         ihi = None if hi is None else int(hi) - 1 if hi_x and hi == int(hi) else _floor(hi)
         if "multipleOf" in schema:
-            return _multiples(schema["multipleOf"], ilo, ihi, path)
+            return _multiples(self, schema["multipleOf"], ilo, ihi, path)
         return integer_range(ilo, ihi)
 
     def t_number(self, schema, level, path) -> Expr:
@@ -507,22 +508,33 @@ def _count(schema: dict, key: str, path: str, default):
     return value
 
 
-MAX_ENUMERATED_MULTIPLES = 10_000
+MAX_ENUMERATED_MULTIPLES = 64
 
 
-def _multiples(k: Any, lo: Optional[int], hi: Optional[int], path: str) -> Expr:
-    """Integers in lo..hi divisible by k (k a positive integer)."""
+def _multiples(conv, k: Any, lo: Optional[int], hi: Optional[int], path: str) -> Expr:
+    """Integers in lo..hi divisible by k (k a positive integer): a few are listed; otherwise
+    the range's numerals meet the remainder automaton of k (regular.divisible_numerals), one
+    rule per state of the product."""
     if isinstance(k, float) and k.is_integer():
         k = int(k)
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         raise InvalidJSONError(f"{path}.multipleOf: only a positive integer is supported, got {k!r}")
     if k == 1:
         return integer_range(lo, hi)
-    if lo is None or hi is None or (hi - lo) // k > MAX_ENUMERATED_MULTIPLES:
-        raise InvalidJSONError(f"{path}.multipleOf: supported for bounded ranges of at most "
-                               f"{MAX_ENUMERATED_MULTIPLES} multiples")
-    first = -(-lo // k) * k
-    return choice(*(ByteString(str(v).encode()) for v in range(first, hi + 1, k)))
+    if lo is not None and hi is not None and (hi - lo) // k <= MAX_ENUMERATED_MULTIPLES:
+        first = -(-lo // k) * k
+        return choice(*(ByteString(str(v).encode()) for v in range(first, hi + 1, k)))
+    key = ("multiples", k, lo, hi)
+    if key not in conv.memo:
+        try:
+            start = bounded_length([integer_range(lo, hi), divisible_numerals(k)], 0, None,
+                                   lambda ranges: CharClass(tuple(ranges)), conv.new_rule, conv.set_rule)
+        except TooLarge as err:
+            raise InvalidJSONError(f"{path}.multipleOf: {k} over this range: {err}") from None
+        if not isinstance(start, RuleRef):
+            return start
+        conv.memo[key] = start.name
+    return RuleRef(conv.memo[key])
 
 
 def _without_empty(body: Expr) -> Expr:

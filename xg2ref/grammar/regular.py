@@ -209,20 +209,41 @@ def _product(a, b):
     return edges, finals
 
 
+def divisible_numerals(k: int):
+    """The automaton `(edges, finals)` of the integer numerals (an optional `-`, then `0` or
+    digits without a leading zero) whose value is a multiple of k >= 1: one state per
+    remainder, reading digit d from remainder r goes to (10 r + d) mod k (the numeral's value
+    so far, mod k), and remainder 0 accepts. States: 0 start, 1 after `-`, 2 after a lone `0`,
+    3 + r remainder r."""
+    edges: list[list] = [[], [], []] + [[] for _ in range(k)]
+    for start in (0, 1):
+        edges[start].append((((ord("0"), ord("0")),), 2))
+        for d in range(1, 10):
+            edges[start].append((((ord("0") + d, ord("0") + d),), 3 + d % k))
+    edges[0].append((((ord("-"), ord("-")),), 1))
+    for r in range(k):
+        for d in range(10):
+            edges[3 + r].append((((ord("0") + d, ord("0") + d),), 3 + (10 * r + d) % k))
+    return edges, {2, 3}
+
+
 def bounded_length(exprs, lo: int, hi: Optional[int], encode: Callable[[list], Expr],
                    new_rule: Callable[[str], str], set_rule: Callable[[str, Expr], None]) -> Expr:
-    """The strings every regex IR of `exprs` (one expression or a list) matches, with
+    """The strings every regex IR of `exprs` (one expression or a list; an item may also be an
+    automaton `(edges, finals)` such as `divisible_numerals(k)`) matches, with
     lo <= length <= hi (code points), each character written by `encode(ranges)`;
     `new_rule(hint) -> name` and `set_rule(name, body)` make the rules. Raises TooLarge past
     the size limits."""
     exprs = exprs if isinstance(exprs, list) else [exprs]
-    edges, finals = _epsilon_free(exprs[0])
-    for other in exprs[1:]:
-        edges, finals = _product((edges, finals), _epsilon_free(other))
+    automata = [e if isinstance(e, tuple) else _epsilon_free(e) for e in exprs]
+    edges, finals = automata[0]
+    for other in automata[1:]:
+        edges, finals = _product((edges, finals), other)
     shortest, longest, empty = _length_range(edges, finals)
     if empty or (hi is not None and shortest > hi) or (longest is not None and longest < lo):
         return CharClass(())
-    if len(exprs) == 1 and shortest >= lo and (hi is None or (longest is not None and longest <= hi)):
+    if (len(exprs) == 1 and not isinstance(exprs[0], tuple) and shortest >= lo
+            and (hi is None or (longest is not None and longest <= hi))):
         return _encode_tree(exprs[0], encode)
     if hi is None and lo <= shortest:
         lo, cap = 0, 0  # the length bound says nothing: the automaton alone
