@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 from ..exceptions import InvalidJSONError
-from .ir import EPSILON, ByteString, CharClass, Expr, Repeat
+from .ir import EPSILON, ByteString, CharClass, Expr, Repeat, RuleRef
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
 from .regex import RegexError, complement, regex_to_expr
@@ -120,15 +120,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     if conv.any_order and len(declared) > 1:
         body = _any_order(conv, serial, members, [r for _, _, r in declared], sep, tail)
     else:
-        def rest(i: int, first: bool) -> Expr:
-            """R(i, first), restricted to non-empty content when `first`."""
-            def build():
-                if i == len(members):
-                    return tail(first)
-                with_m = seq(EPSILON if first else sep, members[i], rest(i + 1, False))
-                return with_m if declared[i][2] else choice(with_m, rest(i + 1, first))
-            return conv.rule(("members", serial, i, first), f"obj{serial}_m{i}{'f' if first else ''}", build)
-        body = rest(0, True)
+        body = _member_rules(conv, serial, members, [r for _, _, r in declared], sep, tail)
     filled = seq(ByteString(b"{"), open_, body, close, ByteString(b"}"))
     empty = seq(ByteString(b"{"), layout.empty(), ByteString(b"}"))
     # minProperties >= 1 drops the empty object and maxProperties 0 keeps only it; other counts
@@ -168,6 +160,33 @@ def _additional_key(conv, schema: dict, declared: list, path: str, patterns: lis
 
 
 MAX_ANY_ORDER_PROPERTIES = 8
+
+
+def _member_rules(conv, serial: int, members: list, required: list, sep: Expr, tail) -> Expr:
+    """R(0, first=True) of the rules R(i, first) ::= [sep] member_i R(i+1, false)
+    | R(i+1, first) (the second alternative only when member i is optional), R(n, first) ::=
+    tail(first). The names are given in the order a depth-first build from R(0) meets them,
+    but without recursion: an object with thousands of properties is a long chain."""
+    n = len(members)
+    order, stack = [], [(0, True)]
+    while stack:
+        i, first = stack.pop()
+        key = ("members", serial, i, first)
+        if key in conv.memo:
+            continue
+        conv.memo[key] = conv.new_rule(f"obj{serial}_m{i}{'f' if first else ''}")
+        order.append((i, first))
+        if i < n:
+            stack.extend([(i + 1, first)] if not required[i] else [])
+            stack.append((i + 1, False))
+    for i, first in order:
+        if i == n:
+            body = tail(first)
+        else:
+            with_m = seq(EPSILON if first else sep, members[i], RuleRef(conv.memo[("members", serial, i + 1, False)]))
+            body = with_m if required[i] else choice(with_m, RuleRef(conv.memo[("members", serial, i + 1, first)]))
+        conv.set_rule(conv.memo[("members", serial, i, first)], body)
+    return RuleRef(conv.memo[("members", serial, 0, True)])
 
 
 def _any_order(conv, serial: int, members: list, required: list, sep: Expr, tail) -> Expr:

@@ -188,19 +188,20 @@ class SchemaConverter:
                 merged = self.merge(merged, self.deref(part, f"{path}.allOf[{i}]"), f"{path}.allOf[{i}]")
             if not any(isinstance(part, dict) and "$ref" in part for part in parts):
                 return self.visit(merged, level, path)
-            # one rule per merged schema: definitions that reach each other through allOf-$ref
-            # meet the same merged schema again and end at its rule instead of unrolling forever
-            key = json.dumps(merged, sort_keys=True, default=repr)
-            return self.rule(("allOf", key, self.level(level)), "all", lambda: self.visit(merged, level, path))
+            return self.visit_merged(merged, level, path)
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 branches = schema[key]
                 if not isinstance(branches, list):
                     raise InvalidJSONError(f"{path}.{key}: must be a list")
                 rest = {k: v for k, v in schema.items() if k != key}
-                return choice(*(self.visit(self.merge(rest, self.deref(b, f"{path}.{key}[{i}]"),
-                                                      f"{path}.{key}[{i}]") if _constrains(rest) else b,
-                                           level, f"{path}.{key}[{i}]") for i, b in enumerate(branches)))
+                if not _constrains(rest):
+                    return choice(*(self.visit(b, level, f"{path}.{key}[{i}]") for i, b in enumerate(branches)))
+                return choice(*(self.visit_merged(self.merge(rest, self.deref(b, f"{path}.{key}[{i}]"),
+                                                             f"{path}.{key}[{i}]"), level, f"{path}.{key}[{i}]")
+                                if isinstance(b, dict) and "$ref" in b else
+                                self.visit(self.merge(rest, b, f"{path}.{key}[{i}]"), level, f"{path}.{key}[{i}]")
+                                for i, b in enumerate(branches)))
         if "const" in schema:
             return self.literal(schema["const"], level)
         if "enum" in schema:
@@ -221,6 +222,14 @@ class SchemaConverter:
         if "integer" in types and "number" in types:
             types = [t for t in types if t != "integer"]
         return choice(*(getattr(self, "t_" + t)(schema, level, path) for t in types))
+
+    def visit_merged(self, merged: dict, level: int, path: str) -> Expr:
+        """A schema merged with a `$ref`'s target, as one rule per distinct merged schema:
+        definitions that reach each other through a merge (allOf-$ref, or an anyOf branch
+        $ref beside sibling keywords) meet the same merged schema again and end at its rule
+        instead of unrolling forever."""
+        key = json.dumps(merged, sort_keys=True, default=repr)
+        return self.rule(("merged", key, self.level(level)), "all", lambda: self.visit(merged, level, path))
 
     def deref(self, schema: Any, path: str) -> Any:
         """Follow `$ref`s at the top of a schema (for merging)."""
