@@ -303,3 +303,17 @@ def test_multiple_of_over_any_range(k, lo, hi, values):
         want = v % k == 0 and (lo is None or v >= lo) and (hi is None or v <= hi)
         assert recognizer.is_sentence(str(v).encode()) == want, (schema, v)
     assert not recognizer.is_sentence(b"0" + str(k).encode()) and not recognizer.is_sentence(b"")
+
+
+def test_merged_refs_and_long_objects_end_without_deep_recursion():
+    # an anyOf branch `$ref` beside a sibling keyword is merged with it; the definition reaches
+    # itself through that merge, which must end at a rule (JSON Schema Store's resjson)
+    schema = {"type": "object", "additionalProperties": {"minProperties": 1, "anyOf": [
+        {"type": "string"}, {"$ref": "#/definitions/res"}]},
+        "definitions": {"res": {"type": "object", "additionalProperties": {
+            "minProperties": 1, "anyOf": [{"type": "string"}, {"$ref": "#/definitions/res"}]}}}}
+    assert accepts(schema, '{"a": {"b": {"c": "x"}}}') and not accepts(schema, '{"a": {}}')
+    assert not accepts(schema, '{"a": 1}')
+    wide = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(600)},
+            "required": ["p599"]}
+    assert accepts(wide, '{"p0": 1, "p599": 2}') and not accepts(wide, '{"p0": 1}')

@@ -246,29 +246,28 @@ class Recognizer:
             nonempty(A)            iff nonempty(body of A)
         """
         ne = [False] * len(self._kind)
-        changed = True
-        while changed:
-            changed = False
-            for v, kind in enumerate(self._kind):
-                kids = self._kids[v]
-                if kind == _BYTES:
-                    new = True
-                elif kind == _CLASS:
-                    new = bool(self._arg[v])
-                elif kind == _SEQ:
-                    new = all(ne[k] for k in kids)
-                elif kind == _CHOICE:
-                    new = any(ne[k] for k in kids)
-                elif kind == _REPEAT:
-                    new = self._arg[v][0] == 0 or ne[kids[0]]
-                elif kind == _TAG:
-                    new = True  # the empty free text
-                elif kind == _TOKEN:
-                    new = True
-                else:
-                    new = ne[self._arg[v]]
-                if new and not ne[v]:
-                    ne[v] = changed = True
+        readers = self._readers()
+        pending = list(range(len(self._kind)))  # a worklist: a node is looked at again when a
+        while pending:                           # node it reads becomes non-empty
+            v = pending.pop()
+            if ne[v]:
+                continue
+            kind, kids = self._kind[v], self._kids[v]
+            if kind == _BYTES or kind == _TAG or kind == _TOKEN:  # a tag's free text may be empty
+                new = True
+            elif kind == _CLASS:
+                new = bool(self._arg[v])
+            elif kind == _SEQ:
+                new = all(ne[k] for k in kids)
+            elif kind == _CHOICE:
+                new = any(ne[k] for k in kids)
+            elif kind == _REPEAT:
+                new = self._arg[v][0] == 0 or ne[kids[0]]
+            else:
+                new = ne[self._arg[v]]
+            if new:
+                ne[v] = True
+                pending.extend(readers[v])
         return ne
 
     def is_sentence(self, data: bytes, marks: Optional[dict] = None) -> bool:
