@@ -6,6 +6,7 @@ valid value, serialized canonically in the layout, is accepted.
 
 import json
 import random
+import re
 from decimal import Decimal
 
 import jsonschema
@@ -153,9 +154,13 @@ def test_bad_schemas_name_the_part(schema, message):
 
 
 def test_unenforceable_patterns_are_not_enforced():
-    # lookaround is beyond a grammar: the pattern is dropped (documented), the rest still holds
-    schema = {"type": "string", "pattern": "^(?!x)", "maxLength": 2}
+    # lookbehind (and lookahead past the start) is beyond this front end: the pattern is dropped
+    # (documented), the rest still holds
+    schema = {"type": "string", "pattern": "a(?<!x)", "maxLength": 2}
     assert accepts(schema, '"xy"') and accepts(schema, '"ab"') and not accepts(schema, '"abc"')
+    # a lookahead at the start is enforced: intersection with (the complement of) its prefixes
+    schema = {"type": "string", "pattern": "^(?!x)", "maxLength": 2}
+    assert not accepts(schema, '"xy"') and accepts(schema, '"ab"') and not accepts(schema, '"abc"')
     merged = {"allOf": [{"type": "integer", "x-note": "a"}, {"minimum": 3, "x-note": "b"}]}
     assert accepts(merged, "3") and not accepts(merged, "2")
 
@@ -317,3 +322,25 @@ def test_merged_refs_and_long_objects_end_without_deep_recursion():
     wide = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(600)},
             "required": ["p599"]}
     assert accepts(wide, '{"p0": 1, "p599": 2}') and not accepts(wide, '{"p0": 1}')
+
+
+LOOKAHEAD_PATTERNS = [r"^(?!@@)[\w@]+$", r"^(?!(ab|b)$)[a-c]*$", r"^(?=a)(?!ab)[abc]{0,3}", r"^(?!a|b$)c?",
+                      r"^(?!ab)(?=.*c)"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(LOOKAHEAD_PATTERNS), st.booleans(), st.lists(st.text("abc@", max_size=5), min_size=1, max_size=6))
+def test_leading_lookaheads_in_patterns_and_pattern_properties(pattern, as_key, texts):
+    """`^(?!A)rest` / `^(?=A)rest` in a `pattern` or a `patternProperties` key, against Python's
+    re (`$` there is ECMAScript's end of input, Python's `\\Z`)."""
+    python = re.compile(pattern.replace("$", r"\Z"), re.ASCII)
+    schema = ({"type": "object", "patternProperties": {pattern: {"type": "integer"}},
+               "additionalProperties": {"type": "boolean"}} if as_key else {"type": "string", "pattern": pattern})
+    recognizer = Recognizer(xgr.Grammar.from_json_schema(schema).ir)
+    for text in texts:
+        want = bool(python.search(text))
+        if as_key:
+            assert recognizer.is_sentence(json.dumps({text: 1}).encode()) == want, (pattern, text)
+            assert recognizer.is_sentence(json.dumps({text: True}).encode()) != want, (pattern, text)
+        else:
+            assert recognizer.is_sentence(json.dumps(text).encode()) == want, (pattern, text)

@@ -28,8 +28,9 @@ from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Expr, Repeat, RuleRef
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
+from .json_strings import pattern_languages
 from .regex import RegexError, complement, regex_to_expr
-from .regular import TooLarge, complement_of
+from .regular import TooLarge, bounded_length, complement_of, intersection_automaton
 
 _serial = itertools.count()
 
@@ -95,10 +96,16 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     extras, searches = [], []
     for pattern, sub in patterns.items():
         try:
-            searches.append(regex_to_expr(pattern, search=True))
+            languages = pattern_languages(pattern)
+            searches.append(languages[0] if len(languages) == 1 else intersection_automaton(languages))
         except RegexError as err:
             raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err.message}") from None
-        key = json_encode_regex(searches[-1])
+        except TooLarge as err:
+            raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
+        if len(languages) == 1:
+            key = json_encode_regex(searches[-1])
+        else:  # a lookahead: the key is the intersection, one rule per automaton state
+            key = bounded_length([searches[-1]], 0, None, encoded_char, conv.new_rule, conv.set_rule)
         value = conv.visit(sub, level + 1, f"{path}.patternProperties.{pattern}")
         if value != NOTHING:
             extras.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep, value))

@@ -23,8 +23,8 @@ from typing import Any, Optional
 from ..exceptions import InvalidJSONError
 from .ir import ByteString, Choice, Expr, Repeat, RuleRef, Sequence
 from .json_lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
-from .regex import RegexError, regex_to_expr
-from .regular import TooLarge, bounded_by_counting, bounded_length
+from .regex import RegexError, leading_lookaheads, regex_to_expr
+from .regular import TooLarge, bounded_by_counting, bounded_length, complement_automaton
 
 # a string whose length bound is larger than this becomes a rule of its own, shared by every
 # property that uses it (its many states then get their mask-cache entries once)
@@ -73,7 +73,7 @@ def string_content(conv, schema: dict, path: str) -> Expr:
         char = conv.rule(("char",), "json_char", any_string_char)
         return Repeat(char, lo, capped)
     if len(exprs) == 1 and lo == 0 and hi is None:
-        return json_encode_regex(exprs[0])
+        return json_encode_regex(exprs[0])  # (a lookahead makes two or more languages)
     counted = bounded_by_counting(exprs[0], lo, capped) if len(exprs) == 1 else None
     if counted is not None:
         return _shared_repeated_chars(conv, json_encode_regex(counted))
@@ -106,12 +106,29 @@ def string_regexes(checks: list, path: str) -> Optional[list]:
         if not isinstance(pattern, str):
             raise InvalidJSONError(f"{path}.{key}: must be a string")
         try:
-            exprs.append(regex_to_expr(pattern, search=(key == "pattern")))
+            exprs.extend(pattern_languages(pattern) if key == "pattern" else [regex_to_expr(pattern)])
         except RegexError as err:
             if key == "pattern" and err.message.startswith(UNENFORCEABLE):
                 return None
             raise InvalidJSONError(f"{path}.{key}: {err.message}") from None
+        except TooLarge as err:
+            raise InvalidJSONError(f"{path}.{key}: the lookahead's complement: {err}") from None
     return exprs
+
+
+def pattern_languages(pattern: str) -> list:
+    """The languages whose intersection a search for `pattern` matches: its regex IR, or, for
+    lookaheads at the start (`^(?!A)rest`, regex.leading_lookaheads), the IR of `^rest` with
+    the IR of `^A` (for `(?=A)`) or the automaton of its complement (for `(?!A)`)."""
+    split = leading_lookaheads(pattern)
+    if split is None:
+        return [regex_to_expr(pattern, search=True)]
+    lookaheads, rest = split
+    out = [regex_to_expr(rest, search=True)]
+    for negated, inner in lookaheads:
+        prefix = regex_to_expr(f"^(?:{inner})", search=True)
+        out.append(complement_automaton([prefix]) if negated else prefix)
+    return out
 
 
 def _shared_repeated_chars(conv, expr: Expr) -> Expr:

@@ -515,6 +515,68 @@ def _has_anchor_in_group(items: list) -> bool:
     return False
 
 
+def _group_end(pattern: str, i: int) -> Optional[int]:
+    """The index just past the `)` that closes the group opening at `pattern[i]`, or None."""
+    depth, in_class, j = 0, False, i
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "\\":
+            j += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[j + 1:j + 2] == "]":  # `[]`: the empty class
+                j += 1
+                in_class = False
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return None
+
+
+def _has_top_level_bar(pattern: str) -> bool:
+    depth, in_class, j = 0, False, 0
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "\\":
+            j += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+        elif c == "|" and depth == 0:
+            return True
+        j += 1
+    return False
+
+
+def leading_lookaheads(pattern: str) -> Optional[tuple[list[tuple[bool, str]], str]]:
+    """For a pattern that opens with lookaheads at its start, `^(?!A)(?=B)rest`:
+    ([(True, "A"), (False, "B")], "^rest") — (negated, the lookahead's own pattern) and the
+    pattern without them; None for any other pattern. A search for such a pattern matches the
+    strings the search for `^rest` matches, that have (or, negated, have not) a prefix `A`
+    matches: a regular language, met by intersection and complement (grammar/regular.py)."""
+    found, rest = [], pattern
+    while rest.startswith(("^(?!", "^(?=")):
+        end = _group_end(rest, 1)
+        if end is None:
+            return None
+        found.append((rest[3] == "!", rest[4:end - 1]))
+        rest = "^" + rest[end:]
+    if not found or _has_top_level_bar(rest):
+        return None
+    return found, rest
+
+
 def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "", search: bool = False) -> Expr:
     """The IR expression matching exactly the strings `pattern` matches as a whole, or with
     `search`, the strings that contain a match (JSON Schema's `pattern`): a top-level

@@ -235,10 +235,7 @@ def bounded_length(exprs, lo: int, hi: Optional[int], encode: Callable[[list], E
     `new_rule(hint) -> name` and `set_rule(name, body)` make the rules. Raises TooLarge past
     the size limits."""
     exprs = exprs if isinstance(exprs, list) else [exprs]
-    automata = [e if isinstance(e, tuple) else _epsilon_free(e) for e in exprs]
-    edges, finals = automata[0]
-    for other in automata[1:]:
-        edges, finals = _product((edges, finals), other)
+    edges, finals = intersection_automaton(exprs)
     shortest, longest, empty = _length_range(edges, finals)
     if empty or (hi is not None and shortest > hi) or (longest is not None and longest < lo):
         return CharClass(())
@@ -314,16 +311,14 @@ def _determinize(edges, finals):
     return out, accepting
 
 
-def complement_of(exprs, encode: Callable[[list], Expr], new_rule: Callable[[str], str],
-                  set_rule: Callable[[str, Expr], None]) -> Expr:
-    """The strings (of code points) that no regex IR of `exprs` matches, as right-linear rules,
-    each character written by `encode(ranges)`. Raises TooLarge past the size limits.
+def complement_automaton(exprs):
+    """The automaton `(edges, finals)` of the strings (of code points) that no item of `exprs`
+    (regex IR or automata) matches, trimmed to the states from which it accepts something.
 
     The union of the NFAs (a fresh start that reads what each of their starts reads) is
-    determinized; the complete DFA's non-accepting states accept the complement. States from
-    which nothing is accepted are dropped."""
+    determinized; the complete DFA's non-accepting states accept the complement."""
     edges, finals = [[]], set()
-    for part_edges, part_finals in (_epsilon_free(e) for e in exprs):
+    for part_edges, part_finals in (e if isinstance(e, tuple) else _epsilon_free(e) for e in exprs):
         base = len(edges)
         edges.extend([(ranges, base + d) for ranges, d in row] for row in part_edges)
         edges[0].extend(edges[base])  # the fresh start reads what the part's start reads
@@ -341,15 +336,36 @@ def complement_of(exprs, encode: Callable[[list], Expr], new_rule: Callable[[str
                 alive.add(q)
                 changed = True
     if 0 not in alive:
+        return [[]], set()
+    number = {q: k for k, q in enumerate(sorted(alive))}
+    out = [[((interval,), number[d]) for interval, d in dfa[q] if d in alive] for q in sorted(alive)]
+    return out, {number[q] for q in good}
+
+
+def intersection_automaton(items):
+    """The automaton `(edges, finals)` of the strings every item (regex IR or automaton) matches."""
+    automata = [e if isinstance(e, tuple) else _epsilon_free(e) for e in items]
+    result = automata[0]
+    for other in automata[1:]:
+        result = _product(result, other)
+    return result
+
+
+def complement_of(exprs, encode: Callable[[list], Expr], new_rule: Callable[[str], str],
+                  set_rule: Callable[[str, Expr], None]) -> Expr:
+    """The strings (of code points) that no item of `exprs` (regex IR or automata) matches, as
+    right-linear rules (`complement_automaton`), each character written by `encode(ranges)`.
+    Raises TooLarge past the size limits."""
+    edges, finals = complement_automaton(exprs)
+    if not finals:
         return CharClass(())
-    names = {q: new_rule("not") for q in sorted(alive)}
-    for q in sorted(alive):
+    names = [new_rule("not") for _ in edges]
+    for q, row in enumerate(edges):
         by_dst: dict[int, list] = defaultdict(list)
-        for interval, d in dfa[q]:
-            if d in alive:
-                by_dst[d].append(interval)
+        for ranges, d in row:
+            by_dst[d].extend(ranges)
         alts = [Sequence((encode(merge_ranges(r)), RuleRef(names[d]))) for d, r in sorted(by_dst.items())]
-        if q in good:
+        if q in finals:
             alts.append(EPSILON)
         set_rule(names[q], alts[0] if len(alts) == 1 else Choice(tuple(alts)) if alts else CharClass(()))
     return RuleRef(names[0])
