@@ -344,3 +344,21 @@ def test_leading_lookaheads_in_patterns_and_pattern_properties(pattern, as_key, 
             assert recognizer.is_sentence(json.dumps({text: True}).encode()) != want, (pattern, text)
         else:
             assert recognizer.is_sentence(json.dumps(text).encode()) == want, (pattern, text)
+
+
+def test_refs_by_name_find_anchor_dollar_id_and_draft4_id():
+    for marker in ({"$anchor": "pos"}, {"$id": "#pos"}, {"id": "#pos"}):
+        schema = {"type": "object", "properties": {"a": {"$ref": "#pos"}, "id": {"type": "string"}},
+                  "required": ["a"], "definitions": {"p": {"type": "integer", "minimum": 1} | marker}}
+        assert accepts(schema, '{"a": 3}') and not accepts(schema, '{"a": 0}'), marker
+    with pytest.raises(xgr.InvalidJSONError, match="no \\$anchor, \\$id or id 'nope'"):
+        xgr.Grammar.from_json_schema({"$ref": "#nope"})
+
+
+def test_a_ref_to_the_schemas_own_uri_is_local():
+    schema = {"$id": "https://example.com/s.json", "type": "object", "required": ["a"],
+              "properties": {"a": {"$ref": "https://example.com/s.json#/definitions/n"}},
+              "definitions": {"n": {"type": "integer", "maximum": 2}}}
+    assert accepts(schema, '{"a": 2}') and not accepts(schema, '{"a": 3}')
+    with pytest.raises(xgr.InvalidJSONError, match="not a local reference"):
+        xgr.Grammar.from_json_schema(dict(schema, properties={"a": {"$ref": "https://other.org/s.json#/x"}}))

@@ -243,15 +243,20 @@ class SchemaConverter:
         return schema
 
     def resolve(self, ref: str, path: str) -> Any:
-        """A local reference: `#`, a JSON pointer `#/a/b~1c`, or `#name` ($anchor / $id)."""
+        """A local reference: `#`, a JSON pointer `#/a/b~1c`, or `#name` ($anchor / $id); a
+        URI that names the schema itself (its root `$id` or `id`) is read as its fragment."""
         if not ref.startswith("#"):
+            own = self.root.get("$id", self.root.get("id")) if isinstance(self.root, dict) else None
+            uri, _, fragment = ref.partition("#")
+            if isinstance(own, str) and uri and own.partition("#")[0] == uri:
+                return self.resolve("#" + fragment, path)
             raise InvalidJSONError(f"{path}.$ref: {ref!r} is not a local reference (only '#...' refs are supported)")
         if ref == "#":
             return self.root
         if not ref.startswith("#/"):
             found = _find_anchor(self.root, ref[1:])
             if found is None:
-                raise InvalidJSONError(f"{path}.$ref: no $anchor or $id {ref[1:]!r} in the schema")
+                raise InvalidJSONError(f"{path}.$ref: no $anchor, $id or id {ref[1:]!r} in the schema")
             return found
         node = self.root
         for raw in ref[2:].split("/"):
@@ -454,7 +459,8 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 def _find_anchor(node: Any, name: str) -> Any:
     if isinstance(node, dict):
-        if node.get("$anchor") == name or node.get("$id") in (name, "#" + name):
+        # 2019+ `$anchor`, a `$id` fragment, or draft 4's plain `id: "#name"`
+        if node.get("$anchor") == name or node.get("$id") in (name, "#" + name) or node.get("id") == "#" + name:
             return node
         children = node.values()
     elif isinstance(node, list):
