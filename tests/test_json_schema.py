@@ -362,3 +362,27 @@ def test_a_ref_to_the_schemas_own_uri_is_local():
     assert accepts(schema, '{"a": 2}') and not accepts(schema, '{"a": 3}')
     with pytest.raises(xgr.InvalidJSONError, match="not a local reference"):
         xgr.Grammar.from_json_schema(dict(schema, properties={"a": {"$ref": "https://other.org/s.json#/x"}}))
+
+
+MEMBER_SCHEMAS = [
+    {"type": "object", "patternProperties": {"^[A-Z]": {"type": "integer"}}, "required": ["Va"],
+     "additionalProperties": True},
+    {"type": "object", "properties": {"Ab": {"minimum": 3}, "b": {"type": "string"}},
+     "patternProperties": {"b$": {"type": "integer"}}, "additionalProperties": False},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "boolean"},
+     "required": ["a", "c"]},
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(MEMBER_SCHEMAS))),
+       st.dictionaries(st.sampled_from(["Va", "Ab", "b", "a", "c", "Vb"]),
+                       st.one_of(st.integers(0, 5), st.booleans(), st.text("x", max_size=1)), max_size=4))
+def test_members_meet_their_matching_pattern_properties(k, value):
+    """A member named in `properties` or `required` also meets every `patternProperties` schema
+    its name matches; a required name nothing declares meets `additionalProperties`."""
+    schema = MEMBER_SCHEMAS[k]
+    order = list(schema.get("properties", {})) + schema.get("required", [])  # declared members come first
+    value = dict(sorted(value.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+    text = json.dumps(value)
+    assert accepts(schema, text) == valid(schema, value), (schema, text)

@@ -30,7 +30,8 @@ from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_
                            seq)
 from .json_strings import pattern_languages
 from .regex import RegexError, complement, regex_to_expr
-from .regular import TooLarge, bounded_length, complement_of, intersection_automaton
+from .regular import (TooLarge, bounded_length, complement_automaton, complement_of, intersection_automaton,
+                      matches)
 
 _serial = itertools.count()
 
@@ -88,13 +89,8 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     additional = schema.get("additionalProperties")
     if additional is None:
         additional = loose or not conv.strict or (not props and not patterns)
-    declared = [(n, s, n in required) for n, s in props.items()]
-    declared += [(n, True, True) for n in dict.fromkeys(required) if n not in props]
-    sep, key_sep = layout.item_sep(lv), layout.key_sep()
-    members = [seq(ByteString(json_string_literal(n)), key_sep,
-                   conv.visit(s, level + 1, f"{path}.properties.{n}")) for n, s, _ in declared]
-    extras, searches = [], []
-    for pattern, sub in patterns.items():
+    searches = []
+    for pattern in patterns:
         try:
             languages = pattern_languages(pattern)
             searches.append(languages[0] if len(languages) == 1 else intersection_automaton(languages))
@@ -102,10 +98,26 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
             raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err.message}") from None
         except TooLarge as err:
             raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
-        if len(languages) == 1:
-            key = json_encode_regex(searches[-1])
-        else:  # a lookahead: the key is the intersection, one rule per automaton state
-            key = bounded_length([searches[-1]], 0, None, encoded_char, conv.new_rule, conv.set_rule)
+    declared = [(n, _member_schema(conv, n, s, patterns, searches, schema, path), n in required)
+                for n, s in props.items()]
+    declared += [(n, _member_schema(conv, n, None, patterns, searches, schema, path), True)
+                 for n in dict.fromkeys(required) if n not in props]
+    sep, key_sep = layout.item_sep(lv), layout.key_sep()
+    members = [seq(ByteString(json_string_literal(n)), key_sep,
+                   conv.visit(s, level + 1, f"{path}.properties.{n}")) for n, s, _ in declared]
+    extras = []
+    for (pattern, sub), search in zip(patterns.items(), searches):
+        # a declared name the pattern matches is a member above (its schema merged with the
+        # pattern's), so the pattern's own keys leave it out
+        taken = [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared if matches(search, n)]
+        if not isinstance(search, tuple) and not taken:
+            key = json_encode_regex(search)
+        else:  # a lookahead or a declared name: the key's automaton, one rule per state
+            try:
+                key = bounded_length([search] + ([complement_automaton(taken)] if taken else []), 0, None,
+                                     encoded_char, conv.new_rule, conv.set_rule)
+            except TooLarge as err:
+                raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
         value = conv.visit(sub, level + 1, f"{path}.patternProperties.{pattern}")
         if value != NOTHING:
             extras.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep, value))
@@ -137,6 +149,25 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     if any(r for _, _, r in declared) or (schema.get("minProperties") or 0) >= 1:
         return filled
     return choice(empty, filled)
+
+
+def _member_schema(conv, name: str, own, patterns: dict, searches: list, schema: dict, path: str):
+    """The schema the value of member `name` must meet: its `properties` schema (`own`; None
+    for a required name that `properties` lacks) with every `patternProperties` schema whose
+    pattern the name matches (merged, as allOf); a required name matched by no pattern and
+    held by no `properties` takes an `additionalProperties` schema when one is given (when it
+    is `false`, no object is valid; the member then takes any value, specs/05). A merge that is
+    not supported leaves that pattern's schema unenforced on the member (specs/05)."""
+    matched = [sub for sub, search in zip(patterns.values(), searches) if matches(search, name)]
+    if own is None:
+        extra = schema.get("additionalProperties")
+        own = extra if isinstance(extra, dict) and not matched else True
+    for sub in matched:
+        try:
+            own = conv.merge(conv.deref(own, path), conv.deref(sub, path), f"{path}.patternProperties")
+        except InvalidJSONError:
+            pass
+    return own
 
 
 def _additional_key(conv, schema: dict, declared: list, path: str, patterns: list) -> Expr:

@@ -342,6 +342,18 @@ def complement_automaton(exprs):
     return out, {number[q] for q in good}
 
 
+def matches(item, text: str) -> bool:
+    """Whether `text` is in the language of `item` (regex IR or an automaton `(edges, finals)`):
+    the NFA run over its code points, a set of states at a time."""
+    edges, finals = item if isinstance(item, tuple) else _epsilon_free(item)
+    states = {0}
+    for c in map(ord, text):
+        states = {d for q in states for ranges, d in edges[q] if any(lo <= c <= hi for lo, hi in ranges)}
+        if not states:
+            return False
+    return bool(states & set(finals))
+
+
 def intersection_automaton(items):
     """The automaton `(edges, finals)` of the strings every item (regex IR or automaton) matches."""
     automata = [e if isinstance(e, tuple) else _epsilon_free(e) for e in items]
