@@ -386,3 +386,24 @@ def test_members_meet_their_matching_pattern_properties(k, value):
     value = dict(sorted(value.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
     text = json.dumps(value)
     assert accepts(schema, text) == valid(schema, value), (schema, text)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([{"enum": ["ab", "b", "x-y"]}, {"pattern": "^[ab]+$"}, {"$ref": "#/definitions/n"}]),
+       st.dictionaries(st.sampled_from(["ab", "b", "x-y", "ba", "", "c"]), st.integers(0, 3), max_size=3))
+def test_pattern_members_meet_property_names(names, value):
+    schema = {"type": "object", "propertyNames": names, "patternProperties": {".*": {"type": "integer"}},
+              "additionalProperties": False, "definitions": {"n": {"enum": ["b", "c"]}}}
+    assert accepts(schema, json.dumps(value)) == valid(schema, value), (names, value)
+
+
+@pytest.mark.parametrize("fmt, yes, no", [
+    ("json-pointer", ["", "/", "/a~0b/~1/0", "//"], ["a", "/~", "/~2", "~0"]),
+    ("relative-json-pointer", ["0", "1#", "12/a/~1", "100/x"], ["", "#", "01", "-1/a", "1/~"]),
+])
+def test_json_pointer_formats(fmt, yes, no):
+    schema = {"type": "string", "format": fmt}
+    for text in yes:
+        assert accepts(schema, json.dumps(text)), text
+    for text in no:
+        assert not accepts(schema, json.dumps(text)), text

@@ -12,12 +12,15 @@ say more (the restrictions are listed in specs/05-front-ends.md):
     uuid                    RFC 4122 hex groups 8-4-4-4-12
     uri, uri-reference      RFC 3986: a scheme, then unreserved, sub-delims, ':', '@', '/', '?'
                             and percent-escapes; a reference may drop the scheme and have '#'
+    json-pointer            RFC 6901: `/`-separated tokens, `~` only as `~0` or `~1`
+    relative-json-pointer   a non-negative integer, then `#` or a JSON pointer
 
 Formats not listed are annotations (the standard's default): any string.
 """
 
 from __future__ import annotations
 
+JSON_POINTER = r"(/([^~/]|~[01])*)*"
 _DAY31 = r"(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])"
 _DAY30 = r"(0[469]|11)-(0[1-9]|[12][0-9]|30)"
 _FEB = r"02-(0[1-9]|1[0-9]|2[0-8])"
@@ -65,4 +68,6 @@ FORMAT_REGEXES = {
     "uuid": UUID,
     "uri": URI,
     "uri-reference": URI_REFERENCE,
+    "json-pointer": JSON_POINTER,
+    "relative-json-pointer": rf"(0|[1-9][0-9]*)(#|{JSON_POINTER})",
 }

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import itertools
 from ..exceptions import InvalidJSONError
-from .ir import EPSILON, ByteString, CharClass, Expr, Repeat, RuleRef
+from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
-from .json_strings import pattern_languages
+from .json_strings import format_regex, pattern_languages, string_regexes
 from .regex import RegexError, complement, regex_to_expr
 from .regular import (TooLarge, bounded_length, complement_automaton, complement_of, intersection_automaton,
                       matches)
@@ -106,16 +106,17 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     members = [seq(ByteString(json_string_literal(n)), key_sep,
                    conv.visit(s, level + 1, f"{path}.properties.{n}")) for n, s, _ in declared]
     extras = []
+    names = _names_languages(conv, schema, path) if patterns else None
     for (pattern, sub), search in zip(patterns.items(), searches):
         # a declared name the pattern matches is a member above (its schema merged with the
         # pattern's), so the pattern's own keys leave it out
         taken = [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared if matches(search, n)]
-        if not isinstance(search, tuple) and not taken:
+        if not isinstance(search, tuple) and not taken and names is None:
             key = json_encode_regex(search)
-        else:  # a lookahead or a declared name: the key's automaton, one rule per state
+        else:  # a lookahead, a declared name or propertyNames: the key's automaton, a rule per state
             try:
-                key = bounded_length([search] + ([complement_automaton(taken)] if taken else []), 0, None,
-                                     encoded_char, conv.new_rule, conv.set_rule)
+                key = bounded_length([search] + ([complement_automaton(taken)] if taken else []) + (names or []),
+                                     0, None, encoded_char, conv.new_rule, conv.set_rule)
             except TooLarge as err:
                 raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
         value = conv.visit(sub, level + 1, f"{path}.patternProperties.{pattern}")
@@ -168,6 +169,34 @@ def _member_schema(conv, name: str, own, patterns: dict, searches: list, schema:
         except InvalidJSONError:
             pass
     return own
+
+
+def _names_languages(conv, schema: dict, path: str):
+    """The languages (regex IR) every key must be in under `propertyNames`, for intersecting
+    with a pattern member's key: an `enum`/`const` of names, or a `pattern`/`format`. None when
+    it says nothing, or says what is not intersected here (length bounds, lookbehind...): the
+    pattern members' keys then do not meet it (specs/05)."""
+    from .json_schema import ANNOTATIONS
+
+    names = schema.get("propertyNames")
+    if names is None or names is True:
+        return None
+    names = conv.deref(names, f"{path}.propertyNames")
+    if names is False:
+        return [CharClass(())]
+    if not isinstance(names, dict):
+        raise InvalidJSONError(f"{path}.propertyNames: must be a schema")
+    if "enum" in names or "const" in names:
+        values = names["enum"] if "enum" in names else [names["const"]]
+        if not isinstance(values, list):
+            raise InvalidJSONError(f"{path}.propertyNames.enum: must be a list")
+        strings = [ByteString(v.encode("utf-8", "surrogatepass")) for v in values if isinstance(v, str)]
+        return [Choice(tuple(strings)) if len(strings) > 1 else strings[0] if strings else CharClass(())]
+    if not set(names) - ANNOTATIONS - {"type", "pattern", "format"} and names.get("type", "string") == "string":
+        checks = [(k, names[k] if k == "pattern" else format_regex(names[k])) for k in ("pattern", "format")
+                  if k in names and (k == "pattern" or format_regex(names[k]))]
+        return string_regexes(checks, f"{path}.propertyNames") or None
+    return None
 
 
 def _additional_key(conv, schema: dict, declared: list, path: str, patterns: list) -> Expr:
