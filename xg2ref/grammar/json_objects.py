@@ -29,7 +29,7 @@ from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
 from .json_strings import format_regex, pattern_languages, string_regexes
-from .regex import RegexError, complement, regex_to_expr
+from .regex import RegexError, complement
 from .regular import (TooLarge, bounded_length, complement_automaton, complement_of, intersection_automaton,
                       matches)
 

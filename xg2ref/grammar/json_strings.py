@@ -23,7 +23,8 @@ from typing import Any, Optional
 from ..exceptions import InvalidJSONError
 from .ir import ByteString, Choice, Expr, Repeat, RuleRef, Sequence
 from .json_lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
-from .regex import RegexError, leading_lookaheads, regex_to_expr
+from .regex import RegexError, regex_to_expr
+from .regex_anchors import leading_lookaheads
 from .regular import TooLarge, bounded_by_counting, bounded_length, complement_automaton
 
 # a string whose length bound is larger than this becomes a rule of its own, shared by every

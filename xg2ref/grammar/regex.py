@@ -33,6 +33,7 @@ from typing import Optional
 
 from ..exceptions import XG2RefError
 from .ir import MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, Sequence
+from .regex_anchors import END, START, ends_last, has_anchor_in_group, lift_anchored_groups
 
 # ECMAScript's \s: WhiteSpace and LineTerminator code points.
 SPACE_RANGES = ((0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
@@ -106,7 +107,7 @@ def _fold_case(ranges) -> list[tuple[int, int]]:
 
 # ---- the parser -----------------------------------------------------------------------------
 
-_START, _END = object(), object()  # anchors, checked and removed after parsing
+_START, _END = START, END  # anchors, brought into place by regex_anchors.py and removed
 
 
 class _Parser:
@@ -396,187 +397,6 @@ def _alts_to_ir(alts: list, parser: _Parser) -> Expr:
     return options[0] if len(options) == 1 else Choice(tuple(options))
 
 
-# `$` before the end of a pattern, e.g. `(a($|/))+$`: after `$` nothing more may be read, so the
-# rest of the pattern must match the empty string there. Every node splits into
-#     mid  the strings it matches without passing a `$`
-#     end  the strings it matches by passing one (nothing may follow in the whole match)
-# with, for a sequence A B:   mid = A.mid B.mid     end = A.end (if B can be empty) | A.mid B.end
-# and for A{m,n}:             mid = A.mid{m,n}      end = A.mid{m',n-1} A.end
-# (m' = 0 when A can be empty, so the iterations still owed match nothing, else m - 1). The
-# pattern is then mid | end `$`, with `$` only at the end of an alternative.
-
-
-def _nullable(node) -> bool:
-    """Whether `node` can match the empty string (`^` counts as not: only at position 0)."""
-    if node is _END:
-        return True
-    if node is _START:
-        return False
-    if node[0] == "group":
-        return any(all(_nullable(x) for x in alt) for alt in node[1])
-    if node[0] == "repeat":
-        return node[2] == 0 or _nullable(node[1])
-    return False
-
-
-def _split_at_end(node) -> tuple:
-    """(mid, end) of `node` as parse nodes, None for the empty language."""
-    empty = ("group", [[]])
-    if node is _END:
-        return None, empty
-    if isinstance(node, tuple) and node[0] == "group":
-        mids, ends = [], []
-        for items in node[1]:
-            mid, end_alts = _split_sequence(items)
-            if mid is not None:
-                mids.append(mid)
-            ends.extend(end_alts)
-        return ("group", mids) if mids else None, ("group", ends) if ends else None
-    if isinstance(node, tuple) and node[0] == "repeat":
-        _, atom, lo, hi = node
-        mid, end = _split_at_end(atom)
-        whole = ("repeat", mid, lo, hi) if mid is not None else (empty if lo == 0 else None)
-        if end is None or hi == 0:
-            return whole, None
-        before_lo, before_hi = (0 if _nullable(atom) else max(lo - 1, 0)), (None if hi is None else hi - 1)
-        if mid is None:
-            return whole, (end if before_lo == 0 else None)
-        return whole, ("group", [[("repeat", mid, before_lo, before_hi), end]])
-    return node, None
-
-
-def _split_sequence(items: list) -> tuple:
-    """(mid items or None, [end alternatives]) of a sequence."""
-    mid, ends = [], []
-    for item in items:
-        item_mid, item_end = _split_at_end(item)
-        ends = ends if _nullable(item) else []  # after a `$`, only what can match nothing
-        if mid is not None and item_end is not None:
-            ends.append(mid + [item_end])
-        mid = mid + [item_mid] if mid is not None and item_mid is not None else None
-    return mid, ends
-
-
-def _has_inner_end(items: list) -> bool:
-    """Whether a `$` stands anywhere but last in `items` (inside a group or repetition counts)."""
-    def holds(node) -> bool:
-        if node is _END:
-            return True
-        if isinstance(node, tuple) and node[0] == "group":
-            return any(holds(x) for alt in node[1] for x in alt)
-        return isinstance(node, tuple) and node[0] == "repeat" and holds(node[1])
-    return any(holds(x) for x in items[:-1]) or (bool(items) and items[-1] is not _END and holds(items[-1]))
-
-
-def _ends_last(alts: list) -> list:
-    """The same alternatives, each with `$` at most once and only as its last item."""
-    out = []
-    for items in alts:
-        if not _has_inner_end(items):
-            out.append(items)
-            continue
-        mid, ends = _split_sequence(items)
-        if mid is not None:
-            out.append(mid)
-        out.extend(alt + [_END] for alt in ends)
-    return out
-
-
-def _lift_anchored_groups(alts: list, limit: int = 256) -> list:
-    """The same alternatives with every group that holds an anchor and stands first or last in
-    an alternative spread over it: `x(^a|b)` is `x^a|xb`, and `^$|(^a$)` is `^$|^a$`. This
-    brings such anchors to the ends of top-level alternatives, where a search reads them;
-    it stops at `limit` alternatives (the caller then reports the anchor)."""
-    out, changed = list(alts), True
-    while changed and len(out) <= limit:
-        changed, spread = False, []
-        for items in out:
-            head = items[0] if items else None
-            tail = items[-1] if items else None
-            if isinstance(head, tuple) and head[0] == "group" and _has_anchor_in_group([head]):
-                spread.extend(list(alt) + items[1:] for alt in head[1])
-                changed = True
-            elif isinstance(tail, tuple) and tail[0] == "group" and _has_anchor_in_group([tail]):
-                spread.extend(items[:-1] + list(alt) for alt in tail[1])
-                changed = True
-            else:
-                spread.append(items)
-        out = spread
-    return out
-
-
-def _has_anchor_in_group(items: list) -> bool:
-    for item in items:
-        if isinstance(item, tuple) and item[0] == "group":
-            if any(x is _START or x is _END or _has_anchor_in_group([x]) for alt in item[1] for x in alt):
-                return True
-        elif isinstance(item, tuple) and item[0] == "repeat" and _has_anchor_in_group([item[1]]):
-            return True
-    return False
-
-
-def _group_end(pattern: str, i: int) -> Optional[int]:
-    """The index just past the `)` that closes the group opening at `pattern[i]`, or None."""
-    depth, in_class, j = 0, False, i
-    while j < len(pattern):
-        c = pattern[j]
-        if c == "\\":
-            j += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[j + 1:j + 2] == "]":  # `[]`: the empty class
-                j += 1
-                in_class = False
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return None
-
-
-def _has_top_level_bar(pattern: str) -> bool:
-    depth, in_class, j = 0, False, 0
-    while j < len(pattern):
-        c = pattern[j]
-        if c == "\\":
-            j += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c in "()":
-            depth += 1 if c == "(" else -1
-        elif c == "|" and depth == 0:
-            return True
-        j += 1
-    return False
-
-
-def leading_lookaheads(pattern: str) -> Optional[tuple[list[tuple[bool, str]], str]]:
-    """For a pattern that opens with lookaheads at its start, `^(?!A)(?=B)rest`:
-    ([(True, "A"), (False, "B")], "^rest") — (negated, the lookahead's own pattern) and the
-    pattern without them; None for any other pattern. A search for such a pattern matches the
-    strings the search for `^rest` matches, that have (or, negated, have not) a prefix `A`
-    matches: a regular language, met by intersection and complement (grammar/regular.py)."""
-    found, rest = [], pattern
-    while rest.startswith(("^(?!", "^(?=")):
-        end = _group_end(rest, 1)
-        if end is None:
-            return None
-        found.append((rest[3] == "!", rest[4:end - 1]))
-        rest = "^" + rest[end:]
-    if not found or _has_top_level_bar(rest):
-        return None
-    return found, rest
-
-
 def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "", search: bool = False) -> Expr:
     """The IR expression matching exactly the strings `pattern` matches as a whole, or with
     `search`, the strings that contain a match (JSON Schema's `pattern`): a top-level
@@ -591,14 +411,14 @@ def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "", s
     if parser.i != len(pattern):
         raise parser.error("unbalanced ')'")
     if search:
-        alts = _lift_anchored_groups(alts)
-    alts = _ends_last(alts)
+        alts = lift_anchored_groups(alts)
+    alts = ends_last(alts)
     _check_anchors(alts, True, True, parser)
     if search:
         anything = ("repeat", ("class", [(0, MAX_CODEPOINT)]), 0, None)
         wrapped = []
         for items in alts:
-            if _has_anchor_in_group(items):
+            if has_anchor_in_group(items):
                 raise RegexError("an anchor inside a group is not supported in a search pattern", pattern)
             start = bool(items) and items[0] is _START
             end = bool(items) and items[-1] is _END
