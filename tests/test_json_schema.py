@@ -407,3 +407,19 @@ def test_json_pointer_formats(fmt, yes, no):
         assert accepts(schema, json.dumps(text)), text
     for text in no:
         assert not accepts(schema, json.dumps(text)), text
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([
+    {"allOf": [{"enum": ["atomic", "history", "h2", "", 3, 4.5, [1], {"a": 1}]}, {"pattern": "^h"}]},
+    {"enum": ["ab", "abc", 7, 12, 3.5, None], "maxLength": 2, "minimum": 8},
+    {"enum": [[1, 2], [], {"a": 1}, {}], "minItems": 1, "required": ["a"]},
+    {"enum": [10, 15, 20, 2.5], "multipleOf": 5, "exclusiveMaximum": 20},
+    {"const": "x-1", "format": "date"},
+    {"enum": ["2024-02-30", "2024-02-29", "x"], "format": "date"},
+]), st.integers(0, 7))
+def test_listed_values_meet_the_other_keywords(schema, k):
+    """enum/const beside other keywords: only the values every keyword allows are listed."""
+    values = schema["allOf"][0]["enum"] if "allOf" in schema else schema.get("enum", [schema.get("const")])
+    value = values[k % len(values)]
+    assert accepts(schema, json.dumps(value)) == valid(schema, value), (schema, value)

@@ -40,6 +40,7 @@ from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef
 from .json_lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
 from .json_strings import string_content, string_expr
+from .json_values import json_equal, value_meets
 from .regular import TooLarge, bounded_length, divisible_numerals
 
 TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
@@ -202,14 +203,13 @@ class SchemaConverter:
                                 if isinstance(b, dict) and "$ref" in b else
                                 self.visit(self.merge(rest, b, f"{path}.{key}[{i}]"), level, f"{path}.{key}[{i}]")
                                 for i, b in enumerate(branches)))
-        if "const" in schema:
-            return self.literal(schema["const"], level)
+        if "const" in schema:  # the listed values that the schema's other keywords allow
+            return self.literal(schema["const"], level) if value_meets(schema["const"], schema) else NOTHING
         if "enum" in schema:
             values = schema["enum"]
             if not isinstance(values, list):
                 raise InvalidJSONError(f"{path}.enum: must be a list")
-            types = schema.get("type")
-            return choice(*(self.literal(v, level) for v in values if types is None or _has_type(v, types)))
+            return choice(*(self.literal(v, level) for v in values if value_meets(v, schema)))
         types = schema.get("type")
         if types is None:
             if not _constrains(schema):
@@ -303,7 +303,7 @@ class SchemaConverter:
             elif key in ("maximum", "maxLength", "maxItems", "maxProperties", "exclusiveMaximum"):
                 out[key] = min(out[key], value) if not isinstance(value, bool) else out[key] or value
             elif key == "enum":
-                out[key] = [v for v in out[key] if any(_json_equal(v, w) for w in value)]
+                out[key] = [v for v in out[key] if any(json_equal(v, w) for w in value)]
             elif key in ("items", "additionalProperties", "propertyNames"):
                 out[key] = self.merge(out[key], value, f"{path}.{key}")
             elif key == "allOf":
@@ -442,19 +442,6 @@ class SchemaConverter:
 
 def _constrains(schema: dict) -> bool:
     return any(k not in ANNOTATIONS for k in schema)
-
-
-def _has_type(value: Any, types) -> bool:
-    types = [types] if isinstance(types, str) else types
-    kind = ("null" if value is None else "boolean" if isinstance(value, bool) else "integer" if isinstance(value, int)
-            else "number" if isinstance(value, float) else "string" if isinstance(value, str)
-            else "array" if isinstance(value, list) else "object")
-    return kind in types or (kind == "integer" and "number" in types) or (
-        kind == "number" and "integer" in types and float(value).is_integer())
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _find_anchor(node: Any, name: str) -> Any:

@@ -1,0 +1,105 @@
+"""Listed values (`enum`, `const`) against the other keywords of their schema (XGrammar-2 §2.1,
+the JSON Schema front end).
+
+A schema such as `allOf: [{enum: [a, b, c]}, {pattern: "^b"}]` merges into one schema with both
+keywords; the grammar lists the values, so the values are filtered first: a value stays only
+when every keyword this module can check holds for it
+
+    type                            the value's JSON type (an integral float is an integer)
+    minLength, maxLength            code points of a string
+    pattern, format                 a search / whole match, by the regex front end's automata
+    minimum ... exclusiveMaximum    exact decimal comparison (draft 4's boolean forms too)
+    multipleOf                      exact decimal remainder
+    minItems, maxItems              items of an array
+    required, min/maxProperties     members of an object
+    const (beside enum)             JSON equality
+
+A keyword it cannot check (`not`, `items`, ...) keeps the value, as before filtering: the
+grammar is never narrower than the schema because of this module.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from .regex import RegexError, regex_to_expr
+from .regular import TooLarge, matches
+
+
+def has_type(value: Any, types) -> bool:
+    """Whether `value` (parsed JSON) has one of the JSON Schema `types` (a name or a list)."""
+    types = [types] if isinstance(types, str) else types
+    kind = ("null" if value is None else "boolean" if isinstance(value, bool) else "integer" if isinstance(value, int)
+            else "number" if isinstance(value, float) else "string" if isinstance(value, str)
+            else "array" if isinstance(value, list) else "object")
+    return kind in types or (kind == "integer" and "number" in types) or (
+        kind == "number" and "integer" in types and float(value).is_integer())
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _count_ok(n: int, schema: dict, low: str, high: str) -> bool:
+    lo, hi = schema.get(low), schema.get(high)
+    return not (isinstance(lo, int) and n < lo) and not (isinstance(hi, int) and n > hi)
+
+
+def _string_ok(value: str, schema: dict) -> bool:
+    from .json_strings import format_regex, pattern_languages
+
+    if not _count_ok(len(value), schema, "minLength", "maxLength"):
+        return False
+    try:
+        if isinstance(schema.get("pattern"), str):
+            if not all(matches(language, value) for language in pattern_languages(schema["pattern"])):
+                return False
+        fmt = format_regex(schema.get("format"))
+        if fmt is not None and not matches(regex_to_expr(fmt), value):
+            return False
+    except (RegexError, TooLarge):
+        pass  # a pattern the front end cannot read is reported where the schema is compiled
+    return True
+
+
+def _number_ok(value, schema: dict) -> bool:
+    from .json_schema import _bounds
+
+    try:
+        v = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+        lo, lo_x, hi, hi_x = _bounds(schema, "$")
+    except Exception:  # noqa: BLE001  (a bad bound is reported where the schema is compiled)
+        return True
+    if lo is not None and (v < lo or (lo_x and v == lo)):
+        return False
+    if hi is not None and (v > hi or (hi_x and v == hi)):
+        return False
+    k = schema.get("multipleOf")
+    if isinstance(k, (int, float)) and not isinstance(k, bool) and k > 0:
+        try:
+            return v % (Decimal(repr(k)) if isinstance(k, float) else Decimal(k)) == 0
+        except InvalidOperation:
+            return True
+    return True
+
+
+def value_meets(value: Any, schema: dict) -> bool:
+    """False when a keyword of `schema` that this module checks (docstring) rejects `value`."""
+    if "type" in schema and isinstance(schema["type"], (str, list)) and not has_type(value, schema["type"]):
+        return False
+    if "const" in schema and not json_equal(value, schema["const"]):
+        return False
+    if isinstance(value, str):
+        return _string_ok(value, schema)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _number_ok(value, schema)
+    if isinstance(value, list):
+        return _count_ok(len(value), schema, "minItems", "maxItems")
+    if isinstance(value, dict):
+        required = schema.get("required")
+        if isinstance(required, list) and any(isinstance(r, str) and r not in value for r in required):
+            return False
+        return _count_ok(len(value), schema, "minProperties", "maxProperties")
+    return True
