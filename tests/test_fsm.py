@@ -176,3 +176,35 @@ def test_regular_rule_fsms_accept_exactly_the_oracle_sentences(ir):
 def test_a_loop_never_returns_to_the_entry_of_its_fragment():
     fsm = build_grammar_fsms(Grammar.from_ebnf('root ::= ("a"* "aa")?').ir).fsms[0]
     assert [fsm.accepts(b"a" * n) for n in range(5)] == [True, False, True, True, True]
+
+
+def _moore(dfa: FSM) -> FSM:
+    """Moore's refinement, the reference for `minimize`: split by (block, each byte's target
+    block, each rule's target block) until nothing splits."""
+    block = [int(s in dfa.finals) for s in range(dfa.num_states)]
+    while True:
+        sig = [(block[s], tuple((b, block[d]) for t, lo, hi, d in dfa.byte_edges if t == s for b in range(lo, hi + 1)),
+                tuple(sorted((r, block[d]) for t, r, d in dfa.rule_edges if t == s))) for s in range(dfa.num_states)]
+        ids = {x: k for k, x in enumerate(dict.fromkeys(sig))}
+        stable, block = len(ids) == len(set(block)), [ids[x] for x in sig]
+        if stable:
+            break
+    byte_edges = tuple(sorted({(block[s], b, b, block[d]) for s, lo, hi, d in dfa.byte_edges for b in range(lo, hi + 1)}))
+    rule_edges = tuple(sorted({(block[s], r, block[d]) for s, r, d in dfa.rule_edges}))
+    return FSM(len(set(block)), block[dfa.start], frozenset(block[s] for s in dfa.finals), byte_edges, rule_edges).trim()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 7), st.sampled_from([(97, 97), (98, 99), (97, 99), (100, 120)]),
+                          st.integers(0, 7)), max_size=20),
+       st.lists(st.tuples(st.integers(0, 7), st.integers(0, 2), st.integers(0, 7)), max_size=5),
+       st.sets(st.integers(0, 7), max_size=4))
+def test_minimize_is_moores_minimal_machine(edges, rules, finals):
+    nfa = FSM(8, 0, frozenset(finals), tuple(sorted({(s, lo, hi, d) for s, (lo, hi), d in edges})),
+              tuple(sorted(set(rules))))
+    dfa = nfa.determinize()
+    small, reference = dfa.minimize(), _moore(dfa)
+    assert small.num_states == reference.num_states and small.finals == reference.finals
+    assert small.rule_edges == reference.rule_edges
+    expand = lambda f: {(s, b, d) for s, lo, hi, d in f.byte_edges for b in range(lo, hi + 1)}  # noqa: E731
+    assert expand(small) == expand(reference)

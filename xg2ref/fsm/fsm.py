@@ -18,8 +18,8 @@ The algorithms are the textbook ones, written for small machines:
   look viable when no sentence extends it.
 - `determinize`: subset construction. Byte edges leaving a subset are cut into disjoint
   intervals at every range boundary; a rule edge is just another letter.
-- `minimize`: Moore's partition refinement; a state's signature is its finality, its byte
-  intervals (adjacent intervals with the same target block merged) and its rule edges.
+- `minimize`: Hopcroft's partition refinement over the machine's elementary byte intervals
+  and rule numbers, for a partial transition function.
 
 What it leaves out: hashing (the cross-grammar cache) and repetition counters (§3.6).
 """
@@ -32,7 +32,7 @@ from typing import Iterable, Optional
 ByteEdge = tuple[int, int, int, int]  # (src, lo, hi, dst)
 
 # Deterministic machines up to this many states are minimized (see FSM.simplified).
-MAX_MINIMIZE_STATES = 512
+MAX_MINIMIZE_STATES = 8192
 RuleEdge = tuple[int, int, int]  # (src, rule, dst)
 EpsEdge = tuple[int, int]  # (src, dst)
 
@@ -232,35 +232,70 @@ class FSM:
         return FSM(len(order), 0, finals, tuple(sorted(byte_edges)), tuple(sorted(rule_edges))).trim()
 
     def minimize(self) -> "FSM":
-        """Moore's partition refinement of a deterministic machine (then BFS-renumbered)."""
+        """Hopcroft's partition refinement of a deterministic machine (then BFS-renumbered).
+
+        Letters are the byte intervals between consecutive range boundaries of the machine,
+        and the rule numbers. Blocks start as {finals, the rest}. A splitter (block A, letter
+        c) cuts every block into the states whose c-edge enters A and the others. After a cut,
+        the smaller half waits as a splitter for every letter (both halves, where the cut
+        block was still waiting). A missing edge leads nowhere: the machine stays partial,
+        which needs every first block to wait for every letter (Béal & Crochemore, 2008).
+        """
         if not self.is_deterministic():
             raise ValueError("minimize needs a deterministic FSM; call determinize() first")
-        bytes_out, rules_out, _ = self.out_edges()
-        block = [1 if s in self.finals else 0 for s in range(self.num_states)]
-        while True:
-            signatures: dict[tuple, int] = {}
-            new_block = []
-            for s in range(self.num_states):
-                sig = (block[s], _merged_ranges((lo, hi, block[d]) for lo, hi, d in bytes_out[s]),
-                       tuple(sorted((r, block[d]) for r, d in rules_out[s])))
-                new_block.append(signatures.setdefault(sig, len(signatures)))
-            if len(signatures) == len(set(block)):
-                break
-            block = new_block
-        block = new_block
+        cuts = sorted({lo for _, lo, _, _ in self.byte_edges} | {hi + 1 for _, _, hi, _ in self.byte_edges})
+        letter_of = {cut: k for k, cut in enumerate(cuts)}
+        inverse: dict[int, dict[int, list[int]]] = {}  # letter -> dst -> sources
+        for src, lo, hi, dst in self.byte_edges:
+            for k in range(letter_of[lo], letter_of[hi + 1]):
+                inverse.setdefault(k, {}).setdefault(dst, []).append(src)
+        for src, rule, dst in self.rule_edges:
+            inverse.setdefault(len(cuts) + rule, {}).setdefault(dst, []).append(src)
+        letters = sorted(inverse)
+        blocks = [b for b in (set(self.finals), set(range(self.num_states)) - set(self.finals)) if b]
+        block = [0] * self.num_states
+        for i, members in enumerate(blocks):
+            for s in members:
+                block[s] = i
+        waiting = {(i, c) for i in range(len(blocks)) for c in letters}
+        stack = sorted(waiting)
+        while stack:
+            a, c = stack.pop()
+            waiting.discard((a, c))
+            into = inverse[c]
+            touched: dict[int, list[int]] = {}
+            for d in blocks[a]:
+                for src in into.get(d, ()):
+                    touched.setdefault(block[src], []).append(src)
+            for y, entering in touched.items():
+                if len(entering) == len(blocks[y]):
+                    continue
+                half = set(entering)
+                blocks[y] -= half
+                z = len(blocks)
+                blocks.append(half)
+                for s in half:
+                    block[s] = z
+                for letter in letters:
+                    pick = [y, z] if (y, letter) in waiting else [z if len(half) <= len(blocks[y]) else y]
+                    for w in pick:
+                        if (w, letter) not in waiting:
+                            waiting.add((w, letter))
+                            stack.append((w, letter))
+        bytes_out, _, _ = self.out_edges()
         byte_edges = set()
         for s in range(self.num_states):
             for lo, hi, b in _merged_ranges((lo, hi, block[d]) for lo, hi, d in bytes_out[s]):
                 byte_edges.add((block[s], lo, hi, b))
         rule_edges = {(block[s], r, block[d]) for s, r, d in self.rule_edges}
         finals = frozenset(block[s] for s in self.finals)
-        return FSM(len(signatures), block[self.start], finals, tuple(sorted(byte_edges)), tuple(sorted(rule_edges))).trim()
+        return FSM(len(blocks), block[self.start], finals, tuple(sorted(byte_edges)), tuple(sorted(rule_edges))).trim()
 
     def simplified(self, max_dfa_states: int = 4096) -> "FSM":
         """The minimal DFA when determinization stays under `max_dfa_states`, else the trimmed
-        NFA. DFAs over MAX_MINIMIZE_STATES states are kept as they are: Moore's refinement needs
-        a round per state of a long chain (an unrolled repetition), and the mask cache shares
-        entries between such states anyway (xg2ref/state_classes.py)."""
+        NFA. DFAs over MAX_MINIMIZE_STATES states (a long unrolled repetition, already minimal
+        but for its ends) are kept as they are; the mask cache shares entries between their
+        states anyway (xg2ref/state_classes.py)."""
         dfa = self.determinize(max_dfa_states)
         if dfa is None:
             return self.without_epsilon()
