@@ -103,3 +103,20 @@ def test_jsonschemabench_records_and_resumes(tmp_path, monkeypatch):
     assert bj.bench_jsonschemabench(data, subsets=["Glaiveai2K"], out=again.append, progress=False,
                                     results=str(results)) == 0
     assert again == [line for line in lines if not line.startswith("xgrammar not installed")]
+    # --rerun failures: only the recorded compile failure runs again, and its new record counts
+    ran = []
+
+    def fixed(self, subset, uid, schema):
+        ran.append(uid)
+        return dict(records[uid], ours=True, failure=None, finished=True, valid=True)
+
+    monkeypatch.setattr(bj._Worker, "run", fixed)
+    third = []
+    assert bj.bench_jsonschemabench(data, subsets=["Glaiveai2K"], out=third.append, progress=False,
+                                    results=str(results), rerun="failures") == 0
+    assert ran == ["bad"] and "compile failures by class" not in "\n".join(third)
+    final = {}
+    for line in results.read_text().splitlines():
+        if line.startswith("{") and line.endswith("}"):
+            final[json.loads(line)["uid"]] = json.loads(line)
+    assert final["bad"]["ours"] and final["bad"]["valid"]

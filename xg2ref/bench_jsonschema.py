@@ -267,10 +267,13 @@ def _records(jobs: list, n_procs: int, vocab: str, jit: bool, timeout: Optional[
 def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=None, vocab: str = "llama3",
                           seed: int = 0, out: Callable[[str], None] = print, progress: bool = True,
                           timeout: Optional[float] = 60.0, jit: bool = True, jobs: int = 1,
-                          results: Optional[str] = None, report_only: bool = False) -> int:
+                          results: Optional[str] = None, report_only: bool = False,
+                          rerun: Optional[str] = None) -> int:
     """Run the benchmark (module docstring) and print its table; `results` keeps one JSON line per
-    schema, so an interrupted run goes on where it stopped. `report_only`: run nothing, print the
-    table of the schemas `results` already holds."""
+    schema, so an interrupted run goes on where it stopped (the last line of a schema counts).
+    `report_only`: run nothing, print the table of the schemas `results` already holds.
+    `rerun` ("failures", "invalid" or "both"): run again the recorded xg2ref compile failures and
+    timeouts, the invalid outputs, or both (after a fix, or with a longer `timeout`)."""
     from .diff_report import ProgressBar
 
     data = load_schemas(data_dir, subsets or SUBSETS, sample, seed)
@@ -283,6 +286,11 @@ def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=N
                 except json.JSONDecodeError:
                     continue  # a line cut short by a stopped run: that schema runs again
                 done_records[(rec["subset"], rec["uid"])] = rec
+    if rerun:
+        again = {key for key, rec in done_records.items()
+                 if (rerun in ("failures", "both") and (not rec["ours"] or rec["timed_out"]))
+                 or (rerun in ("invalid", "both") and rec["valid"] is False)}
+        done_records = {key: rec for key, rec in done_records.items() if key not in again}
     todo = [(name, uid, schema) for name, rows in data.items() for uid, schema in rows
             if (name, uid) not in done_records]
     random.Random(seed).shuffle(todo)  # a stopped run is still a fair sample of every subset

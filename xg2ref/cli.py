@@ -293,7 +293,7 @@ def cmd_bench(args) -> int:
 
         return bench_jsonschemabench(args.data, sample=args.sample, subsets=args.subsets, vocab=args.vocab,
                                      jit=not args.eager, jobs=args.jobs, results=args.results,
-                                     report_only=args.report_only,
+                                     report_only=args.report_only, rerun=args.rerun,
                                      progress=not args.no_progress, timeout=args.timeout)
     from .bench import bench_mask
 
@@ -377,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jsonschemabench: worker processes, each one thread (default 1)")
     p.add_argument("--results", metavar="PATH",
                    help="jsonschemabench: one JSON line per schema; schemas already there are not run again")
+    p.add_argument("--rerun", choices=("failures", "invalid", "both"),
+                   help="jsonschemabench: run again the schemas --results records as xg2ref compile failures "
+                        "or timeouts, as invalid outputs, or both (the new record replaces the old)")
     p.add_argument("--report-only", action="store_true",
                    help="jsonschemabench: run nothing, print the table of the schemas --results holds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
