@@ -120,3 +120,13 @@ def test_jsonschemabench_records_and_resumes(tmp_path, monkeypatch):
         if line.startswith("{") and line.endswith("}"):
             final[json.loads(line)["uid"]] = json.loads(line)
     assert final["bad"]["ours"] and final["bad"]["valid"]
+
+
+def test_multiple_of_is_checked_exactly_at_any_size():
+    from xg2ref.bench_jsonschema import is_exact_multiple, validation_error
+
+    assert validation_error({"type": "number", "multipleOf": 0.01}, b"8752344473888e30083039") is None
+    assert validation_error({"type": "number", "multipleOf": 3}, b"3e400") is None
+    assert "multiple" in validation_error({"type": "number", "multipleOf": 0.5}, b"1.25")
+    assert is_exact_multiple(0.3, 0.1) and not is_exact_multiple(1, 0.3) and is_exact_multiple(0, 7)
+    assert not is_exact_multiple("1e-900", 1) and is_exact_multiple("-12e-1", "0.4")

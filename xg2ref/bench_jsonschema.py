@@ -213,6 +213,35 @@ def _finish(rec: dict, start: float) -> dict:
     return rec
 
 
+def is_exact_multiple(value, factor) -> bool:
+    """Whether the number `value` is an integer multiple of `factor` (> 0), by integer arithmetic
+    on the decimal digits and exponents: no division, so `8e30083039` is read as it is."""
+    from decimal import Decimal
+
+    x, k = Decimal(str(value)), Decimal(str(factor))
+    if x == 0:
+        return True
+    sign_x, digits_x, exp_x = x.as_tuple()
+    _, digits_k, exp_k = k.as_tuple()
+    mx, mk = int("".join(map(str, digits_x))), int("".join(map(str, digits_k)))
+    shift = exp_x - exp_k  # value / factor = (mx / mk) * 10**shift
+    if shift >= 0:
+        return mx % mk * pow(10, shift, mk) % mk == 0
+    if -shift > len(digits_x) + len(digits_k):
+        return False  # mx < mk * 10**-shift: a non-zero fraction
+    return mx % (mk * 10 ** -shift) == 0
+
+
+def _exact_multiple_of(validator, factor, instance, schema):
+    """jsonschema's `multipleOf`, exact for numbers of any size (`is_exact_multiple`)."""
+    import jsonschema
+
+    if isinstance(instance, float) and instance in (float("inf"), float("-inf")):
+        raise OverflowError("a number beyond float range")  # read again as Decimal
+    if validator.is_type(instance, "number") and not is_exact_multiple(instance, factor):
+        yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {factor}")
+
+
 def validation_error(schema, text: bytes) -> Optional[str]:
     """None when `text` parses as JSON and validates under `schema` (formats checked), else why not."""
     import jsonschema
@@ -221,13 +250,15 @@ def validation_error(schema, text: bytes) -> Optional[str]:
 
     try:
         validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        validator = jsonschema.validators.extend(validator, {"multipleOf": _exact_multiple_of})
         checker = validator(schema, format_checker=validator.FORMAT_CHECKER)
         try:
             error = jsonschema.exceptions.best_match(checker.iter_errors(json.loads(text)))
         except (OverflowError, ArithmeticError):
-            # a number beyond float range (1e400) read as inf trips multipleOf: read the value
-            # and the schema's numbers exactly
-            exact = validator(json.loads(json.dumps(schema), parse_float=Decimal), format_checker=validator.FORMAT_CHECKER)
+            # a number beyond float range (1e400) read as inf: read the value and the schema's
+            # numbers exactly (multipleOf by `is_exact_multiple`, which needs no division)
+            exact = validator(json.loads(json.dumps(schema), parse_float=Decimal),
+                              format_checker=validator.FORMAT_CHECKER)
             with localcontext(Context(prec=100_000, Emax=10**9, Emin=-10**9)):
                 error = jsonschema.exceptions.best_match(exact.iter_errors(json.loads(text, parse_float=Decimal)))
     except (ValueError, jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError) as err:
