@@ -208,8 +208,16 @@ def test_keywords_that_are_not_enforced_never_block_an_allof():
                         {"if": {"maximum": 0}, "then": {"minimum": -9}, "maximum": 100, "uniqueItems": False}]}
     plain = {"type": "integer", "maximum": 100}
     assert str(xgr.Grammar.from_json_schema(merged)) == str(xgr.Grammar.from_json_schema(plain))
-    with pytest.raises(xgr.InvalidJSONError, match="two different pattern values"):
-        xgr.Grammar.from_json_schema({"allOf": [{"pattern": "a"}, {"pattern": "b"}]})
+    with pytest.raises(xgr.InvalidJSONError, match="two different format values"):
+        xgr.Grammar.from_json_schema({"allOf": [{"format": "date"}, {"format": "email"}]})
+
+
+def test_an_allof_of_patterns_and_of_constants():
+    both = {"allOf": [{"type": "string", "pattern": "a"}, {"pattern": "b$"}, {"pattern": "^x", "maxLength": 5}]}
+    for text in ("xab", "xaab", "xbab", "xab1", "ab", "xaaaab", "xb"):
+        assert accepts(both, json.dumps(text)) == valid(both, text), text
+    assert not accepts({"allOf": [{"const": 1}, {"const": 2}]}, "1")
+    assert accepts({"allOf": [{"const": 1}, {"const": 1.0}]}, "1")
 
 
 def test_long_plain_strings_share_one_rule_per_length_range():

@@ -39,7 +39,7 @@ from urllib.parse import unquote
 from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef
 from .json_lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
-from .json_strings import string_content, string_expr
+from .json_strings import MORE_PATTERNS, string_content, string_expr
 from .json_values import json_equal, value_meets
 from .regular import TooLarge, bounded_length, divisible_numerals
 
@@ -304,6 +304,12 @@ class SchemaConverter:
                 out[key] = min(out[key], value) if not isinstance(value, bool) else out[key] or value
             elif key == "enum":
                 out[key] = [v for v in out[key] if any(json_equal(v, w) for w in value)]
+            elif key == "const" and not json_equal(out[key], value):
+                return False  # two different constants: no value meets both
+            elif key == "pattern" and out[key] != value:
+                out[MORE_PATTERNS] = list(out.get(MORE_PATTERNS, [])) + [value]  # both must match
+            elif key == MORE_PATTERNS:
+                out[key] = list(out[key]) + list(value)
             elif key in ("items", "additionalProperties", "propertyNames"):
                 out[key] = self.merge(out[key], value, f"{path}.{key}")
             elif key == "allOf":

@@ -33,6 +33,7 @@ SHARED_STRING_LENGTH = 16
 # a counted maxLength above this is lowered to it: every counted character is unrolled into FSM
 # states, and longer bounds pass the per-rule state limit (specs/05)
 MAX_COUNTED_LENGTH = 8192
+MORE_PATTERNS = "$xg2ref:patterns"  # an allOf of two patterns: the second and later ones (all must hold)
 # RegexError messages of constructs no grammar can enforce (a `pattern` using one is not enforced)
 UNENFORCEABLE = ("backreferences", "lookahead", "negative lookahead", "lookbehind", "negative lookbehind",
                  "word boundaries")
@@ -65,10 +66,11 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     hi = _count(schema, "maxLength", path, None)
     if hi is not None and hi < lo:
         return NOTHING
-    checks = [k for k in ("pattern", "format") if k in schema and (k == "pattern" or format_regex(schema[k]))]
-    exprs = string_regexes([(k, schema[k] if k == "pattern" else format_regex(schema[k])) for k in checks], path)
+    checks = [("pattern", p) for p in ([schema["pattern"]] if "pattern" in schema else []) + schema.get(MORE_PATTERNS, [])]
+    checks += [("format", format_regex(schema["format"]))] if format_regex(schema.get("format")) else []
+    exprs = string_regexes(checks, path)
     if exprs is None:
-        return string_content(conv, {k: v for k, v in schema.items() if k != "pattern"}, path)
+        return string_content(conv, {k: v for k, v in schema.items() if k not in ("pattern", MORE_PATTERNS)}, path)
     capped = hi if hi is None or hi <= MAX_COUNTED_LENGTH or lo > MAX_COUNTED_LENGTH else MAX_COUNTED_LENGTH
     if not exprs:
         char = conv.rule(("char",), "json_char", any_string_char)
@@ -78,7 +80,7 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     counted = bounded_by_counting(exprs[0], lo, capped) if len(exprs) == 1 else None
     if counted is not None:
         return _shared_repeated_chars(conv, json_encode_regex(counted))
-    key = ("bounded", tuple(schema[k] for k in checks), lo, capped)
+    key = ("bounded", tuple(checks), lo, capped)
     if key in conv.memo:  # the same pattern under the same bounds elsewhere in the schema
         return RuleRef(conv.memo[key])
     cap = capped
@@ -90,7 +92,8 @@ def string_content(conv, schema: dict, path: str) -> Expr:
             # a maxLength too long to count exactly is lowered until the automaton fits: the
             # longer strings are left out, never an invalid one let in (specs/05)
             if cap is None or cap // 2 < max(lo, 1):
-                raise InvalidJSONError(f"{path}: {' and '.join(checks)} with the length bounds: {err}") from None
+                raise InvalidJSONError(f"{path}: {' and '.join(dict.fromkeys(k for k, _ in checks))} "
+                                       f"with the length bounds: {err}") from None
             cap //= 2
     if isinstance(start, RuleRef):
         conv.memo[key] = start.name

@@ -38,8 +38,20 @@ def has_type(value: Any, types) -> bool:
         kind == "number" and "integer" in types and float(value).is_integer())
 
 
+def _canonical(value: Any) -> Any:
+    """`value` with integral floats as ints (JSON Schema equality: 1 and 1.0 are the same)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    return value
+
+
 def json_equal(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    """Equality of two JSON values as JSON Schema defines it (`enum`, `const`)."""
+    return json.dumps(_canonical(a), sort_keys=True) == json.dumps(_canonical(b), sort_keys=True)
 
 
 def _count_ok(n: int, schema: dict, low: str, high: str) -> bool:
