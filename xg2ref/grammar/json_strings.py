@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..exceptions import InvalidJSONError
-from .ir import ByteString, Choice, Expr, Repeat, RuleRef, Sequence
+from .ir import ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
 from .json_lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
 from .regex import RegexError, regex_to_expr
 from .regex_anchors import leading_lookaheads
@@ -86,7 +86,8 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     cap = capped
     while True:
         try:
-            start = bounded_length(exprs, lo, cap, encoded_char, conv.new_rule, conv.set_rule)
+            start = bounded_length(exprs, lo, cap, lambda ranges: _shared_char(conv, ranges), conv.new_rule,
+                                   conv.set_rule)
             break
         except TooLarge as err:
             # a maxLength too long to count exactly is lowered until the automaton fits: the
@@ -98,6 +99,15 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     if isinstance(start, RuleRef):
         conv.memo[key] = start.name
     return start
+
+
+def _shared_char(conv, ranges) -> Expr:
+    """`encoded_char(ranges)`, as one shared rule when it needs escapes: a product of a thousand
+    states then refers to the escapes of its class instead of holding a copy each."""
+    expr = encoded_char(ranges)
+    if not isinstance(expr, CharClass):
+        return conv.rule(("encoded_char", tuple(map(tuple, ranges))), "json_class", lambda: expr)
+    return expr
 
 
 def string_regexes(checks: list, path: str) -> Optional[list]:
