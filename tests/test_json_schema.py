@@ -431,3 +431,14 @@ def test_listed_values_meet_the_other_keywords(schema, k):
     values = schema["allOf"][0]["enum"] if "allOf" in schema else schema.get("enum", [schema.get("const")])
     value = values[k % len(values)]
     assert accepts(schema, json.dumps(value)) == valid(schema, value), (schema, value)
+
+
+def test_shared_long_strings_are_shared_only_when_their_characters_agree():
+    # a plain string and a pattern string with the same length bounds (Github o6199): the
+    # pattern's rule must not be the plain one's
+    schema = {"type": "object", "required": ["a", "b"], "properties": {
+        "a": {"type": "string", "minLength": 1, "maxLength": 255},
+        "b": {"type": "string", "pattern": "^[0-9a-zA-Z_-]{1,255}$"}}}
+    assert accepts(schema, '{"a": "x y", "b": "ab"}') and not accepts(schema, '{"a": "x y", "b": "a b"}')
+    flipped = dict(schema, properties={"b": schema["properties"]["b"], "a": schema["properties"]["a"]})
+    assert accepts(flipped, '{"b": "ab", "a": "x y"}') and not accepts(flipped, '{"b": "a b", "a": "x y"}')

@@ -53,7 +53,7 @@ def string_expr(conv, schema: dict, path: str) -> Expr:
         return NOTHING
     string = seq(ByteString(b'"'), content, ByteString(b'"'))
     if isinstance(content, Repeat) and max(content.min, content.max or 0) > SHARED_STRING_LENGTH:
-        return conv.rule(("string", content.min, content.max), f"json_string_{content.min}_{content.max}",
+        return conv.rule(("string", content), f"json_string_{content.min}_{content.max}",
                          lambda: string)
     return string
 
