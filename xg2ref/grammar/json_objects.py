@@ -30,8 +30,8 @@ from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_
                            seq)
 from .json_strings import format_regex, pattern_languages, string_regexes
 from .regex import RegexError, complement
-from .regular import (TooLarge, bounded_length, complement_automaton, complement_of, intersection_automaton,
-                      matches)
+from .regular import (TooLarge, automaton, bounded_length, complement_automaton, complement_of,
+                      intersection_automaton, matches)
 
 _serial = itertools.count()
 
@@ -98,19 +98,20 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
             raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err.message}") from None
         except TooLarge as err:
             raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
-    declared = [(n, _member_schema(conv, n, s, patterns, searches, schema, path), n in required)
+    runnable = [automaton(search) for search in searches]  # built once, run on every declared name
+    declared = [(n, _member_schema(conv, n, s, patterns, runnable, schema, path), n in required)
                 for n, s in props.items()]
-    declared += [(n, _member_schema(conv, n, None, patterns, searches, schema, path), True)
+    declared += [(n, _member_schema(conv, n, None, patterns, runnable, schema, path), True)
                  for n in dict.fromkeys(required) if n not in props]
     sep, key_sep = layout.item_sep(lv), layout.key_sep()
     members = [seq(ByteString(json_string_literal(n)), key_sep,
                    conv.visit(s, level + 1, f"{path}.properties.{n}")) for n, s, _ in declared]
     extras = []
     names = _names_languages(conv, schema, path) if patterns else None
-    for (pattern, sub), search in zip(patterns.items(), searches):
+    for (pattern, sub), search, run in zip(patterns.items(), searches, runnable):
         # a declared name the pattern matches is a member above (its schema merged with the
         # pattern's), so the pattern's own keys leave it out
-        taken = [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared if matches(search, n)]
+        taken = [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared if matches(run, n)]
         if not isinstance(search, tuple) and not taken and names is None:
             key = json_encode_regex(search)
         else:  # a lookahead, a declared name or propertyNames: the key's automaton, a rule per state

@@ -342,6 +342,11 @@ def complement_automaton(exprs):
     return out, {number[q] for q in good}
 
 
+def automaton(item):
+    """The automaton `(edges, finals)` of `item` (regex IR, or already an automaton)."""
+    return item if isinstance(item, tuple) else _epsilon_free(item)
+
+
 def matches(item, text: str) -> bool:
     """Whether `text` is in the language of `item` (regex IR or an automaton `(edges, finals)`):
     the NFA run over its code points, a set of states at a time."""
