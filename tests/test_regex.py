@@ -61,6 +61,8 @@ def test_whole_string_verdicts_match_python_re(pattern, texts):
     (r"\s", [" ", "\u3000", "\u00a0", "\ufeff"], ["a", "\u200b"]),
     (r"a|", ["a", ""], ["b"]),
     (r"a$b", [], ["a", "ab", "a$b"]),  # `$` before a character: nothing matches
+    (r"a^b", [], ["ab", "b"]),
+    (r"(^a|b)*c", ["c", "ac", "abbc", "bc"], ["aac", "bac", "a"]),
     (r"^((\.{2}|[a-z]+)($|/))+$", ["a/b", "../x/", "ab"], ["a//", "a/.", ""]),
 ])
 def test_examples(pattern, yes, no):
@@ -93,8 +95,6 @@ def test_flags_and_json_string():
     (r"\B", "word boundaries"),
     (r"\p{L}", "Unicode property escapes"),
     (r"(?i)abc", "inline flags"),
-    (r"a^b", r"'\^' is only supported at the start"),
-    (r"(^a)*", r"'\^' is only supported at the start"),
     (r"a++", "possessive"),
     (r"*a", "nothing to repeat"),
     (r"[b-a]", "out of order"),
@@ -180,7 +180,7 @@ def test_search_with_anchors_in_groups_matches_python_re(parts, flags, texts):
 def patterns_with_ends(draw, depth: int = 3) -> str:
     """Random patterns where `$` may stand anywhere: inside groups, repetitions, alternatives."""
     if depth == 0 or draw(st.integers(0, 3)) == 0:
-        return draw(st.sampled_from(["a", "b", "1", "$", "$", "[ab]", "(?:)"]))
+        return draw(st.sampled_from(["a", "b", "1", "$", "$", "^", "^", "[ab]", "(?:)"]))
     kind = draw(st.sampled_from(["seq", "alt", "rep"]))
     if kind == "seq":
         return "".join(draw(patterns_with_ends(depth - 1)) for _ in range(draw(st.integers(2, 3))))
@@ -192,8 +192,9 @@ def patterns_with_ends(draw, depth: int = 3) -> str:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(patterns_with_ends(), st.booleans(), st.lists(st.text("ab1", max_size=5), min_size=1, max_size=8))
-def test_end_anchor_anywhere_matches_python_re(pattern, search, texts):
-    """`$` before the end (`(a($|/))+`): after it nothing is read, so the rest must match empty."""
+def test_anchors_anywhere_match_python_re(pattern, search, texts):
+    """`$` before the end (`(a($|/))+`): after it nothing is read, so the rest must match empty;
+    `^` after the start (`(^a|b)*`): before it nothing was read."""
     from xg2ref.grammar.ir import GrammarIR, Rule
     from xg2ref.grammar.regex import regex_to_expr
 

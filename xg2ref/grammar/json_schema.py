@@ -244,13 +244,14 @@ class SchemaConverter:
 
     def resolve(self, ref: str, path: str) -> Any:
         """A local reference: `#`, a JSON pointer `#/a/b~1c`, or `#name` ($anchor / $id); a
-        URI that names the schema itself (its root `$id` or `id`) is read as its fragment."""
+        URI that names the schema itself (its root `$id` or `id`) is read as its fragment; a
+        reference into another document is `true`."""
         if not ref.startswith("#"):
             own = self.root.get("$id", self.root.get("id")) if isinstance(self.root, dict) else None
             uri, _, fragment = ref.partition("#")
             if isinstance(own, str) and uri and own.partition("#")[0] == uri:
                 return self.resolve("#" + fragment, path)
-            raise InvalidJSONError(f"{path}.$ref: {ref!r} is not a local reference (only '#...' refs are supported)")
+            return True  # another document, which is never fetched: any value (specs/05, "Not enforced")
         if ref == "#":
             return self.root
         if not ref.startswith("#/"):
@@ -269,6 +270,14 @@ class SchemaConverter:
                 raise InvalidJSONError(f"{path}.$ref: {ref!r} does not point into the schema")
         return node
 
+    def merge_below(self, a: Any, b: Any, path: str) -> Any:
+        """`merge` for the subschemas of two merged schemas; two different `$ref`s there stay an
+        `allOf` of both, merged when visited: merging their targets at once would unroll
+        definitions that refer to themselves."""
+        if isinstance(a, dict) and isinstance(b, dict) and "$ref" in a and "$ref" in b and a["$ref"] != b["$ref"]:
+            return {"allOf": [a, b]}
+        return self.merge(a, b, path)
+
     def merge(self, a: Any, b: Any, path: str) -> Any:
         """allOf of two schemas as one schema (both must hold)."""
         if a is False or b is False:
@@ -285,10 +294,10 @@ class SchemaConverter:
         for key, value in b.items():
             if key not in out or key in ANNOTATIONS:
                 out[key] = value
-            elif key == "properties":
+            elif key in ("properties", "patternProperties"):  # a pattern in both: its schemas merged
                 props = dict(out[key])
                 for name, sub in value.items():
-                    props[name] = self.merge(props[name], sub, f"{path}.properties.{name}") if name in props else sub
+                    props[name] = self.merge_below(props[name], sub, f"{path}.{key}.{name}") if name in props else sub
                 out[key] = props
             elif key == "required":
                 out[key] = list(dict.fromkeys(list(out[key]) + list(value)))
@@ -311,13 +320,15 @@ class SchemaConverter:
             elif key == MORE_PATTERNS:
                 out[key] = list(out[key]) + list(value)
             elif key in ("items", "additionalProperties", "propertyNames"):
-                out[key] = self.merge(out[key], value, f"{path}.{key}")
+                out[key] = self.merge_below(out[key], value, f"{path}.{key}")
             elif key == "allOf":
                 out[key] = list(out[key]) + list(value)
             elif key in ("anyOf", "oneOf"):
                 # (x1 | x2) and (y1 | y2)  =  (x1 and y1) | (x1 and y2) | ...  (oneOf is read as anyOf)
                 if not isinstance(out[key], list) or not isinstance(value, list):
                     raise InvalidJSONError(f"{path}.{key}: must be a list")
+                if json_equal(out[key], value):
+                    continue  # (x1 | x2) and (x1 | x2) = x1 | x2: each cross term lies in a branch
                 if len(out[key]) * len(value) > MAX_BRANCH_PRODUCT:
                     raise InvalidJSONError(f"{path}.{key}: allOf of two {key} lists makes more than "
                                            f"{MAX_BRANCH_PRODUCT} branches")

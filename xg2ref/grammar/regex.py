@@ -33,7 +33,7 @@ from typing import Optional
 
 from ..exceptions import XG2RefError
 from .ir import MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, Sequence
-from .regex_anchors import END, START, ends_last, has_anchor_in_group, lift_anchored_groups
+from .regex_anchors import END, START, ends_last, has_anchor_in_group, lift_anchored_groups, starts_first
 
 # ECMAScript's \s: WhiteSpace and LineTerminator code points.
 SPACE_RANGES = ((0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
@@ -412,7 +412,7 @@ def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "", s
         raise parser.error("unbalanced ')'")
     if search:
         alts = lift_anchored_groups(alts)
-    alts = ends_last(alts)
+    alts = starts_first(ends_last(alts))
     _check_anchors(alts, True, True, parser)
     if search:
         anything = ("repeat", ("class", [(0, MAX_CODEPOINT)]), 0, None)

@@ -105,6 +105,26 @@ def ends_last(alts: list) -> list:
     return out
 
 
+def _reversed(node):
+    """The parse tree of the reversed language, `^` and `$` swapped."""
+    if node is START or node is END:
+        return END if node is START else START
+    if isinstance(node, tuple) and node[0] == "group":
+        return ("group", [[_reversed(x) for x in reversed(alt)] for alt in node[1]])
+    if isinstance(node, tuple) and node[0] == "repeat":
+        return ("repeat", _reversed(node[1]), node[2], node[3])
+    return node
+
+
+def starts_first(alts: list) -> list:
+    """The same alternatives, each with `^` at most once and only as its first item: `ends_last`
+    on the reversed pattern (before a `^` nothing may have been read, as after a `$` nothing
+    may be read), reversed back: `(^a|b)*c` reads as `^ab*c|b*c`."""
+    def reverse(items: list) -> list:
+        return [_reversed(x) for x in reversed(items)]
+    return [reverse(items) for items in ends_last([reverse(items) for items in alts])]
+
+
 def lift_anchored_groups(alts: list, limit: int = 256) -> list:
     """The same alternatives with every group that holds an anchor and stands first or last in
     an alternative spread over it: `x(^a|b)` is `x^a|xb`, and `^$|(^a$)` is `^$|^a$`. This
