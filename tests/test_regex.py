@@ -62,6 +62,9 @@ def test_whole_string_verdicts_match_python_re(pattern, texts):
     (r"a|", ["a", ""], ["b"]),
     (r"a$b", [], ["a", "ab", "a$b"]),  # `$` before a character: nothing matches
     (r"a^b", [], ["ab", "b"]),
+    (r"$^", [""], ["a"]),  # a `^` after a `$`: only where nothing was read
+    (r"a$^", [], ["a", ""]),
+    (r"(?:$$^){2}", [""], ["a"]),
     (r"(^a|b)*c", ["c", "ac", "abbc", "bc"], ["aac", "bac", "a"]),
     (r"^((\.{2}|[a-z]+)($|/))+$", ["a/b", "../x/", "ab"], ["a//", "a/.", ""]),
 ])

@@ -23,23 +23,30 @@ START, END = object(), object()  # the anchors `^` and `$` in a parse tree
 # rest of the pattern must match the empty string there. Every node splits into
 #     mid  the strings it matches without passing a `$`
 #     end  the strings it matches by passing one (nothing may follow in the whole match)
-# with, for a sequence A B:   mid = A.mid B.mid     end = A.end (if B can be empty) | A.mid B.end
-# and for A{m,n}:             mid = A.mid{m,n}      end = A.mid{m',n-1} A.end
-# (m' = 0 when A can be empty, so the iterations still owed match nothing, else m - 1). The
-# pattern is then mid | end `$`, with `$` only at the end of an alternative.
+# with, for a sequence A B:   mid = A.mid B.mid     end = A.end E(B) | A.mid B.end
+# and for A{m,n}:             mid = A.mid{m,n}      end = A.mid{m-1,n-1} A.end | A.mid{0,m-2} A.end E(A)
+# where E(X) is how X matches the empty string (after a `$` nothing more is read): freely, only
+# through a `^` (kept, for `starts_first` to judge), or not at all (that alternative is dropped).
+# The pattern is then mid | end `$`, with `$` only at the end of an alternative.
 
 
-def _nullable(node) -> bool:
-    """Whether `node` can match the empty string (`^` counts as not: only at position 0)."""
+def _empty_match(node):
+    """How `node` matches the empty string: [] freely, [START] only where a `^` holds, None not."""
     if node is END:
-        return True
+        return []
     if node is START:
-        return False
+        return [START]
     if node[0] == "group":
-        return any(all(_nullable(x) for x in alt) for alt in node[1])
+        found = [_empty_sequence(alt) for alt in node[1]]
+        return [] if [] in found else [START] if [START] in found else None
     if node[0] == "repeat":
-        return node[2] == 0 or _nullable(node[1])
-    return False
+        return [] if node[2] == 0 else _empty_match(node[1])
+    return None
+
+
+def _empty_sequence(items: list):
+    parts = [_empty_match(x) for x in items]
+    return None if None in parts else [START] if [START] in parts else []
 
 
 def _split_at_end(node) -> tuple:
@@ -61,10 +68,20 @@ def _split_at_end(node) -> tuple:
         whole = ("repeat", mid, lo, hi) if mid is not None else (empty if lo == 0 else None)
         if end is None or hi == 0:
             return whole, None
-        before_lo, before_hi = (0 if _nullable(atom) else max(lo - 1, 0)), (None if hi is None else hi - 1)
-        if mid is None:
-            return whole, (end if before_lo == 0 else None)
-        return whole, ("group", [[("repeat", mid, before_lo, before_hi), end]])
+        before_hi = None if hi is None else hi - 1
+
+        def before(count_lo: int, count_hi) -> Optional[list]:  # `mid` iterations ahead of the `$` one
+            if mid is None:
+                return [] if count_lo == 0 else None
+            return [("repeat", mid, count_lo, count_hi)]
+        alts = []
+        last_owed = before(max(lo - 1, 0), before_hi)  # the `$` in the last owed iteration or a later one
+        if last_owed is not None:
+            alts.append(last_owed + [end])
+        owed_empty = _empty_match(atom)  # or earlier: the iterations still owed then match nothing
+        if owed_empty is not None and lo >= 2:
+            alts.append(before(0, lo - 2) + [end] + owed_empty)
+        return whole, ("group", alts) if alts else None
     return node, None
 
 
@@ -73,7 +90,10 @@ def _split_sequence(items: list) -> tuple:
     mid, ends = [], []
     for item in items:
         item_mid, item_end = _split_at_end(item)
-        ends = ends if _nullable(item) else []  # after a `$`, only what can match nothing
+        # after a `$`, only what can match nothing; a `^` it needs for that is kept (`$^`), for
+        # `starts_first` to see whether anything came before
+        empty = _empty_match(item)
+        ends = [] if empty is None else [alt + empty for alt in ends]
         if mid is not None and item_end is not None:
             ends.append(mid + [item_end])
         mid = mid + [item_mid] if mid is not None and item_mid is not None else None
