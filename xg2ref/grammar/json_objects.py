@@ -28,7 +28,7 @@ from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
-from .json_strings import format_regex, pattern_languages, string_regexes
+from .json_strings import MORE_PATTERNS, pattern_languages, string_checks, string_regexes
 from .regex import RegexError, complement
 from .regular import (TooLarge, automaton, bounded_length, complement_automaton, complement_of,
                       intersection_automaton, matches)
@@ -193,10 +193,9 @@ def _names_languages(conv, schema: dict, path: str):
             raise InvalidJSONError(f"{path}.propertyNames.enum: must be a list")
         strings = [ByteString(v.encode("utf-8", "surrogatepass")) for v in values if isinstance(v, str)]
         return [Choice(tuple(strings)) if len(strings) > 1 else strings[0] if strings else CharClass(())]
-    if not set(names) - ANNOTATIONS - {"type", "pattern", "format"} and names.get("type", "string") == "string":
-        checks = [(k, names[k] if k == "pattern" else format_regex(names[k])) for k in ("pattern", "format")
-                  if k in names and (k == "pattern" or format_regex(names[k]))]
-        return string_regexes(checks, f"{path}.propertyNames") or None
+    string_only = not set(names) - ANNOTATIONS - {"type", "pattern", "format", MORE_PATTERNS}
+    if string_only and names.get("type", "string") == "string":
+        return string_regexes(string_checks(names), f"{path}.propertyNames") or None
     return None
 
 

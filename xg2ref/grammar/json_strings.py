@@ -66,8 +66,7 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     hi = _count(schema, "maxLength", path, None)
     if hi is not None and hi < lo:
         return NOTHING
-    checks = [("pattern", p) for p in ([schema["pattern"]] if "pattern" in schema else []) + schema.get(MORE_PATTERNS, [])]
-    checks += [("format", format_regex(schema["format"]))] if format_regex(schema.get("format")) else []
+    checks = string_checks(schema)
     exprs = string_regexes(checks, path)
     if exprs is None:
         return string_content(conv, {k: v for k, v in schema.items() if k not in ("pattern", MORE_PATTERNS)}, path)
@@ -108,6 +107,14 @@ def _shared_char(conv, ranges) -> Expr:
     if not isinstance(expr, CharClass):
         return conv.rule(("encoded_char", tuple(map(tuple, ranges))), "json_class", lambda: expr)
     return expr
+
+
+def string_checks(schema: dict) -> list:
+    """The (key, regex) pairs a string under `schema` must match: each `pattern` (those an
+    allOf merged too) and the regex of its `format`, when it has one."""
+    patterns = ([schema["pattern"]] if "pattern" in schema else []) + schema.get(MORE_PATTERNS, [])
+    fmt = format_regex(schema.get("format"))
+    return [("pattern", p) for p in patterns] + ([("format", fmt)] if fmt else [])
 
 
 def string_regexes(checks: list, path: str) -> Optional[list]:

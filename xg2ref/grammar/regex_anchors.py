@@ -178,9 +178,11 @@ def has_anchor_in_group(items: list) -> bool:
     return False
 
 
-def _group_end(pattern: str, i: int) -> Optional[int]:
-    """The index just past the `)` that closes the group opening at `pattern[i]`, or None."""
-    depth, in_class, j = 0, False, i
+def _structure(pattern: str, start: int = 0):
+    """(index, character, depth) of each character of `pattern` from `start` that is neither
+    escaped nor inside a class: the groups' parentheses and the bars; depth counts the groups
+    open around it (a group's own parentheses stand outside it)."""
+    depth, in_class, j = 0, False, start
     while j < len(pattern):
         c = pattern[j]
         if c == "\\":
@@ -189,37 +191,22 @@ def _group_end(pattern: str, i: int) -> Optional[int]:
         if in_class:
             in_class = c != "]"
         elif c == "[":
-            in_class = True
-            if pattern[j + 1:j + 2] == "]":  # `[]`: the empty class
-                j += 1
-                in_class = False
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return j + 1
+            in_class = pattern[j + 1:j + 2] != "]"  # `[]`: the empty class, closed at once
+            j += 0 if in_class else 1
+        else:
+            depth -= c == ")"
+            yield j, c, depth
+            depth += c == "("
         j += 1
-    return None
+
+
+def _group_end(pattern: str, i: int) -> Optional[int]:
+    """The index just past the `)` that closes the group opening at `pattern[i]`, or None."""
+    return next((j + 1 for j, c, depth in _structure(pattern, i) if c == ")" and depth == 0), None)
 
 
 def _has_top_level_bar(pattern: str) -> bool:
-    depth, in_class, j = 0, False, 0
-    while j < len(pattern):
-        c = pattern[j]
-        if c == "\\":
-            j += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c in "()":
-            depth += 1 if c == "(" else -1
-        elif c == "|" and depth == 0:
-            return True
-        j += 1
-    return False
+    return any(c == "|" and depth == 0 for _, c, depth in _structure(pattern))
 
 
 def leading_lookaheads(pattern: str) -> Optional[tuple[list[tuple[bool, str]], str]]:

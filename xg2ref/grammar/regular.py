@@ -318,7 +318,7 @@ def complement_automaton(exprs):
     The union of the NFAs (a fresh start that reads what each of their starts reads) is
     determinized; the complete DFA's non-accepting states accept the complement."""
     edges, finals = [[]], set()
-    for part_edges, part_finals in (e if isinstance(e, tuple) else _epsilon_free(e) for e in exprs):
+    for part_edges, part_finals in map(automaton, exprs):
         base = len(edges)
         edges.extend([(ranges, base + d) for ranges, d in row] for row in part_edges)
         edges[0].extend(edges[base])  # the fresh start reads what the part's start reads
@@ -350,7 +350,7 @@ def automaton(item):
 def matches(item, text: str) -> bool:
     """Whether `text` is in the language of `item` (regex IR or an automaton `(edges, finals)`):
     the NFA run over its code points, a set of states at a time."""
-    edges, finals = item if isinstance(item, tuple) else _epsilon_free(item)
+    edges, finals = automaton(item)
     states = {0}
     for c in map(ord, text):
         states = {d for q in states for ranges, d in edges[q] if any(lo <= c <= hi for lo, hi in ranges)}
@@ -361,7 +361,7 @@ def matches(item, text: str) -> bool:
 
 def intersection_automaton(items):
     """The automaton `(edges, finals)` of the strings every item (regex IR or automaton) matches."""
-    automata = [e if isinstance(e, tuple) else _epsilon_free(e) for e in items]
+    automata = [automaton(e) for e in items]
     result = automata[0]
     for other in automata[1:]:
         result = _product(result, other)
