@@ -2,14 +2,13 @@
 
 Compiling runs the normalization passes (`xg2ref/grammar/passes.py`), builds one byte FSM
 per rule (XGrammar-2 §3.3, `xg2ref/fsm/build.py`) and flattens them into the arrays the
-Earley kernels read. `GrammarCompiler` keeps a grammar-level cache keyed by the printed
-grammar, as xgrammar does, bounded by `cache_limit_bytes`.
+Earley kernels read, then builds the adaptive token-mask cache (XGrammar-2 §3.4,
+`xg2ref/mask_cache.py`): one entry per class of scannable FSM states, eagerly, or on first use
+with JIT (§3.5). `GrammarCompiler` keeps a grammar-level cache keyed by the printed grammar, as
+xgrammar does, and the cross-grammar cache of entries (§3.3, `xg2ref/cross_grammar_cache.py`),
+keyed by FSM hashes (`xg2ref/fsm/hashing.py`).
 
-Compiling also builds the adaptive token-mask cache (XGrammar-2 §3.4, `xg2ref/mask_cache.py`),
-one entry per scannable FSM state, eagerly.
-
-What it leaves out: the cross-grammar cache (§3.3) and JIT entries (§3.5) arrive with later
-issues; `max_threads` is accepted and ignored (one thread).
+What it leaves out: `max_threads` is accepted and ignored (one thread).
 """
 
 from __future__ import annotations
@@ -17,7 +16,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Optional, Union
 
+import numpy as np
+
+from .cross_grammar_cache import CrossGrammarCache
 from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
+from .fsm.hashing import hash_rules
 from .grammar.grammar import Grammar
 from .grammar.passes import normalize
 from .lookahead import LookaheadReport, first_bytes, follow_bytes, lookahead_arrays
@@ -53,9 +56,11 @@ class CompiledGrammar:
                 f"vocab_size={self.tokenizer_info.vocab_size})")
 
 
-def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: bool = False) -> CompiledGrammar:
-    """Normalize, build the FSMs, flatten: no caching. With `jit`, mask-cache entries are built
-    when a mask first needs them (XGrammar-2 §3.5)."""
+def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: bool = False,
+                       eager_entries: int = 0, pool: Optional[CrossGrammarCache] = None) -> CompiledGrammar:
+    """Normalize, build the FSMs, flatten: no grammar-level caching. With `jit`, mask-cache
+    entries are built when a mask first needs them, except the `eager_entries` estimated to
+    cost most (XGrammar-2 §3.5); with `pool`, entries go through the cross-grammar cache (§3.3)."""
     ir = normalize(grammar.ir)
     fsms = build_grammar_fsms(ir)
     for token_set in fsms.token_sets:
@@ -66,24 +71,49 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
     arrays = fsms.to_arrays()
     first = first_bytes(fsms)
     lookahead, report = lookahead_arrays(ir, fsms, first)
+    view = None
+    if pool is not None:
+        hashes = hash_rules(fsms)
+        pool.note_rules(hashes)
+        view = pool.view(fsms, hashes, lookahead)
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
-                                   lookahead=lookahead, follow=follow_bytes(fsms, first), jit=jit)
+                                   lookahead=lookahead, follow=follow_bytes(fsms, first), jit=jit, pool=view,
+                                   eager_entries=eager_entries,
+                                   first_rows=np.array(first, dtype=np.bool_).reshape(-1, 256))
     return CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
 
 
 class GrammarCompiler:
-    """Compiles grammars for one tokenizer, caching results (xgrammar's `GrammarCompiler`)."""
+    """Compiles grammars for one tokenizer, caching results (xgrammar's `GrammarCompiler`).
+
+    Two caches, as in xgrammar: whole grammars keyed by their printed form, and the
+    cross-grammar cache of mask entries (`cross_grammar_cache`, XGrammar-2 §3.3), shared by all
+    grammars this compiler compiles. `cache_limit_bytes` (negative: no limit) bounds both,
+    two thirds for grammars and one third for entries. Ablation switches (XGrammar-2 Table 4):
+    `jit` builds mask entries on first use, except the `jit_eager_entries` estimated to cost
+    most (§3.5); `cross_grammar_cache` shares entries between grammars (on when `cache_enabled`).
+    """
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, max_threads: int = 8, cache_enabled: bool = True,
-                 cache_limit_bytes: int = -1, jit: bool = False):
+                 cache_limit_bytes: int = -1, jit: bool = False, jit_eager_entries: int = 0,
+                 cross_grammar_cache: Optional[bool] = None):
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"GrammarCompiler needs a TokenizerInfo, got {type(tokenizer_info).__name__}")
+        if jit_eager_entries < 0:
+            raise ValueError(f"jit_eager_entries must be >= 0, got {jit_eager_entries}")
         self.tokenizer_info = tokenizer_info
         self.max_threads = max_threads
         self.cache_enabled = cache_enabled
         self.cache_limit_bytes = cache_limit_bytes
         self.jit = jit  # build mask-cache entries on first use (XGrammar-2 §3.5)
+        self.jit_eager_entries = jit_eager_entries
         self._cache: "OrderedDict[str, CompiledGrammar]" = OrderedDict()
+        use_pool = cache_enabled if cross_grammar_cache is None else cross_grammar_cache
+        self.pool = CrossGrammarCache(cache_limit_bytes // 3 if cache_limit_bytes >= 0 else -1) if use_pool else None
+
+    def _compile(self, grammar: Grammar) -> CompiledGrammar:
+        return compile_ir_grammar(grammar, self.tokenizer_info, jit=self.jit, eager_entries=self.jit_eager_entries,
+                                  pool=self.pool)
 
     def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root") -> CompiledGrammar:
         """Compile EBNF text or a `Grammar`."""
@@ -92,13 +122,13 @@ class GrammarCompiler:
         elif not isinstance(grammar, Grammar):
             raise TypeError(f"compile_grammar needs EBNF text or a Grammar, got {type(grammar).__name__}")
         if not self.cache_enabled:
-            return compile_ir_grammar(grammar, self.tokenizer_info, jit=self.jit)
+            return self._compile(grammar)
         key = str(grammar) + "\x00" + grammar.ir.root
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        compiled = compile_ir_grammar(grammar, self.tokenizer_info, jit=self.jit)
+        compiled = self._compile(grammar)
         self._cache[key] = compiled
         self._evict()
         return compiled
@@ -129,13 +159,24 @@ class GrammarCompiler:
         return self.compile_grammar(Grammar.builtin_json_grammar())
 
     def get_cache_size_bytes(self) -> int:
-        return sum(c.memory_size_bytes for c in self._cache.values())
+        """Bytes held by the cached grammars and the cross-grammar cache."""
+        pool = self.pool.size_bytes() if self.pool is not None else 0
+        return sum(c.memory_size_bytes for c in self._cache.values()) + pool
 
     def clear_cache(self) -> None:
+        """Empty both caches (statistics are kept)."""
         self._cache.clear()
+        if self.pool is not None:
+            self.pool.clear()
+
+    @property
+    def cache_stats(self):
+        """The cross-grammar cache's `PoolStats` (None when it is off)."""
+        return self.pool.stats if self.pool is not None else None
 
     def _evict(self) -> None:
         if self.cache_limit_bytes < 0:
             return
-        while self._cache and self.get_cache_size_bytes() > self.cache_limit_bytes:
+        limit = self.cache_limit_bytes - self.cache_limit_bytes // 3 if self.pool is not None else self.cache_limit_bytes
+        while self._cache and sum(c.memory_size_bytes for c in self._cache.values()) > limit:
             self._cache.popitem(last=False)

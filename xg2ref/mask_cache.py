@@ -26,8 +26,10 @@ Example: for `root ::= "[" item ("," item)* "]"; item ::= [a-z]+` and the state 
 one letter, `"ab"` is accepted, `"1"` rejected, and `"a,"` uncertain (item may end after `a`,
 and `,` can follow it); `"a)"` is rejected: no parent of item reads `)`.
 
-What it leaves out: JIT construction of entries (§3.5) and sharing entries across grammars
-(§3.3); entries are built for every class of scannable states.
+Entries are built eagerly, or with JIT (§3.5) on the first visit of a state, the K classes of
+highest estimated cost first (`estimated_costs`); with a cross-grammar cache (§3.3,
+xg2ref/cross_grammar_cache.py) an entry another grammar built for the same rule machine is
+reused and only the tokens its context decides are classified again.
 """
 
 from __future__ import annotations
@@ -154,11 +156,19 @@ class _Classifier:
         self.unc_idx = np.zeros(m, dtype=np.int32)
         self.n_list = np.zeros(2, dtype=np.int64)
 
-    def classify(self, state: int) -> np.ndarray:
+    def classify(self, state: int, marked: Optional[np.ndarray] = None, record: bool = False) -> np.ndarray:
         """The class of every sorted token; afterwards `accepted()` and `uncertain()` list the
-        sorted indices of those two classes."""
+        sorted indices of those two classes.
+
+        `marked` (sorted indices): classify only those; the others come back rejected and are
+        not listed. `record`: also fill `detail` with what each class owes to the state's rule
+        alone (MK.D_*, for the cross-grammar cache).
+        """
         v = self.vocab
         out = np.zeros(len(v.sorted_ids), dtype=np.int8)
+        if marked is not None:
+            out[marked] = MK.TODO
+        self.detail = np.zeros(len(v.sorted_ids) if record else 1, dtype=np.int8)
         self.n_list[:] = 0
         while (status := MK.init_chart_at_state(self.fsm, self.chart, state)) != K.OK:
             self.chart = grown_chart(self.chart, status)
@@ -169,7 +179,7 @@ class _Classifier:
                                                   v.sorted_lcp, self.subtree_end, j, self.comp, self.work,
                                                   self.seen, self.follow1, self.loop, self.pure_row,
                                                   self.pure_next, *self.lookahead, out, self.acc_idx, self.unc_idx,
-                                                  self.n_list)
+                                                  self.n_list, marked is not None, record, self.detail)
             if status == K.OK:
                 return out
             if which == 0:
@@ -199,7 +209,8 @@ class AdaptiveTokenMaskCache:
 
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int,
                  progress: Optional[Callable[[int, int], None]] = None, lookahead: Optional[LookaheadArrays] = None,
-                 follow: Optional[np.ndarray] = None, share_entries: bool = True, jit: bool = False):
+                 follow: Optional[np.ndarray] = None, share_entries: bool = True, jit: bool = False,
+                 pool=None, eager_entries: int = 0, first_rows: Optional[np.ndarray] = None):
         start = time.perf_counter()
         self.vocab = vocab
         self.vocab_size = vocab_size
@@ -223,6 +234,8 @@ class AdaptiveTokenMaskCache:
         self._state_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
         self._state_entry[scannable] = UNBUILT
         self._classifier = _Classifier(fsm, vocab, lookahead, follow)
+        self._pool = pool  # a cross_grammar_cache.PoolView, or None
+        self._first = first_rows  # FIRST(r) as bool[R, 256], for cost estimates (lookahead.first_bytes)
         self._regular_words = np.zeros(self._words, dtype=np.int32)
         pack_ids(vocab.sorted_ids, self._regular_words)
         self._buffer = np.zeros(len(vocab.sorted_ids), dtype=np.int32)
@@ -233,21 +246,54 @@ class AdaptiveTokenMaskCache:
         self._fill = None  # the fill kernel's entry, bound on first use
         self._state_class: Optional[np.ndarray] = None  # class of each state (JIT lookups)
         self.build_seconds = time.perf_counter() - start  # grows with every entry built
-        self._build(range(n_classes) if not jit else [], progress)
+        if not jit:
+            self._build(range(n_classes), progress)
+        else:  # the K entries estimated to cost most are built now, the others when first met
+            self._build(self.costliest(eager_entries, fsm, follow) if eager_entries > 0 else [], progress)
+
+    def estimated_costs(self, fsm: FSMArrays, follow: Optional[np.ndarray] = None) -> np.ndarray:
+        """The estimated cost of each class's entry (XGrammar-2 §3.5): the regular tokens whose
+        first byte its state may read (its byte edges, FIRST of its rule edges, and what may
+        follow its rule when the state is final), a quarter for a pure state (a table walk)."""
+        v = self.vocab
+        heads = v.sorted_bytes[v.sorted_offsets[:-1][np.diff(v.sorted_offsets) > 0]]
+        per_byte = np.bincount(heads, minlength=256).astype(np.float64)
+        first = self._first if self._first is not None else np.zeros((len(fsm.rule_start), 256), dtype=np.bool_)
+        pure = self._classifier.pure_row
+        costs = np.zeros(len(self._class_rep))
+        for c, s in enumerate(self._class_rep.tolist()):
+            readable = np.zeros(256, dtype=np.bool_)
+            for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
+                readable[fsm.byte_lo[e]:fsm.byte_hi[e] + 1] = True
+            for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
+                readable |= first[fsm.ref_rule[e]]
+            if fsm.is_final[s] and follow is not None:
+                readable |= follow[fsm.state_rule[s]]
+            costs[c] = per_byte[readable].sum() * (0.25 if pure[s] >= 0 else 1.0)
+        return costs
+
+    def costliest(self, k: int, fsm: FSMArrays, follow: Optional[np.ndarray] = None) -> list:
+        """The k classes of highest estimated cost, most expensive first."""
+        costs = self.estimated_costs(fsm, follow)
+        return np.argsort(-costs, kind="stable")[:k].tolist()
 
     def _build(self, classes, progress=None) -> None:
         """Build the entries of `classes` (class numbers) and repack the flat arrays."""
         start = time.perf_counter()
         parts, vocab, words = self._parts, self.vocab, self._words
         classes = list(classes)
+        n_sorted = len(vocab.sorted_ids)
         for done, c in enumerate(classes):
             s = int(self._class_rep[c])
-            cls = self._classifier.classify(s)
-            acc, unc = self._classifier.accepted(), self._classifier.uncertain()
+            if self._pool is not None:  # through the cross-grammar cache (cross_grammar_cache.py)
+                acc, unc = self._pool.build(s, self._class_members[c], self._classifier)
+            else:
+                self._classifier.classify(s)
+                acc, unc = self._classifier.accepted(), self._classifier.uncertain()
             n_acc, n_unc = len(acc), len(unc)
-            parts["count"].append((n_acc, len(cls) - n_acc - n_unc, n_unc))
+            parts["count"].append((n_acc, n_sorted - n_acc - n_unc, n_unc))
             # the smallest form: a list of 4-byte ids, or a bitset of `words` 4-byte words
-            kind = int(np.argmin([n_acc, len(cls) - n_acc - n_unc, words]))
+            kind = int(np.argmin([n_acc, n_sorted - n_acc - n_unc, words]))
             parts["kind"].append(kind)
             if kind == KIND_BITSET:
                 bits = np.zeros(words, dtype=np.int32)
@@ -257,8 +303,10 @@ class AdaptiveTokenMaskCache:
             elif kind == KIND_ACCEPTED:
                 parts["list"].append(np.sort(vocab.sorted_ids[acc]))
             else:
-                k = MK.gather_class(cls, MK.REJECTED, vocab.sorted_ids, False, self._buffer)
-                parts["list"].append(np.sort(self._buffer[:k]))
+                rejected = np.ones(n_sorted, dtype=np.bool_)
+                rejected[acc] = False
+                rejected[unc] = False
+                parts["list"].append(np.sort(vocab.sorted_ids[rejected]))
             parts["unc"].append(unc.copy())
             parts["state"].append(s)
             self._state_entry[self._class_members[c]] = len(parts["kind"]) - 1

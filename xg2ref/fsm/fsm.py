@@ -21,7 +21,7 @@ The algorithms are the textbook ones, written for small machines:
 - `minimize`: Hopcroft's partition refinement over the machine's elementary byte intervals
   and rule numbers, for a partial transition function.
 
-What it leaves out: hashing (the cross-grammar cache) and repetition counters (§3.6).
+What it leaves out: repetition counters (§3.6); hashing is `hashing.py`.
 """
 
 from __future__ import annotations

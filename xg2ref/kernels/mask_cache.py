@@ -44,6 +44,13 @@ from .earley import EMPTY, NO_DEADLINE, OK, advance_byte, seed_chart
 REJECTED = 0
 ACCEPTED = 1
 UNCERTAIN = 2
+TODO = -1  # a token still to classify (`only_marked`)
+
+# What a token's class owes to the rule's own machine and lookahead (`record`):
+D_REJECTED = 0  # dies inside A, which cannot end before: rejected in every context
+D_ACCEPTED = 1  # read inside A: accepted in every context
+D_ENDS_LOOKAHEAD_REJECTS = 2  # A may end inside t; no rest agrees with A's lookahead
+D_ENDS = 3  # A may end inside t and the lookahead (if any) agrees: the context decides
 
 # Context expansion gives up (the token stays uncertain) after this many occurrence runs.
 MAX_CONTEXT_RUNS = 4096
@@ -216,11 +223,12 @@ def _filter_walk(la_next, la_final, row, token_bytes, lo, hi):
 
 
 @njit(cache=True, _nrt=False)
-def _reject(out, subtree_end, j, length, fail_len):
+def _reject(out, subtree_end, j, length, fail_len, only_marked):
     """Mark sorted token j rejected; when token j is itself the rejected prefix (its length
-    is fail_len), the whole trie subtree under it too. Returns the next token to classify."""
+    is fail_len), the whole trie subtree under it too (`only_marked`: the marked ones among
+    them are met one by one). Returns the next token to classify."""
     out[j] = REJECTED
-    if length == fail_len and subtree_end[j] > j + 1:
+    if length == fail_len and subtree_end[j] > j + 1 and not only_marked:
         for q in range(j + 1, subtree_end[j]):
             out[q] = REJECTED
         return subtree_end[j]
@@ -230,7 +238,8 @@ def _reject(out, subtree_end, j, length, fail_len):
 @njit(cache=True, _nrt=False)
 def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_bytes, token_offsets,
                     sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, loop,
-                    pure_row, pure_next, la_start, la_next, la_final, out, acc_idx, unc_idx, n_list):
+                    pure_row, pure_next, la_start, la_next, la_final, out, acc_idx, unc_idx, n_list,
+                    only_marked, record, detail):
     """out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state `state`.
 
     `comp` (int8, longer than the longest token), `work` (int64), `seen` (int64, at least
@@ -241,6 +250,12 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
     The accepted and the uncertain sorted indices are also listed, in order, in
     acc_idx[:n_list[0]] and unc_idx[:n_list[1]] (the rejected are the rest).
     `chart` must hold the sets of `init_chart_at_state(state)` on the first call (j_start == 0).
+
+    For the cross-grammar cache (xg2ref/cross_grammar_cache.py): with `only_marked`, only the
+    tokens with out[j] == TODO are classified (the others keep their class); with `record`,
+    detail[j] receives the part of the class that depends on A's machine and lookahead alone
+    (D_* codes; `detail` must be zero where it is not written) and no trie subtree is skipped
+    on a decision that depended on more.
     Returns (status, j, which).
     """
     # a resumed call lists again what it classifies again
@@ -263,14 +278,21 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
     fail_len = 0
     fail_class = REJECTED
     j = j_start
+    run_lcp = 1 << 30  # common prefix with the last token parsed, across tokens not classified
     while j < n:
+        if only_marked and out[j] != TODO:
+            run_lcp = sorted_lcp[j] if sorted_lcp[j] < run_lcp else run_lcp
+            j += 1
+            continue
         tid = sorted_ids[j]
         lcp = sorted_lcp[j] if j > j_start else 0
+        lcp = run_lcp if run_lcp < lcp else lcp
+        run_lcp = 1 << 30
         begin = token_offsets[tid]
         length = token_offsets[tid + 1] - begin
         if fail_len > 0 and lcp >= fail_len and fail_class == REJECTED:
             # the whole trie subtree under the rejected prefix: jump when the prefix is a token
-            j = _reject(out, subtree_end, j, length, fail_len)
+            j = _reject(out, subtree_end, j, length, fail_len, only_marked)
             continue
         if pure_row[state] >= 0:
             # PURE WALK: from a pure state the Earley sets are single items, so the parse is a
@@ -282,7 +304,7 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                 chart.meta[0] = n0 + (lcp if lcp < depth else depth)
                 fail_len = walked + 1
                 fail_class = REJECTED
-                j = _reject(out, subtree_end, j, length, fail_len)
+                j = _reject(out, subtree_end, j, length, fail_len, only_marked)
                 continue
             inside = walked == length
         else:
@@ -293,6 +315,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                     break
         if inside:
             out[j] = ACCEPTED
+            if record:
+                detail[j] = D_ACCEPTED
             acc_idx[n_list[0]] = j
             n_list[0] += 1
             fail_len = 0
@@ -317,6 +341,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             comp[d + 1] = 1 if start_rule_may_end(fsm, chart) else 0
         if reached == length:
             out[j] = ACCEPTED
+            if record:
+                detail[j] = D_ACCEPTED
             acc_idx[n_list[0]] = j
             n_list[0] += 1
             fail_len = 0
@@ -381,6 +407,13 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             elif far - begin > fail_len:
                 fail_len = far - begin  # every token sharing the bytes looked at is rejected too
         fail_class = cls  # only a rejected prefix lets the tokens under it be skipped
+        if record:
+            for d in range(reached + 1):
+                if comp[d] == 1 and d < length:
+                    # A may end inside t: what follows decides, so the class is not A's alone
+                    detail[j] = D_ENDS if agrees else D_ENDS_LOOKAHEAD_REJECTS
+                    fail_class = UNCERTAIN
+                    break
         out[j] = cls
         if cls == ACCEPTED:
             acc_idx[n_list[0]] = j
@@ -388,21 +421,9 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
         elif cls == UNCERTAIN:
             unc_idx[n_list[1]] = j
             n_list[1] += 1
-        j = _reject(out, subtree_end, j, length, fail_len) if cls == REJECTED else j + 1
+        j = _reject(out, subtree_end, j, length, fail_len, only_marked) if cls == REJECTED else j + 1
     chart.meta[0] = n0
     return OK, n, 0
-
-
-@njit(cache=True, _nrt=False)
-def gather_class(out, cls, sorted_ids, as_index, dst):
-    """Write into dst the tokens of class `cls`, in sorted order: their sorted indices when
-    `as_index`, else their ids. Returns how many."""
-    n = 0
-    for j in range(out.shape[0]):
-        if out[j] == cls:
-            dst[n] = j if as_index else sorted_ids[j]
-            n += 1
-    return n
 
 
 @njit(cache=True, _nrt=False)

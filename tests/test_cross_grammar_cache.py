@@ -1,0 +1,162 @@
+"""The cross-grammar cache (xg2ref/cross_grammar_cache.py, XGrammar-2 §3.3) and JIT with eager
+entries (§3.5): shared entries equal the entries a grammar builds alone."""
+
+import random
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xg2ref as xgr
+import xg2ref.compiler as C
+from xg2ref.compiler import compile_ir_grammar
+from xg2ref.cross_grammar_cache import CrossGrammarCache, IndexSet
+from xg2ref.fsm.hashing import RuleHashes
+from xg2ref.grammar.grammar import Grammar
+from xg2ref.oracle.strategies import grammars, vocabularies
+from tests.test_state_classes import entry_of
+
+
+def entries(compiled, vocab_size):
+    return [entry_of(compiled.mask_cache, s, vocab_size) for s in range(len(compiled.arrays.state_rule))]
+
+
+def wrapped(ir, prefix: str, suffix: str) -> Grammar:
+    """The grammar of `ir` under a new root: its rules keep their machines, not their context."""
+    text = str(Grammar.from_ir(ir))
+    return Grammar.from_ebnf(text + f'\nwrapper_root_ ::= "{prefix}" {ir.root} "{suffix}"', root_rule_name="wrapper_root_")
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(max_rules=3), grammars(max_rules=3), vocabularies(b"abc", 10))
+def test_entries_through_the_pool_equal_entries_built_alone(ir1, ir2, vocab_spec):
+    vocab, stop_ids, _ = vocab_spec
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=list(stop_ids))
+    pool = CrossGrammarCache()
+    built_by_first = None
+    for grammar in (Grammar.from_ir(ir1), Grammar.from_ir(ir2), wrapped(ir1, "a", "c"), wrapped(ir1, "c", "a"),
+                    Grammar.from_ir(ir1)):
+        shared = compile_ir_grammar(grammar, info, pool=pool)
+        alone = compile_ir_grammar(grammar, info)
+        assert entries(shared, info.vocab_size) == entries(alone, info.vocab_size)
+        built_by_first = pool.stats.misses if built_by_first is None else built_by_first
+    if built_by_first:  # the first grammar built entries, and the last grammar is the first again
+        assert pool.stats.perfect + pool.stats.partial > 0
+
+
+def lookahead_grammars():
+    body = '[a-z]+ "!" [a-z]* "!"'
+    return (f'root ::= "[" s "]"\ns ::= {body} (= "]")', f'root ::= "{{" t "}}"\nt ::= {body} (= "}}")',
+            f'root ::= "<" u "]"\nu ::= {body} (= "]")')
+
+
+VOCAB = ["a", "b", "ab", "!", "]", "}", "a!", "!]", "!}", "!a", "</s>"]
+
+
+def test_perfect_and_partial_hits():
+    info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[10])
+    compiler = xgr.GrammarCompiler(info)
+    g1, g2, g3 = lookahead_grammars()
+    compiler.compile_grammar(g1)
+    first = compiler.cache_stats
+    assert first.perfect == first.partial == 0 and first.misses > 0
+    compiler.compile_grammar(g2)  # the same rule body under another lookahead
+    second = compiler.cache_stats
+    assert second.partial > 0 and second.perfect == 0
+    compiler.compile_grammar(g3)  # the same body and the same lookahead as g1
+    third = compiler.cache_stats
+    assert third.perfect > 0 and third.partial == second.partial
+    assert third.rules_seen == 6 and third.rules_known == 2  # s = t = u; the roots differ
+    for text in (g1, g2, g3):
+        shared = compiler.compile_grammar(text)
+        alone = xgr.GrammarCompiler(info, cache_enabled=False).compile_grammar(text)
+        assert entries(shared, info.vocab_size) == entries(alone, info.vocab_size)
+    # "!}" after "[a!": s may end after "!", and its lookahead "]" rejects the "}"
+    m = xgr.GrammarMatcher(compiler.compile_grammar(g1))
+    assert m.accept_string("[a!")
+    assert not m.compute_bool_mask()[VOCAB.index("!}")] and m.compute_bool_mask()[VOCAB.index("!]")]
+
+
+def test_a_hash_collision_is_a_miss(monkeypatch):
+    info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[10])
+    real = C.hash_rules
+
+    def forged(fsms):  # every hashed rule gets the same hash
+        h = real(fsms)
+        return RuleHashes(tuple(None if x is None else 12345 for x in h.hashes), h.canonical, h.kinds, h.scc)
+
+    monkeypatch.setattr(C, "hash_rules", forged)
+    compiler = xgr.GrammarCompiler(info)
+    texts = ('root ::= "[" s "]"\ns ::= [a-z]+ "!" [a-z]* "!" (= "]")', 'root ::= "(" [ab]+ ")"')
+    for text in texts:
+        shared = compiler.compile_grammar(text)
+        alone = xgr.GrammarCompiler(info, cache_enabled=False).compile_grammar(text)
+        assert entries(shared, info.vocab_size) == entries(alone, info.vocab_size)
+    assert compiler.cache_stats.collisions > 0
+
+
+def test_byte_limit_clear_and_size():
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    schemas = [{"type": "object", "properties": {f"p{i}": {"type": "string", "maxLength": 5 + i}}} for i in range(3)]
+    unbounded = xgr.GrammarCompiler(info)
+    for s in schemas:
+        unbounded.compile_json_schema(s)
+    pool_bytes = unbounded.pool.size_bytes()
+    assert pool_bytes > 0 and unbounded.get_cache_size_bytes() > pool_bytes
+    limit = 3 * (pool_bytes // 2)  # a third of it for the pool: half of what it held
+    bounded = xgr.GrammarCompiler(info, cache_limit_bytes=limit)
+    for s in schemas:
+        bounded.compile_json_schema(s)
+        assert bounded.pool.size_bytes() <= limit // 3
+    assert bounded.pool.stats.entries < unbounded.pool.stats.entries
+    bounded.clear_cache()
+    assert bounded.get_cache_size_bytes() == 0 and bounded.pool.stats.entries == 0
+    off = xgr.GrammarCompiler(info, cross_grammar_cache=False)
+    off.compile_json_schema(schemas[0])
+    assert off.pool is None and off.cache_stats is None
+
+
+def test_index_sets_round_trip():
+    rng = np.random.default_rng(0)
+    for n, k in ((1000, 3), (1000, 900), (128_000, 60_000), (17, 0)):
+        idx = np.sort(rng.choice(n, size=k, replace=False)).astype(np.int32)
+        s = IndexSet(idx, n)
+        assert s.indices().tolist() == idx.tolist()
+        assert s.nbytes <= max(4 * k, (n + 7) // 8)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(max_rules=3), vocabularies(b"abc", 10), st.integers(0, 3), st.integers(0, 2**16))
+def test_jit_with_eager_entries_and_the_pool_gives_the_eager_masks(ir, vocab_spec, k, seed):
+    vocab, stop_ids, _ = vocab_spec
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=list(stop_ids))
+    eager = xgr.GrammarMatcher(compile_ir_grammar(Grammar.from_ir(ir), info))
+    total = eager.compiled_grammar.mask_cache.stats.entries
+    lazy_compiled = compile_ir_grammar(Grammar.from_ir(ir), info, jit=True, eager_entries=k, pool=CrossGrammarCache())
+    cache = lazy_compiled.mask_cache
+    assert cache.stats.entries == min(k, total)
+    lazy = xgr.GrammarMatcher(lazy_compiled)
+    rng = random.Random(seed)
+    for _ in range(8):
+        want = eager.compute_bool_mask()
+        assert (lazy.compute_bool_mask() == want).all()
+        allowed = [int(t) for t in np.flatnonzero(want) if t not in stop_ids]
+        if not allowed:
+            break
+        t = rng.choice(allowed)
+        assert eager.accept_token(t) and lazy.accept_token(t)
+
+
+def test_the_eager_entries_are_the_costliest():
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    compiled = xgr.GrammarCompiler(info, jit=True, jit_eager_entries=2).compile_json_schema(
+        {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}}, "required": ["a", "b"]})
+    cache = compiled.mask_cache
+    costs = cache.estimated_costs(compiled.arrays)
+    built = sorted(cache.arrays.entry_state.tolist())
+    top = sorted(int(cache._class_rep[c]) for c in np.argsort(-costs, kind="stable")[:2])
+    assert built == top
+    # inside a string almost every token may be read; after `true` only a few
+    inside = cache.arrays.entry_state.tolist()
+    assert all(costs[c] >= np.median(costs) for c in np.argsort(-costs, kind="stable")[:2])
+    assert len(inside) == 2

@@ -1,0 +1,282 @@
+"""XGrammar-2 §3.3 (Figure 4): the cross-grammar cache, one pool of token-mask cache entries shared
+by every grammar a `GrammarCompiler` compiles.
+
+What an entry owes to what. For a scannable state s of rule A, the class of a token t
+(xg2ref/mask_cache.py) is decided by one of three things:
+
+- A's own machine and the rules it references: t is read inside A (accepted in every context),
+  or t dies inside A before A could end (rejected in every context);
+- A's lookahead assertion L: A may end inside t and no rest of t agrees with L (rejected);
+- the grammar around A: A may end inside t and the rest is for A's parents to read
+  (ACCEPT-CTX, context expansion), or stays uncertain.
+
+The pool is keyed by what the first two depend on, A's FSM hash and s's canonical number
+(xg2ref/fsm/hashing.py), and the lookahead's automaton (compared byte for byte):
+
+    (hash(A), canonical(s))        -> acc0: tokens read inside A; ends: tokens A may end inside
+    ... and L                      -> pass[L]: the tokens of `ends` whose rest agrees with L
+
+A lookup for state s of rule A, with lookahead L, in grammar G:
+
+    PERFECT   the entry and pass[L] exist    |- candidates = pass[L]
+    PARTIAL   the entry exists, pass[L] not  |- candidates = ends (pass[L] recorded on the way)
+    MISS                                     |- candidates = every token (the entry recorded)
+
+and then only the candidates run through the entry kernel with G's context:
+accepted = acc0 ∪ accepted(candidates), uncertain = uncertain(candidates), the rest rejected.
+The classes are those a fresh build gives: the tokens left out are decided by A's machine and
+L, the same in both grammars. An entry found under a hash is used only once `same_structure`
+has confirmed that A and the entry's rule are the same machines (a hash collision is a miss).
+A perfect hit still runs G's context over pass[L]; that is G's own business (context
+expansion climbs G's rules), and pass[L] is small next to the vocabulary.
+
+Entries are kept in least-recently-used order and evicted beyond `limit_bytes` (the bytes of
+their index arrays); `clear` empties the pool.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .fsm.build import GrammarFSMs
+from .fsm.hashing import RuleHashes, same_structure
+from .kernels import mask_cache as MK
+from .lookahead import LookaheadArrays
+
+ENTRY_OVERHEAD_BYTES = 128  # what an entry costs beyond its arrays, for the byte limit
+
+
+class IndexSet:
+    """A sorted set of sorted-vocabulary indices, kept as a list of int32 or, when that is
+    larger, as a bitset over the sorted vocabulary (n / 8 bytes)."""
+
+    __slots__ = ("_data", "_n", "_bits")
+
+    def __init__(self, indices: np.ndarray, n: int):
+        self._n, self._bits = n, 4 * len(indices) > (n + 7) // 8
+        if self._bits:
+            mask = np.zeros(n, dtype=np.bool_)
+            mask[indices] = True
+            self._data = np.packbits(mask)
+        else:
+            self._data = indices.astype(np.int32)
+
+    def indices(self) -> np.ndarray:
+        if self._bits:
+            return np.flatnonzero(np.unpackbits(self._data, count=self._n)).astype(np.int32)
+        return self._data
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._data.nbytes)
+
+
+@dataclass
+class PoolEntry:
+    """The part of a state's entry that holds in every grammar (sorted-vocabulary indices)."""
+
+    acc0: IndexSet
+    ends: np.ndarray
+    passes: dict  # lookahead key -> the tokens of `ends` that agree with it
+    witness: tuple  # (GrammarFSMs, RuleHashes, rule): the rule this entry was built for
+    keys: list = field(default_factory=list)  # every (hash, canonical state) leading here
+
+    @property
+    def nbytes(self) -> int:
+        return (ENTRY_OVERHEAD_BYTES + self.acc0.nbytes + self.ends.nbytes
+                + sum(p.nbytes + len(k) for k, p in self.passes.items()))
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """Lookups by outcome, and what the pool holds."""
+
+    perfect: int
+    partial: int
+    misses: int
+    collisions: int  # hash matches that `same_structure` refused
+    entries: int
+    bytes: int
+    rules_seen: int  # hashed rules of the grammars compiled with this pool
+    rules_known: int  # of those, rules whose hash an earlier grammar already had
+
+    @property
+    def hit_rate(self) -> float:
+        n = self.perfect + self.partial + self.misses
+        return (self.perfect + self.partial) / n if n else 0.0
+
+    def summary(self) -> str:
+        return (f"{self.perfect} perfect, {self.partial} partial, {self.misses} misses "
+                f"({100 * self.hit_rate:.1f}% hits); {self.entries} entries, {self.bytes / 1024:.1f} KiB; "
+                f"rules {self.rules_known}/{self.rules_seen} known")
+
+
+class CrossGrammarCache:
+    """The pool of one `GrammarCompiler`: shared by all its grammars, bounded by `limit_bytes`
+    (negative: no bound)."""
+
+    def __init__(self, limit_bytes: int = -1):
+        self.limit_bytes = limit_bytes
+        self._entries: "OrderedDict[tuple, PoolEntry]" = OrderedDict()  # first key -> entry
+        self._alias: dict = {}  # every key -> first key
+        self._bytes = 0
+        self._counts = {"perfect": 0, "partial": 0, "misses": 0, "collisions": 0, "seen": 0, "known": 0}
+        self._known_rules: set = set()
+
+    @property
+    def stats(self) -> PoolStats:
+        c = self._counts
+        return PoolStats(c["perfect"], c["partial"], c["misses"], c["collisions"], len(self._entries), self._bytes,
+                         c["seen"], c["known"])
+
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._alias.clear()
+        self._bytes = 0
+
+    def note_rules(self, hashes: RuleHashes) -> None:
+        """Count the hashed rules of a new grammar, and those an earlier grammar had (the
+        substructure reuse of XGrammar-2 Table 1)."""
+        mine = {h for h in hashes.hashes if h is not None}
+        self._counts["seen"] += len(mine)
+        self._counts["known"] += len(mine & self._known_rules)
+        self._known_rules |= mine
+
+    def find(self, key: tuple) -> Optional[PoolEntry]:
+        first = self._alias.get(key)
+        if first is None:
+            return None
+        self._entries.move_to_end(first)
+        return self._entries[first]
+
+    def add(self, keys: list, entry: PoolEntry) -> None:
+        for key in keys:
+            if key in self._alias:
+                self._drop(self._alias[key])
+        entry.keys = list(keys)
+        self._entries[keys[0]] = entry
+        for key in keys:
+            self._alias[key] = keys[0]
+        self._bytes += entry.nbytes
+        self._evict()
+
+    def grew(self, entry: PoolEntry, before: int) -> None:
+        """`entry` gained a lookahead; account for its new size."""
+        self._bytes += entry.nbytes - before
+        self._evict()
+
+    def _drop(self, first: tuple) -> None:
+        entry = self._entries.pop(first)
+        for key in entry.keys:
+            self._alias.pop(key, None)
+        self._bytes -= entry.nbytes
+
+    def _evict(self) -> None:
+        if self.limit_bytes < 0:
+            return
+        while self._entries and self._bytes > self.limit_bytes:
+            self._drop(next(iter(self._entries)))
+
+    def view(self, fsms: GrammarFSMs, hashes: RuleHashes, lookahead: Optional[LookaheadArrays]) -> "PoolView":
+        return PoolView(self, fsms, hashes, lookahead)
+
+
+class PoolView:
+    """The pool as one grammar uses it: turns its states into pool keys and builds entries."""
+
+    def __init__(self, pool: CrossGrammarCache, fsms: GrammarFSMs, hashes: RuleHashes,
+                 lookahead: Optional[LookaheadArrays]):
+        self.pool, self.fsms, self.hashes, self.lookahead = pool, fsms, hashes, lookahead
+        self.offsets = fsms.state_offsets()
+        self.state_rule = np.repeat(np.arange(len(fsms.fsms)), np.diff(self.offsets))
+        self._verified: dict = {}  # (rule, id of the witness's grammar, witness rule) -> bool
+        self._la_keys: dict = {}
+
+    def key(self, state: int) -> Optional[tuple]:
+        """(hash of the state's rule, its canonical number), None when the rule has no hash."""
+        r = int(self.state_rule[state])
+        h = self.hashes.hashes[r]
+        if h is None:
+            return None
+        number = int(self.hashes.canonical[r][state - self.offsets[r]])
+        return (h, number) if number >= 0 else None
+
+    def lookahead_key(self, rule: int) -> bytes:
+        """The rule's lookahead filter as bytes, states numbered breadth first (b"" for none)."""
+        key = self._la_keys.get(rule)
+        if key is None:
+            key = self._la_keys[rule] = _filter_key(self.lookahead, rule)
+        return key
+
+    def _same(self, rule: int, entry: PoolEntry) -> bool:
+        g, h, r = entry.witness
+        memo = (rule, id(g), r)
+        known = self._verified.get(memo)
+        if known is None:  # (the witness is kept beside the answer, so its id stays its own)
+            known = self._verified[memo] = (g, (g is self.fsms and r == rule)
+                                            or same_structure(self.fsms, self.hashes, rule, g, h, r))
+        return known[1]
+
+    def build(self, state: int, members: np.ndarray, classifier) -> tuple[np.ndarray, np.ndarray]:
+        """(accepted, uncertain) sorted-vocabulary indices of `state`'s entry (shared by the
+        states `members`), through the pool."""
+        key = self.key(state)
+        if key is None:
+            classifier.classify(state)
+            return classifier.accepted().copy(), classifier.uncertain().copy()
+        rule = int(self.state_rule[state])
+        la = self.lookahead_key(rule)
+        counts = self.pool._counts
+        entry = self.pool.find(key)
+        if entry is not None and not self._same(rule, entry):
+            counts["collisions"] += 1
+            entry = None
+        if entry is None:  # MISS: classify everything, record what holds in every grammar
+            counts["misses"] += 1
+            classifier.classify(state, record=True)
+            d = classifier.detail
+            entry = PoolEntry(IndexSet(np.flatnonzero(d == MK.D_ACCEPTED), len(d)),
+                              np.flatnonzero(d >= MK.D_ENDS_LOOKAHEAD_REJECTS).astype(np.int32),
+                              {la: np.flatnonzero(d == MK.D_ENDS).astype(np.int32)},
+                              (self.fsms, self.hashes, rule))
+            keys = [k for k in (self.key(int(s)) for s in members) if k is not None]
+            self.pool.add([key] + [k for k in keys if k != key], entry)
+            return classifier.accepted().copy(), classifier.uncertain().copy()
+        passes = entry.passes.get(la)
+        if passes is not None:  # PERFECT: only the tokens that reach the context
+            counts["perfect"] += 1
+            classifier.classify(state, marked=passes)
+        else:  # PARTIAL: the tokens A may end inside, under this lookahead
+            counts["partial"] += 1
+            classifier.classify(state, marked=entry.ends, record=True)
+            before = entry.nbytes
+            entry.passes[la] = entry.ends[classifier.detail[entry.ends] == MK.D_ENDS].astype(np.int32)
+            self.pool.grew(entry, before)
+        accepted = np.union1d(entry.acc0.indices(), classifier.accepted()).astype(np.int32)
+        return accepted, classifier.uncertain().copy()
+
+
+def _filter_key(lookahead: Optional[LookaheadArrays], rule: int) -> bytes:
+    if lookahead is None or lookahead.la_start[rule] < 0:
+        return b""
+    nxt, final = lookahead.la_next, lookahead.la_final
+    number = {int(lookahead.la_start[rule]): 0}
+    order = [int(lookahead.la_start[rule])]
+    head = 0
+    while head < len(order):
+        row = nxt[order[head]]
+        head += 1
+        for t in row.tolist():  # targets numbered in byte order
+            if t >= 0 and t not in number:
+                number[t] = len(order)
+                order.append(t)
+    table = np.array([[number[t] if t >= 0 else -1 for t in nxt[q].tolist()] for q in order], dtype=np.int32)
+    finals = np.array([bool(final[q]) for q in order], dtype=np.bool_)
+    return table.tobytes() + finals.tobytes()
