@@ -129,8 +129,14 @@ def test_deep_nesting_hits_a_documented_limit():
 
 def test_huge_repetition_hits_a_documented_limit():
     grammar = xgr.Grammar.from_ebnf('root ::= [a-z]{0,1000000}')
+    # unrolled, a million copies pass the state limit
     with pytest.raises(GrammarLimitError, match="states"):
-        xgr.GrammarCompiler(xgr.TokenizerInfo([])).compile_grammar(grammar)
+        xgr.GrammarCompiler(xgr.TokenizerInfo([]), repetition_compression=False).compile_grammar(grammar)
+    # counted (repetition compression, the default), it is one copy
+    assert xgr.GrammarCompiler(xgr.TokenizerInfo([])).compile_grammar(grammar).fsms.num_states < 5
+    # a body that may be empty is not counted: unrolled again
+    with pytest.raises(GrammarLimitError, match="states"):
+        xgr.GrammarCompiler(xgr.TokenizerInfo([])).compile_grammar('root ::= ([a-z]?){0,1000000}')
 
 
 def test_many_rules_deep_reference_chain_compiles():

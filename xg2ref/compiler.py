@@ -23,6 +23,7 @@ from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
 from .fsm.hashing import hash_rules
 from .grammar.grammar import Grammar
 from .grammar.passes import normalize
+from .grammar.repetition import REPETITION_THRESHOLD, compress_repetitions
 from .lookahead import LookaheadReport, first_bytes, follow_bytes, lookahead_arrays
 from .mask_cache import AdaptiveTokenMaskCache
 from .tokenizer_info import TokenizerInfo
@@ -57,11 +58,16 @@ class CompiledGrammar:
 
 
 def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: bool = False,
-                       eager_entries: int = 0, pool: Optional[CrossGrammarCache] = None) -> CompiledGrammar:
+                       eager_entries: int = 0, pool: Optional[CrossGrammarCache] = None,
+                       repetition_threshold: Optional[int] = REPETITION_THRESHOLD) -> CompiledGrammar:
     """Normalize, build the FSMs, flatten: no grammar-level caching. With `jit`, mask-cache
     entries are built when a mask first needs them, except the `eager_entries` estimated to
-    cost most (XGrammar-2 §3.5); with `pool`, entries go through the cross-grammar cache (§3.3)."""
+    cost most (XGrammar-2 §3.5); with `pool`, entries go through the cross-grammar cache (§3.3);
+    repetitions of more than `repetition_threshold` copies are counted, not unrolled (§3.6;
+    None: every repetition is unrolled)."""
     ir = normalize(grammar.ir)
+    if repetition_threshold is not None:
+        ir = compress_repetitions(ir, repetition_threshold)
     fsms = build_grammar_fsms(ir)
     for token_set in fsms.token_sets:
         for t in token_set.ids:
@@ -69,15 +75,16 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
                 raise ValueError(f"Token id {t} in the grammar is out of the vocabulary range "
                                  f"[0, {tokenizer_info.vocab_size})")
     arrays = fsms.to_arrays()
-    first = first_bytes(fsms)
-    lookahead, report = lookahead_arrays(ir, fsms, first)
+    analysed = fsms.loop_view()  # counted repetitions as R+ (FIRST, FOLLOW, VERIFY over-approximate)
+    first = first_bytes(analysed)
+    lookahead, report = lookahead_arrays(ir, analysed, first)
     view = None
     if pool is not None:
         hashes = hash_rules(fsms)
         pool.note_rules(hashes)
         view = pool.view(fsms, hashes, lookahead)
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
-                                   lookahead=lookahead, follow=follow_bytes(fsms, first), jit=jit, pool=view,
+                                   lookahead=lookahead, follow=follow_bytes(analysed, first), jit=jit, pool=view,
                                    eager_entries=eager_entries,
                                    first_rows=np.array(first, dtype=np.bool_).reshape(-1, 256))
     return CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
@@ -91,29 +98,35 @@ class GrammarCompiler:
     grammars this compiler compiles. `cache_limit_bytes` (negative: no limit) bounds both,
     two thirds for grammars and one third for entries. Ablation switches (XGrammar-2 Table 4):
     `jit` builds mask entries on first use, except the `jit_eager_entries` estimated to cost
-    most (§3.5); `cross_grammar_cache` shares entries between grammars (on when `cache_enabled`).
+    most (§3.5); `cross_grammar_cache` shares entries between grammars (on when `cache_enabled`);
+    `repetition_compression` counts repetitions of more than `repetition_threshold` copies
+    instead of unrolling them (§3.6).
     """
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, max_threads: int = 8, cache_enabled: bool = True,
                  cache_limit_bytes: int = -1, jit: bool = False, jit_eager_entries: int = 0,
-                 cross_grammar_cache: Optional[bool] = None):
+                 cross_grammar_cache: Optional[bool] = None, repetition_compression: bool = True,
+                 repetition_threshold: int = REPETITION_THRESHOLD):
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"GrammarCompiler needs a TokenizerInfo, got {type(tokenizer_info).__name__}")
         if jit_eager_entries < 0:
             raise ValueError(f"jit_eager_entries must be >= 0, got {jit_eager_entries}")
+        if repetition_threshold < 1:
+            raise ValueError(f"repetition_threshold must be >= 1, got {repetition_threshold}")
         self.tokenizer_info = tokenizer_info
         self.max_threads = max_threads
         self.cache_enabled = cache_enabled
         self.cache_limit_bytes = cache_limit_bytes
         self.jit = jit  # build mask-cache entries on first use (XGrammar-2 §3.5)
         self.jit_eager_entries = jit_eager_entries
+        self.repetition_threshold = repetition_threshold if repetition_compression else None
         self._cache: "OrderedDict[str, CompiledGrammar]" = OrderedDict()
         use_pool = cache_enabled if cross_grammar_cache is None else cross_grammar_cache
         self.pool = CrossGrammarCache(cache_limit_bytes // 3 if cache_limit_bytes >= 0 else -1) if use_pool else None
 
     def _compile(self, grammar: Grammar) -> CompiledGrammar:
         return compile_ir_grammar(grammar, self.tokenizer_info, jit=self.jit, eager_entries=self.jit_eager_entries,
-                                  pool=self.pool)
+                                  pool=self.pool, repetition_threshold=self.repetition_threshold)
 
     def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root") -> CompiledGrammar:
         """Compile EBNF text or a `Grammar`."""

@@ -13,7 +13,7 @@ What an entry owes to what. For a scannable state s of rule A, the class of a to
 The pool is keyed by what the first two depend on, A's FSM hash and s's canonical number
 (xg2ref/fsm/hashing.py), and the lookahead's automaton (compared byte for byte):
 
-    (hash(A), canonical(s))        -> acc0: tokens read inside A; ends: tokens A may end inside
+    (hash(A), canonical(s), count) -> acc0: tokens read inside A; ends: tokens A may end inside
     ... and L                      -> pass[L]: the tokens of `ends` whose rest agrees with L
 
 A lookup for state s of rule A, with lookahead L, in grammar G:
@@ -199,14 +199,15 @@ class PoolView:
         self._verified: dict = {}  # (rule, id of the witness's grammar, witness rule) -> bool
         self._la_keys: dict = {}
 
-    def key(self, state: int) -> Optional[tuple]:
-        """(hash of the state's rule, its canonical number), None when the rule has no hash."""
+    def key(self, state: int, count: int = 0) -> Optional[tuple]:
+        """(hash of the state's rule, its canonical number, seed count), None when the rule has
+        no hash."""
         r = int(self.state_rule[state])
         h = self.hashes.hashes[r]
         if h is None:
             return None
         number = int(self.hashes.canonical[r][state - self.offsets[r]])
-        return (h, number) if number >= 0 else None
+        return (h, number, count) if number >= 0 else None
 
     def lookahead_key(self, rule: int) -> bytes:
         """The rule's lookahead filter as bytes, states numbered breadth first (b"" for none)."""
@@ -224,12 +225,13 @@ class PoolView:
                                             or same_structure(self.fsms, self.hashes, rule, g, h, r))
         return known[1]
 
-    def build(self, state: int, members: np.ndarray, classifier) -> tuple[np.ndarray, np.ndarray]:
+    def build(self, state: int, members: np.ndarray, classifier, count: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(accepted, uncertain) sorted-vocabulary indices of `state`'s entry (shared by the
-        states `members`), through the pool."""
-        key = self.key(state)
+        states `members`), through the pool. `count`: the seed count of a counted repetition's
+        state (its zone's stand-in or one count), part of the key."""
+        key = self.key(state, count)
         if key is None:
-            classifier.classify(state)
+            classifier.classify(state, count=count)
             return classifier.accepted().copy(), classifier.uncertain().copy()
         rule = int(self.state_rule[state])
         la = self.lookahead_key(rule)
@@ -240,22 +242,22 @@ class PoolView:
             entry = None
         if entry is None:  # MISS: classify everything, record what holds in every grammar
             counts["misses"] += 1
-            classifier.classify(state, record=True)
+            classifier.classify(state, record=True, count=count)
             d = classifier.detail
             entry = PoolEntry(IndexSet(np.flatnonzero(d == MK.D_ACCEPTED), len(d)),
                               np.flatnonzero(d >= MK.D_ENDS_LOOKAHEAD_REJECTS).astype(np.int32),
                               {la: np.flatnonzero(d == MK.D_ENDS).astype(np.int32)},
                               (self.fsms, self.hashes, rule))
-            keys = [k for k in (self.key(int(s)) for s in members) if k is not None]
+            keys = [k for k in (self.key(int(s), count) for s in members) if k is not None]
             self.pool.add([key] + [k for k in keys if k != key], entry)
             return classifier.accepted().copy(), classifier.uncertain().copy()
         passes = entry.passes.get(la)
         if passes is not None:  # PERFECT: only the tokens that reach the context
             counts["perfect"] += 1
-            classifier.classify(state, marked=passes)
+            classifier.classify(state, marked=passes, count=count)
         else:  # PARTIAL: the tokens A may end inside, under this lookahead
             counts["partial"] += 1
-            classifier.classify(state, marked=entry.ends, record=True)
+            classifier.classify(state, marked=entry.ends, record=True, count=count)
             before = entry.nbytes
             entry.passes[la] = entry.ends[classifier.detail[entry.ends] == MK.D_ENDS].astype(np.int32)
             self.pool.grew(entry, before)

@@ -27,6 +27,7 @@ import numpy as np
 from .fsm.build import TOKEN_SYMBOL_BASE, FSMArrays, GrammarFSMs
 from .fsm.fsm import format_byte_range
 from .kernels import earley as K
+from .kernels import token_reads as T
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,8 @@ def grown_chart(c: K.Chart, status: int) -> K.Chart:
     """A copy of chart `c` with room for what a kernel's NEED_TABLE / NEED_ITEMS asked for."""
     if status == K.NEED_TABLE:
         size = len(c.tbl_key) * 4
-        return c._replace(tbl_key=np.zeros(size, np.int64), tbl_gen=np.zeros(size, np.int64))
+        return c._replace(tbl_key=np.zeros(size, np.int64), tbl_gen=np.zeros(size, np.int64),
+                          tbl_cnt=np.zeros(size, np.int64))
     if status != K.NEED_ITEMS:
         raise AssertionError(f"unexpected kernel status {status}")
     cap, sets = len(c.item_state) * 2, len(c.set_start) * 2
@@ -105,16 +107,19 @@ def grown_chart(c: K.Chart, status: int) -> K.Chart:
     item_origin = np.zeros(cap, np.int32)
     item_deadline = np.full(cap, K.NO_DEADLINE, np.int32)
     item_char_deadline = np.full(cap, K.NO_DEADLINE, np.int32)
+    item_count = np.zeros(cap, np.int32)
     set_start = np.zeros(sets, np.int64)
     set_chars = np.zeros(sets, np.int32)
     item_state[: len(c.item_state)] = c.item_state
     item_origin[: len(c.item_origin)] = c.item_origin
     item_deadline[: len(c.item_deadline)] = c.item_deadline
     item_char_deadline[: len(c.item_char_deadline)] = c.item_char_deadline
+    item_count[: len(c.item_count)] = c.item_count
     set_start[: len(c.set_start)] = c.set_start
     set_chars[: len(c.set_chars)] = c.set_chars
     return c._replace(item_state=item_state, item_origin=item_origin, item_deadline=item_deadline,
-                      item_char_deadline=item_char_deadline, set_start=set_start, set_chars=set_chars)
+                      item_char_deadline=item_char_deadline, item_count=item_count, set_start=set_start,
+                      set_chars=set_chars)
 
 
 class EarleyParser:
@@ -165,7 +170,7 @@ class EarleyParser:
         buf = np.frombuffer(bytes(data), dtype=np.uint8)
         done = 0
         while done < len(buf):
-            status, n = K.advance_bytes(self.arrays, self.chart, buf[done:])
+            status, n = T.advance_bytes(self.arrays, self.chart, buf[done:])
             done += n
             if status == K.OK:
                 break
@@ -183,17 +188,17 @@ class EarleyParser:
         if not len(self.fsms.token_sets) or not member.any():
             return self.advance(data)
         k0 = self.position
-        states, origins, deadlines, char_deadlines = (np.zeros(16, np.int32) for _ in range(4))
-        n = K.token_successors(self.arrays, self.chart, member, states, origins, deadlines, char_deadlines)
+        states, origins, deadlines, char_deadlines, counts = (np.zeros(16, np.int32) for _ in range(5))
+        n = T.token_successors(self.arrays, self.chart, member, states, origins, deadlines, char_deadlines, counts)
         if n > len(states):
-            states, origins, deadlines, char_deadlines = (np.zeros(n, np.int32) for _ in range(4))
-            K.token_successors(self.arrays, self.chart, member, states, origins, deadlines, char_deadlines)
+            states, origins, deadlines, char_deadlines, counts = (np.zeros(n, np.int32) for _ in range(5))
+            T.token_successors(self.arrays, self.chart, member, states, origins, deadlines, char_deadlines, counts)
         if n == 0:
             return self.advance(data)
         fresh = not self.advance(data)
         nchars = sum(1 for b in data if b & 0xC0 != 0x80)
-        while (status := K.join_token_items(self.arrays, self.chart, k0, len(data), nchars, states[:n], origins[:n],
-                                            deadlines[:n], char_deadlines[:n], fresh)) != K.OK:
+        while (status := T.join_token_items(self.arrays, self.chart, k0, len(data), nchars, states[:n], origins[:n],
+                                            deadlines[:n], char_deadlines[:n], counts[:n], fresh)) != K.OK:
             self._grow(status)
         return True
 
@@ -256,14 +261,14 @@ class EarleyParser:
     def next_bytes(self) -> np.ndarray:
         """bool[256]: bytes that keep the input a viable prefix."""
         out = np.zeros(256, dtype=np.bool_)
-        K.next_byte_set(self.arrays, self.chart, out)
+        T.next_byte_set(self.arrays, self.chart, out)
         return out
 
     def fill_mask(self, token_bytes, token_offsets, sorted_ids, sorted_lcp, out: np.ndarray) -> None:
         """out[t] = token t's bytes keep the input a viable prefix, for t in `sorted_ids`."""
         j = 0
         while True:
-            status, j = K.fill_token_mask(self.arrays, self.chart, token_bytes, token_offsets,
+            status, j = T.fill_token_mask(self.arrays, self.chart, token_bytes, token_offsets,
                                           sorted_ids, sorted_lcp, j, out)
             if status == K.OK:
                 return

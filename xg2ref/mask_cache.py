@@ -71,6 +71,10 @@ class MaskCacheArrays(NamedTuple):
     unc_sorted : int32[...]
     regular_words : int32[W]     bitset of the regular tokens
     counts : int64[E, 3]         accepted / rejected / uncertain counts of each entry
+    noexit_entry : int32[S]      entry of a counted repetition's state for counts in the NOEXIT
+                                 zone (state_entry serves the FREE zone; kernels/mask_fill.py)
+    ex_key, ex_entry             sorted (state << 32 | count) -> entry, for counts near a bound
+    count_slack : int64[1]       the longest token's bytes (how near a bound is "near")
     """
 
     state_entry: np.ndarray
@@ -84,6 +88,10 @@ class MaskCacheArrays(NamedTuple):
     unc_sorted: np.ndarray
     regular_words: np.ndarray
     counts: np.ndarray
+    noexit_entry: np.ndarray
+    ex_key: np.ndarray
+    ex_entry: np.ndarray
+    count_slack: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -156,13 +164,15 @@ class _Classifier:
         self.unc_idx = np.zeros(m, dtype=np.int32)
         self.n_list = np.zeros(2, dtype=np.int64)
 
-    def classify(self, state: int, marked: Optional[np.ndarray] = None, record: bool = False) -> np.ndarray:
+    def classify(self, state: int, marked: Optional[np.ndarray] = None, record: bool = False,
+                 count: int = 0) -> np.ndarray:
         """The class of every sorted token; afterwards `accepted()` and `uncertain()` list the
         sorted indices of those two classes.
 
         `marked` (sorted indices): classify only those; the others come back rejected and are
         not listed. `record`: also fill `detail` with what each class owes to the state's rule
-        alone (MK.D_*, for the cross-grammar cache).
+        alone (MK.D_*, for the cross-grammar cache). `count`: the seed item's count (a zone's
+        stand-in or one count) when the state is in a counted repetition.
         """
         v = self.vocab
         out = np.zeros(len(v.sorted_ids), dtype=np.int8)
@@ -170,7 +180,7 @@ class _Classifier:
             out[marked] = MK.TODO
         self.detail = np.zeros(len(v.sorted_ids) if record else 1, dtype=np.int8)
         self.n_list[:] = 0
-        while (status := MK.init_chart_at_state(self.fsm, self.chart, state)) != K.OK:
+        while (status := MK.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
             self.chart = grown_chart(self.chart, status)
         j = 0
         while True:
@@ -187,7 +197,7 @@ class _Classifier:
             else:
                 self.ctx_chart = grown_chart(self.ctx_chart, status)
             if j == 0:  # the kernel restarts from the state's own sets
-                while (st := MK.init_chart_at_state(self.fsm, self.chart, state)) != K.OK:
+                while (st := MK.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
                     self.chart = grown_chart(self.chart, st)
 
 
@@ -204,7 +214,9 @@ class AdaptiveTokenMaskCache:
 
     With `jit` (XGrammar-2 §3.5), entries are built on the first visit of one of their states
     (when a mask is filled there), except the `eager` classes named up front; masks are the same
-    either way.
+    either way. A state of a counted repetition (§3.6) has an entry per zone of counts
+    (xg2ref/grammar/repetition.py): the FREE one is built like any other; the NOEXIT one and
+    those of single counts near a bound are built on first use, JIT or not.
     """
 
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int,
@@ -216,9 +228,9 @@ class AdaptiveTokenMaskCache:
         self.vocab_size = vocab_size
         self._words = (vocab_size + 31) // 32
         scannable = np.flatnonzero(np.diff(fsm.byte_indptr) > 0).astype(np.int32)
+        longest = int(np.diff(vocab.token_offsets).max(initial=0))
         if share_entries and len(scannable):
             # one entry per class of states that read every token alike (xg2ref/state_classes.py)
-            longest = int(np.diff(vocab.token_offsets).max(initial=0))
             labels = state_classes(fsm, longest + 1, shareable_rules(fsm))[scannable]
             _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
             rank = np.empty(len(first), dtype=np.int64)
@@ -233,6 +245,14 @@ class AdaptiveTokenMaskCache:
         self._class_members = np.split(scannable[order], np.cumsum(np.bincount(member_class, minlength=n_classes))[:-1])
         self._state_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
         self._state_entry[scannable] = UNBUILT
+        # counted repetitions (§3.6): a seed count per class for the FREE zone, other zones apart
+        self._fsm, self._slack = fsm, longest
+        counted_rule = fsm.rule_rep_lo >= 0
+        self._counted = bool(counted_rule.any())
+        self._class_counted = counted_rule[fsm.state_rule[self._class_rep]]
+        self._noexit_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
+        self._noexit_entry[scannable[counted_rule[fsm.state_rule[scannable]]]] = UNBUILT
+        self._exact: dict = {}  # state << 32 | count -> entry
         self._classifier = _Classifier(fsm, vocab, lookahead, follow)
         self._pool = pool  # a cross_grammar_cache.PoolView, or None
         self._first = first_rows  # FIRST(r) as bool[R, 256], for cost estimates (lookahead.first_bytes)
@@ -278,17 +298,21 @@ class AdaptiveTokenMaskCache:
         return np.argsort(-costs, kind="stable")[:k].tolist()
 
     def _build(self, classes, progress=None) -> None:
-        """Build the entries of `classes` (class numbers) and repack the flat arrays."""
+        """Build the entries of `classes` (class numbers, or (class, zone) pairs for a counted
+        repetition's other zones: ZONE_NOEXIT or a count) and repack the flat arrays."""
         start = time.perf_counter()
         parts, vocab, words = self._parts, self.vocab, self._words
         classes = list(classes)
         n_sorted = len(vocab.sorted_ids)
-        for done, c in enumerate(classes):
+        for done, job in enumerate(classes):
+            c, zone = job if isinstance(job, tuple) else (job, MF.ZONE_FREE)
             s = int(self._class_rep[c])
+            seed = 0 if not self._class_counted[c] else (
+                K.FREE_BASE if zone == MF.ZONE_FREE else K.NOEXIT_BASE if zone == MF.ZONE_NOEXIT else int(zone))
             if self._pool is not None:  # through the cross-grammar cache (cross_grammar_cache.py)
-                acc, unc = self._pool.build(s, self._class_members[c], self._classifier)
+                acc, unc = self._pool.build(s, self._class_members[c], self._classifier, seed)
             else:
-                self._classifier.classify(s)
+                self._classifier.classify(s, count=seed)
                 acc, unc = self._classifier.accepted(), self._classifier.uncertain()
             n_acc, n_unc = len(acc), len(unc)
             parts["count"].append((n_acc, n_sorted - n_acc - n_unc, n_unc))
@@ -309,10 +333,18 @@ class AdaptiveTokenMaskCache:
                 parts["list"].append(np.sort(vocab.sorted_ids[rejected]))
             parts["unc"].append(unc.copy())
             parts["state"].append(s)
-            self._state_entry[self._class_members[c]] = len(parts["kind"]) - 1
+            e = len(parts["kind"]) - 1
+            members = self._class_members[c]
+            if zone == MF.ZONE_FREE:
+                self._state_entry[members] = e
+                self._unbuilt -= 1
+            elif zone == MF.ZONE_NOEXIT:
+                self._noexit_entry[members] = e
+            else:
+                for m in members.tolist():
+                    self._exact[(m << 32) | int(zone)] = e
             if progress is not None:
                 progress(done + 1, len(classes))
-        self._unbuilt -= len(classes)
         self.build_seconds += time.perf_counter() - start
         self._pack()
 
@@ -335,6 +367,10 @@ class AdaptiveTokenMaskCache:
             unc_sorted=_concat(parts["unc"]),
             regular_words=self._regular_words,
             counts=np.array(parts["count"], dtype=np.int64).reshape(n, 3),
+            noexit_entry=self._noexit_entry,
+            ex_key=np.array(sorted(self._exact), dtype=np.int64),
+            ex_entry=np.array([self._exact[k] for k in sorted(self._exact)], dtype=np.int32),
+            count_slack=np.array([self._slack], dtype=np.int64),
         )
         totals = self.arrays.counts.sum(axis=0) if n else np.zeros(3, np.int64)
         self.stats = CacheStats(n, int(totals[0]), int(totals[1]), int(totals[2]),
@@ -348,18 +384,29 @@ class AdaptiveTokenMaskCache:
         """Entries not built yet (JIT); 0 once every class has one."""
         return self._unbuilt
 
-    def ensure_entries(self, states: np.ndarray) -> int:
-        """Build the entries of `states` that are missing (JIT). Returns how many were built."""
-        missing = states[self._state_entry[states] == UNBUILT]
-        if not len(missing):
-            return 0
+    def ensure_entries(self, states: np.ndarray, counts: Optional[np.ndarray] = None) -> int:
+        """Build the entries that items in `states` (with `counts`, for counted repetitions)
+        lack (JIT, and a counted repetition's other zones). Returns how many were built."""
         if self._state_class is None:
             self._state_class = np.full(len(self._state_entry), -1, dtype=np.int64)
             for c, members in enumerate(self._class_members):
                 self._state_class[members] = c
-        classes = np.unique(self._state_class[missing])
-        self._build(classes.tolist())
-        return len(classes)
+        jobs = set(self._state_class[states[self._state_entry[states] == UNBUILT]].tolist())
+        if self._counted and counts is not None:
+            fsm = self._fsm
+            for s, k in zip(states.tolist(), counts.tolist()):
+                rule = fsm.state_rule[s]
+                if fsm.rule_rep_lo[rule] < 0 or self._state_entry[s] == -1:
+                    continue
+                zone = int(MF.count_zone(fsm.rule_rep_lo[rule], fsm.rule_rep_hi[rule], k, self._slack))
+                if zone != MF.ZONE_FREE and MF.item_entry(fsm, self._state_entry, self._noexit_entry,
+                                                          self.arrays.ex_key, self.arrays.ex_entry, self._slack,
+                                                          s, k) == -2:
+                    jobs.add((int(self._state_class[s]), zone))
+        if not jobs:
+            return 0
+        self._build(sorted(jobs, key=lambda j: j if isinstance(j, tuple) else (j, -3)))
+        return len(jobs)
 
     @property
     def memory_size_bytes(self) -> int:
@@ -375,10 +422,11 @@ class AdaptiveTokenMaskCache:
         Returns the number of uncertain tokens checked against the full chart, and whether
         every id is allowed.
         """
-        if self._unbuilt:
+        if self._unbuilt or self._counted:
             c = parser.chart
             k = int(c.meta[0]) - 1
-            if self.ensure_entries(c.item_state[c.set_start[k]:c.set_start[k + 1]]):
+            items = slice(c.set_start[k], c.set_start[k + 1])
+            if self.ensure_entries(c.item_state[items], c.item_count[items]):
                 self._fill = None  # the arrays changed: bind again
         args = (parser.arrays, parser.chart, self.arrays, self.vocab, self._state_mark, self._scratch, self._cand,
                 self._cand_tmp, not_regular, stop_ids, words)

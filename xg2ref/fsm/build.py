@@ -20,7 +20,8 @@ completed, so an item waiting on it is dead) and trims again. `GrammarFSMs.to_ar
 flattens all machines into one `FSMArrays` of CSR arrays with global state numbers: the only
 form the Earley kernels see.
 
-What it leaves out: repetition counters (§3.6) — `x{m,n}` is unrolled, within the limits below.
+Repetitions above xg2ref/grammar/repetition.py's threshold are not unrolled: they arrive here as
+counted rules (§3.6), whose machine is one copy of the body.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 
 from ..exceptions import GrammarLimitError
 from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, TokenSet
+from ..kernels.earley import REPEAT_UNBOUNDED
 from ..util import deep_recursion
 from .fsm import FSM
 from .utf8 import class_sequences
@@ -164,6 +166,8 @@ class FSMArrays(NamedTuple):
     tok_dst : int32[G]
     rule_budget : int32[R]     the rule's `max_tokens` option, -1 when it has none
     rule_char_budget : int32[R]  the rule's `max_chars` option, -1 when it has none
+    rule_rep_lo, rule_rep_hi : int32[R]  a counted repetition's bounds (kernels/earley.py),
+                               -1 for other rules; hi is REPEAT_UNBOUNDED for none
     """
 
     state_rule: np.ndarray
@@ -183,6 +187,8 @@ class FSMArrays(NamedTuple):
     tok_dst: np.ndarray
     rule_budget: np.ndarray
     rule_char_budget: np.ndarray
+    rule_rep_lo: np.ndarray
+    rule_rep_hi: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -197,10 +203,31 @@ class GrammarFSMs:
     token_sets: tuple[TokenSet, ...] = ()
     max_tokens: tuple[int, ...] = ()  # per rule, -1 for none (empty: no rule has a token budget)
     max_chars: tuple[int, ...] = ()  # per rule, -1 for none (empty: no rule has a character budget)
+    repeats: tuple = ()  # per rule, (lo, hi) of a counted repetition or None (empty: no rule is one)
 
     @property
     def num_states(self) -> int:
         return sum(f.num_states for f in self.fsms)
+
+    def loop_view(self) -> "GrammarFSMs":
+        """The grammar as the static analyses (FIRST, FOLLOW, VERIFY) must see it: each counted
+        repetition's machine also gets, at every final state, the start state's edges (R+, the
+        copies without their count; with l = 0 the rule is nullable). A superset of each
+        rule's language, state numbers unchanged."""
+        if not self.repeats:
+            return self
+        fsms = []
+        for f, rep in zip(self.fsms, self.repeats):
+            if rep is None:
+                fsms.append(f)
+                continue
+            starts_b = [(lo, hi, d) for s, lo, hi, d in f.byte_edges if s == f.start]
+            starts_r = [(r, d) for s, r, d in f.rule_edges if s == f.start]
+            byte_edges = set(f.byte_edges) | {(q, lo, hi, d) for q in f.finals for lo, hi, d in starts_b}
+            rule_edges = set(f.rule_edges) | {(q, r, d) for q in f.finals for r, d in starts_r}
+            fsms.append(FSM(f.num_states, f.start, f.finals, tuple(sorted(byte_edges)), tuple(sorted(rule_edges))))
+        return GrammarFSMs(self.rule_names, tuple(fsms), self.root, self.nullable, self.productive, self.token_sets,
+                           self.max_tokens, self.max_chars, self.repeats)
 
     def state_offsets(self) -> np.ndarray:
         """offsets[r] = global number of rule r's state 0."""
@@ -249,6 +276,9 @@ class GrammarFSMs:
             tok_dst=np.ascontiguousarray(t[:, 2]),
             rule_budget=np.array(self.max_tokens or [-1] * len(self.fsms), dtype=np.int32),
             rule_char_budget=np.array(self.max_chars or [-1] * len(self.fsms), dtype=np.int32),
+            rule_rep_lo=np.array([r[0] if r else -1 for r in self.repeats] or [-1] * len(self.fsms), dtype=np.int32),
+            rule_rep_hi=np.array([(REPEAT_UNBOUNDED if r[1] is None else r[1]) if r else -1 for r in self.repeats]
+                                 or [-1] * len(self.fsms), dtype=np.int32),
         )
 
 
@@ -258,45 +288,54 @@ def _indptr(sources: np.ndarray, num_states: int) -> np.ndarray:
 
 
 def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES) -> GrammarFSMs:
-    """Build, simplify and clean the FSM of every rule of `ir` (rules keep their order)."""
+    """Build, simplify and clean the FSM of every rule of `ir` (rules keep their order).
+
+    A counted repetition `C ::= R{l,r}` (option `counted`, xg2ref/grammar/repetition.py) gets
+    R's machine; its items count the copies (kernels/earley.py)."""
     names = tuple(r.name for r in ir.rules)
     rule_ids = {name: i for i, name in enumerate(names)}
     token_sets: dict[TokenSet, int] = {}
+    repeats = tuple((rule.body.min, rule.body.max) if rule.option("counted") else None for rule in ir.rules)
     # a rule with a token budget keeps its tail self-calls: each call is a new occurrence with
     # its own deadline (kernels/earley.py), which a loop would not give
-    fsms = [rule_fsm(rule.body, rule_ids, rule.name, token_sets)
-            if rule.option("max_tokens") is not None or rule.option("max_chars") is not None
-            else rule_fsm(rule.body, rule_ids, rule.name, token_sets).with_tail_calls_as_loops(r)
-            for r, rule in enumerate(ir.rules)]
+    fsms = []
+    for r, rule in enumerate(ir.rules):
+        body = rule.body.body if repeats[r] else rule.body
+        fsm = rule_fsm(body, rule_ids, rule.name, token_sets)
+        if rule.option("max_tokens") is None and rule.option("max_chars") is None and not repeats[r]:
+            fsm = fsm.with_tail_calls_as_loops(r)
+        fsms.append(fsm)
     if sum(f.num_states for f in fsms) > MAX_GRAMMAR_STATES:
         raise GrammarLimitError(f"the grammar needs more than {MAX_GRAMMAR_STATES} FSM states")
-    productive = _productive_rules(fsms)
+    productive = _productive_rules(fsms, repeats)
     dead = {r for r, ok in enumerate(productive) if not ok}
     fsms = [f.without_rules(dead).simplified(max_dfa_states) for f in fsms]
-    nullable = _nullable_rules(fsms)
+    nullable = _nullable_rules(fsms, repeats)
     budgets = tuple(int(rule.option("max_tokens", -1)) for rule in ir.rules)
     char_budgets = tuple(int(rule.option("max_chars", -1)) for rule in ir.rules)
     return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive), tuple(token_sets),
                        budgets if any(b >= 0 for b in budgets) else (),
-                       char_budgets if any(b >= 0 for b in char_budgets) else ())
+                       char_budgets if any(b >= 0 for b in char_budgets) else (),
+                       repeats if any(repeats) else ())
 
 
-def _productive_rules(fsms: list[FSM]) -> list[bool]:
+def _productive_rules(fsms: list[FSM], repeats: tuple = ()) -> list[bool]:
     """Least fixpoint: a rule is productive when a path start -> final uses only bytes and
-    references to productive rules (its language is non-empty)."""
-    return _rule_fixpoint(fsms, allow_bytes=True)
+    references to productive rules (its language is non-empty); a counted R{0,r} always is."""
+    return _rule_fixpoint(fsms, allow_bytes=True, repeats=repeats)
 
 
-def _nullable_rules(fsms: list[FSM]) -> list[bool]:
+def _nullable_rules(fsms: list[FSM], repeats: tuple = ()) -> list[bool]:
     """Least fixpoint: a rule is nullable when a path start -> final uses only references to
-    nullable rules (no byte edge)."""
-    return _rule_fixpoint(fsms, allow_bytes=False)
+    nullable rules (no byte edge); a counted R{l,r} is nullable exactly when l = 0 (R is not)."""
+    return _rule_fixpoint(fsms, allow_bytes=False, repeats=repeats)
 
 
-def _rule_fixpoint(fsms: list[FSM], allow_bytes: bool) -> list[bool]:
+def _rule_fixpoint(fsms: list[FSM], allow_bytes: bool, repeats: tuple = ()) -> list[bool]:
     """The rules with a path start -> final over epsilons, references to rules already known
     to hold, and (`allow_bytes`) bytes. A worklist: a rule is looked at again only when a rule
-    it references has just been found to hold."""
+    it references has just been found to hold. A counted repetition R{l,r} with l = 0 holds
+    outright (it matches the empty string); with l > 0 its machine decides."""
     holds = [False] * len(fsms)
     adjacency = [f.out_edges() for f in fsms]
     users: list[set[int]] = [set() for _ in fsms]
@@ -308,7 +347,10 @@ def _rule_fixpoint(fsms: list[FSM], allow_bytes: bool) -> list[bool]:
     while todo:
         r = todo.pop()
         queued[r] = False
-        if holds[r] or not _path_exists(fsms[r], lambda rule: holds[rule], allow_bytes, adjacency[r]):
+        if holds[r]:
+            continue
+        empty_repeat = bool(repeats) and repeats[r] is not None and repeats[r][0] == 0
+        if not empty_repeat and not _path_exists(fsms[r], lambda rule: holds[rule], allow_bytes, adjacency[r]):
             continue
         holds[r] = True
         for u in users[r]:

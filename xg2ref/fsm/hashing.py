@@ -25,7 +25,8 @@ callee first, by the strongly connected components of the reference graph (Tarja
     any other SCC, or a rule reaching one             |- no hash (never shared)
 
 The mix is not commutative, so the rotation starting at each member gives each its own hash.
-Budgets (`max_tokens`, `max_chars`) are mixed into the local hash: they change how a rule parses.
+Budgets (`max_tokens`, `max_chars`) and a counted repetition's bounds (§3.6) are mixed into the
+local hash: they change how a rule parses.
 
 Equal hashes must mean equal structure (Appendix C: the hash is sufficient, not complete), and
 64 bits may collide, so a cache never trusts a hash alone: `same_structure` checks that the two
@@ -180,7 +181,10 @@ def _sccs(n: int, succ: list) -> list:
 
 
 def _budgets(g: GrammarFSMs, r: int) -> tuple:
-    return (g.max_tokens[r] if g.max_tokens else -1, g.max_chars[r] if g.max_chars else -1)
+    """What a rule parses by besides its machine: budgets and a counted repetition's bounds."""
+    lo, hi = (g.repeats[r][0], -2 if g.repeats[r][1] is None else g.repeats[r][1]) if g.repeats and g.repeats[r] \
+        else (-1, -1)
+    return (g.max_tokens[r] if g.max_tokens else -1, g.max_chars[r] if g.max_chars else -1, lo, hi)
 
 
 def hash_rules(g: GrammarFSMs) -> RuleHashes:

@@ -47,6 +47,22 @@ k knows how many code points its bytes hold (`set_chars[k]`), PREDICT gives
                   has not or set k is a sentence  |-  those items do not SCAN this byte
                   (otherwise the budget gives way for this code point)
 
+Counted repetitions (XGrammar-2 §3.6, xg2ref/grammar/repetition.py). A rule R with
+`rule_rep_lo[R] >= 0` matches its machine's language between lo and hi times
+(`rule_rep_hi`, REPEAT_UNBOUNDED for none), and its items carry a count c, the passes completed
+before the current one (0 for every other item):
+
+    LOOP      [i, k, R -> f, c], f final, c + 1 < hi      |-  [i, k, R -> start(R), c + 1]
+    END       R's item [i, k, R -> f, c] may complete (COMPLETE, a sentence) only if
+              f final and lo <= c + 1
+    PREDICT   gives count 0; SCAN, TOKEN and the parent side of COMPLETE keep the item's count
+
+The machine never accepts the empty string (the repetition pass only counts machines that
+read at least one byte), so LOOP never closes on itself and a counted item is one item, not
+hi of them. Three ranges of counts are stand-ins used while building mask-cache entries,
+where the count is not known: FREE (LOOP and END always allowed), NOEXIT (LOOP always, END
+never) and STRICT (neither); they add one per LOOP like any count.
+
 Status codes: OK = 0, EMPTY = 1 (the byte is rejected: the new set would be empty),
 NEED_ITEMS = 2 and NEED_TABLE = 3 (the caller grows `Chart` and calls again; nothing was
 committed).
@@ -64,8 +80,12 @@ EMPTY = 1
 NEED_ITEMS = 2
 NEED_TABLE = 3
 
-_HASH_MULT = 0x9E3779B1
 NO_DEADLINE = 2147483647
+REPEAT_UNBOUNDED = 2147483647  # rule_rep_hi of R{lo,}
+# stand-in counts (module docstring): FREE_BASE + n, NOEXIT_BASE + n, STRICT_BASE + n after n LOOPs
+FREE_BASE = 1 << 30
+NOEXIT_BASE = 1 << 29
+STRICT_BASE = 1 << 28
 # chart.meta slots
 META_SETS = 0       # number of sets (the current set is meta[0] - 1)
 META_GEN = 1        # generation of the dedup table
@@ -83,21 +103,25 @@ class Chart(NamedTuple):
     item_origin : int32[capacity]  origin (byte position) of each item
     item_deadline : int32[capacity]  last token index the item's derivation may read (token budgets)
     item_char_deadline : int32[capacity]  code points its derivation may have read in all (character budgets)
+    item_count : int32[capacity]   passes completed by a counted repetition's item (0 for others)
     set_start : int64[max_sets+1]  set k holds items set_start[k] : set_start[k+1]
     set_chars : int32[max_sets+1]  code points (UTF-8 lead bytes) among the bytes before set k
     tbl_key : int64[T]             dedup table of the set being built (T a power of two)
     tbl_gen : int64[T]             slot is in use iff tbl_gen[slot] == meta[1]
-    meta : int64[6]                the META_* slots above
+    tbl_cnt : int64[T]             the count of the item in the slot
+    meta : int64[7]                the META_* slots above
     """
 
     item_state: np.ndarray
     item_origin: np.ndarray
     item_deadline: np.ndarray
     item_char_deadline: np.ndarray
+    item_count: np.ndarray
     set_start: np.ndarray
     set_chars: np.ndarray
     tbl_key: np.ndarray
     tbl_gen: np.ndarray
+    tbl_cnt: np.ndarray
     meta: np.ndarray
 
 
@@ -108,18 +132,20 @@ def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int =
         item_origin=np.zeros(item_capacity, dtype=np.int32),
         item_deadline=np.full(item_capacity, NO_DEADLINE, dtype=np.int32),
         item_char_deadline=np.full(item_capacity, NO_DEADLINE, dtype=np.int32),
+        item_count=np.zeros(item_capacity, dtype=np.int32),
         set_start=np.zeros(max_sets + 1, dtype=np.int64),
         set_chars=np.zeros(max_sets + 1, dtype=np.int32),
         tbl_key=np.zeros(table_size, dtype=np.int64),
         tbl_gen=np.zeros(table_size, dtype=np.int64),
+        tbl_cnt=np.zeros(table_size, dtype=np.int64),
         meta=np.zeros(7, dtype=np.int64),
     )
 
 
 @njit(cache=True, _nrt=False)
-def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, item_deadline, item_char_deadline, meta, set_begin, end,
-              state, origin, deadline, char_deadline):
-    """Append (state, origin) with `deadline` to the set being built (items set_begin:end)
+def add_item(tbl_key, tbl_gen, tbl_cnt, gen, item_state, item_origin, item_deadline, item_char_deadline, item_count,
+              meta, set_begin, end, state, origin, deadline, char_deadline, count):
+    """Append (state, origin, count) with `deadline` to the set being built (items set_begin:end)
     unless present; a present item keeps the larger deadline (and meta[META_RAISED] notes a rise).
 
     `tbl_key` / `tbl_gen` are the chart's dedup table (a slot is in use iff its tbl_gen equals
@@ -131,12 +157,14 @@ def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, item_deadline, ite
     if (end - set_begin) * 2 >= mask:
         return -NEED_TABLE
     key = (np.int64(state) << 32) | np.int64(origin)
-    h = ((key * _HASH_MULT) >> 13) & mask
+    # state < 2^22, origin and count < 2^31: the sum stays below 2^48 (no overflow, in Numba or numpy)
+    x = np.int64(state) * 0x9E37 + np.int64(origin) * 0x85EB + np.int64(count) * 0xC2B3
+    h = (x ^ (x >> 15)) & mask
     while tbl_gen[h] == gen:
-        if tbl_key[h] == key:
+        if tbl_key[h] == key and tbl_cnt[h] == count:
             if meta[META_BUDGETS] != 0 or meta[META_CHAR_BUDGETS] != 0:
                 for q in range(set_begin, end):
-                    if item_state[q] == state and item_origin[q] == origin:
+                    if item_state[q] == state and item_origin[q] == origin and item_count[q] == count:
                         if deadline > item_deadline[q]:
                             item_deadline[q] = deadline
                             meta[META_RAISED] = 1
@@ -150,6 +178,8 @@ def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, item_deadline, ite
         return -NEED_ITEMS
     tbl_gen[h] = gen
     tbl_key[h] = key
+    tbl_cnt[h] = count
+    item_count[end] = count
     item_state[end] = state
     item_origin[end] = origin
     item_deadline[end] = deadline
@@ -158,9 +188,32 @@ def _add_item(tbl_key, tbl_gen, gen, item_state, item_origin, item_deadline, ite
 
 
 @njit(cache=True, _nrt=False)
-def _expired(chart, p):
+def expired(chart, p):
     """Item p may not read: budgets are enforced and its deadline is below the token index."""
     return chart.meta[META_ENFORCE] != 0 and chart.item_deadline[p] < chart.meta[META_TOKEN]
+
+
+@njit(cache=True, _nrt=False)
+def item_may_end(fsm, state, count):
+    """END: an item in `state` with `count` may complete its rule (module docstring)."""
+    if not fsm.is_final[state]:
+        return False
+    lo = fsm.rule_rep_lo[fsm.state_rule[state]]
+    if lo < 0 or count >= FREE_BASE:
+        return True
+    if count >= STRICT_BASE:
+        return False
+    return count + 1 >= lo
+
+
+@njit(cache=True, _nrt=False)
+def _may_loop(fsm, rule, count):
+    """LOOP is allowed for a counted item of `rule` with `count` in a final state."""
+    if count >= NOEXIT_BASE:
+        return True
+    if count >= STRICT_BASE:
+        return False
+    return count + 1 < fsm.rule_rep_hi[rule]
 
 
 @njit(cache=True, _nrt=False)
@@ -190,7 +243,7 @@ def _child_char_deadline(fsm, chart, rule, k, parent_deadline):
 
 
 @njit(cache=True, _nrt=False)
-def _close_set(fsm, chart, k, begin, end):
+def close_set(fsm, chart, k, begin, end):
     """Apply PREDICT and COMPLETE to set k (items begin:end, growing) until nothing changes.
 
     Returns (status, end). With token budgets, a deadline that rises during a pass sends the
@@ -205,54 +258,67 @@ def _close_set(fsm, chart, k, begin, end):
 
 @njit(cache=True, _nrt=False)
 def _close_pass(fsm, chart, k, begin, end):
-    """One pass of `_close_set` over items begin:end (end grows as items are added)."""
+    """One pass of `close_set` over items begin:end (end grows as items are added)."""
     p = begin
     while p < end:
         s = chart.item_state[p]
         i = chart.item_origin[p]
         d = chart.item_deadline[p]
         cd = chart.item_char_deadline[p]
+        c = chart.item_count[p]
         # PREDICT: [i, k, A -> s], s -B-> t  |-  [k, k, B -> start(B)]
         for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
             b = fsm.ref_rule[e]
-            r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                          chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end, fsm.rule_start[b], k,
-                          _child_deadline(fsm, chart, b, d), _child_char_deadline(fsm, chart, b, k, cd))
+            r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
+                          chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
+                          chart.meta, begin, end, fsm.rule_start[b], k, _child_deadline(fsm, chart, b, d),
+                          _child_char_deadline(fsm, chart, b, k, cd), 0)
             if r < -1:
                 return -r, end
             if r >= 0:
                 end = r
             # ... and B nullable  |-  [i, k, A -> t]
             if fsm.rule_nullable[b]:
-                r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                              chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end, fsm.ref_dst[e], i,
-                              d, cd)
+                r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
+                              chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
+                              chart.meta, begin, end, fsm.ref_dst[e], i, d, cd, c)
                 if r < -1:
                     return -r, end
                 if r >= 0:
                     end = r
-        # COMPLETE: [j=i, k, B -> f], f final, j < k, [i', j, A -> s'], s' -B-> t  |-  [i', k, A -> t]
-        if fsm.is_final[s] and i < k:
+        if fsm.is_final[s]:
             rule = fsm.state_rule[s]
-            for q in range(chart.set_start[i], chart.set_start[i + 1]):
-                s2 = chart.item_state[q]
-                for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
-                    if fsm.ref_rule[e] == rule:
-                        r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                                      chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end,
-                                      fsm.ref_dst[e], chart.item_origin[q], chart.item_deadline[q],
-                                      chart.item_char_deadline[q])
-                        if r < -1:
-                            return -r, end
-                        if r >= 0:
-                            end = r
+            # LOOP: [i, k, R -> f, c], R counted, c + 1 < hi  |-  [i, k, R -> start(R), c + 1]
+            if fsm.rule_rep_lo[rule] >= 0 and _may_loop(fsm, rule, c):
+                r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
+                              chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
+                              chart.meta, begin, end, fsm.rule_start[rule], i, d, cd, c + 1)
+                if r < -1:
+                    return -r, end
+                if r >= 0:
+                    end = r
+            # COMPLETE: [j=i, k, B -> f], B may end, j < k, [i', j, A -> s'], s' -B-> t  |-  [i', k, A -> t]
+            if i < k and item_may_end(fsm, s, c):
+                for q in range(chart.set_start[i], chart.set_start[i + 1]):
+                    s2 = chart.item_state[q]
+                    for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
+                        if fsm.ref_rule[e] == rule:
+                            r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1],
+                                          chart.item_state, chart.item_origin, chart.item_deadline,
+                                          chart.item_char_deadline, chart.item_count, chart.meta, begin, end,
+                                          fsm.ref_dst[e], chart.item_origin[q], chart.item_deadline[q],
+                                          chart.item_char_deadline[q], chart.item_count[q])
+                            if r < -1:
+                                return -r, end
+                            if r >= 0:
+                                end = r
         p += 1
     return OK, end
 
 
 @njit(cache=True, _nrt=False)
-def seed_chart(fsm, chart, k, state, deadline, char_deadline):
-    """Sets 0..k-1 empty, set k = the closure of the single item (state, origin 0) with
+def seed_chart(fsm, chart, k, state, deadline, char_deadline, count):
+    """Sets 0..k-1 empty, set k = the closure of the single item (state, origin 0, count) with
     `deadline` and `char_deadline`; set k becomes the current set. Returns a status code."""
     if chart.set_start.shape[0] < k + 2:
         return NEED_ITEMS
@@ -260,11 +326,12 @@ def seed_chart(fsm, chart, k, state, deadline, char_deadline):
     for q in range(k + 1):
         chart.set_start[q] = 0
         chart.set_chars[q] = 0
-    r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                  chart.item_deadline, chart.item_char_deadline, chart.meta, 0, 0, state, 0, deadline, char_deadline)
+    r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state, chart.item_origin,
+                  chart.item_deadline, chart.item_char_deadline, chart.item_count, chart.meta, 0, 0, state, 0,
+                  deadline, char_deadline, count)
     if r < 0:
         return -r
-    status, end = _close_set(fsm, chart, k, 0, r)
+    status, end = close_set(fsm, chart, k, 0, r)
     if status != OK:
         return status
     chart.set_start[k + 1] = end
@@ -288,7 +355,7 @@ def init_chart(fsm, chart):
     root = fsm.root_rule[0]
     chart.set_chars[0] = 0
     return seed_chart(fsm, chart, 0, fsm.rule_start[root], _child_deadline(fsm, chart, root, NO_DEADLINE),
-                      _child_char_deadline(fsm, chart, root, 0, NO_DEADLINE))
+                      _child_char_deadline(fsm, chart, root, 0, NO_DEADLINE), 0)
 
 
 @njit(cache=True, _nrt=False)
@@ -303,7 +370,7 @@ def _dfa_step(fsm, chart, k, byte):
     """
     p = chart.set_start[k]
     s = chart.item_state[p]
-    if fsm.ref_indptr[s] != fsm.ref_indptr[s + 1] or _expired(chart, p) or chart.meta[META_CHAR_BUDGETS] != 0:
+    if fsm.ref_indptr[s] != fsm.ref_indptr[s + 1] or expired(chart, p) or chart.meta[META_CHAR_BUDGETS] != 0:
         return -1
     t = -1
     for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
@@ -316,13 +383,14 @@ def _dfa_step(fsm, chart, k, byte):
     i = chart.item_origin[p]
     if fsm.ref_indptr[t] != fsm.ref_indptr[t + 1]:
         return -1
-    if fsm.is_final[t] and chart.set_start[i] != chart.set_start[i + 1]:
+    if fsm.is_final[t] and (chart.set_start[i] != chart.set_start[i + 1] or fsm.rule_rep_lo[fsm.state_rule[t]] >= 0):
         return -1
     begin = chart.set_start[k + 1]
     chart.item_state[begin] = t
     chart.item_origin[begin] = i
     chart.item_deadline[begin] = chart.item_deadline[p]
     chart.item_char_deadline[begin] = chart.item_char_deadline[p]
+    chart.item_count[begin] = chart.item_count[p]
     chart.set_chars[k + 1] = chart.set_chars[k] + ((byte & 0xC0) != 0x80)
     chart.set_start[k + 2] = begin + 1
     chart.meta[0] = k + 2
@@ -350,20 +418,21 @@ def advance_byte(fsm, chart, byte):
     # SCAN: [i, k, A -> s], s -byte-> t  |-  [i, k+1, A -> t]
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
-        if _expired(chart, p) or (char_enforce and chart.item_char_deadline[p] <= chart.set_chars[k]):
+        if expired(chart, p) or (char_enforce and chart.item_char_deadline[p] <= chart.set_chars[k]):
             continue
         for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
             if fsm.byte_lo[e] <= byte and byte <= fsm.byte_hi[e]:
-                r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                              chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end, fsm.byte_dst[e],
-                              chart.item_origin[p], chart.item_deadline[p], chart.item_char_deadline[p])
+                r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
+                              chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
+                              chart.meta, begin, end, fsm.byte_dst[e], chart.item_origin[p], chart.item_deadline[p],
+                              chart.item_char_deadline[p], chart.item_count[p])
                 if r < -1:
                     return -r
                 if r >= 0:
                     end = r
     if end == begin:
         return EMPTY
-    status, end = _close_set(fsm, chart, k + 1, begin, end)
+    status, end = close_set(fsm, chart, k + 1, begin, end)
     if status != OK:
         return status
     chart.set_start[k + 2] = end
@@ -395,162 +464,12 @@ def _set_is_sentence(fsm, chart, k):
     root = fsm.root_rule[0]
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
-        if chart.item_origin[p] == 0 and fsm.is_final[s] and fsm.state_rule[s] == root:
+        if chart.item_origin[p] == 0 and fsm.state_rule[s] == root and item_may_end(fsm, s, chart.item_count[p]):
             return True
     return False
-
-
-@njit(cache=True, _nrt=False)
-def advance_bytes(fsm, chart, data):
-    """Advance over every byte of `data`. Returns (status, bytes consumed).
-
-    On EMPTY or NEED_* the bytes consumed so far stay committed; the caller decides
-    whether to roll them back.
-    """
-    for n in range(data.shape[0]):
-        status = advance_byte(fsm, chart, data[n])
-        if status != OK:
-            return status, n
-    return OK, data.shape[0]
-
-
-@njit(cache=True, _nrt=False)
-def token_successors(fsm, chart, member, out_state, out_origin, out_deadline, out_char_deadline):
-    """Items that a whole token reaches through token edges from the current set k.
-
-        TOKEN   [i, k, A -> s], s -<set g>-> t, the token is in set g  |-  [i, k+len, A -> t]
-
-    `member[g]` says whether the token is in token set g. Writes the (state, origin, deadline)
-    triples to the out arrays (as many as fit) and returns their number.
-    """
-    k = chart.meta[0] - 1
-    n = 0
-    for p in range(chart.set_start[k], chart.set_start[k + 1]):
-        s = chart.item_state[p]
-        if _expired(chart, p):
-            continue
-        for e in range(fsm.tok_indptr[s], fsm.tok_indptr[s + 1]):
-            if member[fsm.tok_set[e]]:
-                if n < out_state.shape[0]:
-                    out_state[n] = fsm.tok_dst[e]
-                    out_origin[n] = chart.item_origin[p]
-                    out_deadline[n] = chart.item_deadline[p]
-                    out_char_deadline[n] = chart.item_char_deadline[p]
-                n += 1
-    return n
-
-
-@njit(cache=True, _nrt=False)
-def join_token_items(fsm, chart, k0, length, nchars, states, origins, deadlines, char_deadlines, fresh):
-    """Put the TOKEN items (`states`, `origins`) into set k0+length and close it again.
-
-    `fresh`: the bytes of the token were rejected, so sets k0+1 .. k0+length-1 are made empty
-    (no item starts or ends inside a token read whole) and set k0+length holds the TOKEN
-    items alone. Otherwise set k0+length is the last set the bytes built; its items are put
-    back into the dedup table first. Returns a status code; on OK the current set is
-    k0+length.
-    """
-    target = k0 + length
-    if chart.set_start.shape[0] < target + 2:
-        return NEED_ITEMS
-    chart.meta[1] += 1
-    if fresh:
-        for q in range(k0 + 1, target + 1):
-            chart.set_start[q] = chart.set_start[k0 + 1]
-            chart.set_chars[q] = chart.set_chars[k0]
-        chart.set_chars[target] = chart.set_chars[k0] + nchars
-    begin = chart.set_start[target]
-    end = begin
-    if not fresh:
-        for p in range(begin, chart.set_start[target + 1]):
-            r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                          chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end, chart.item_state[p],
-                          chart.item_origin[p], chart.item_deadline[p], chart.item_char_deadline[p])
-            if r < -1:
-                return -r
-            if r >= 0:
-                end = r
-    for n in range(states.shape[0]):
-        r = _add_item(chart.tbl_key, chart.tbl_gen, chart.meta[1], chart.item_state, chart.item_origin,
-                      chart.item_deadline, chart.item_char_deadline, chart.meta, begin, end, states[n], origins[n],
-                      deadlines[n], char_deadlines[n])
-        if r < -1:
-            return -r
-        if r >= 0:
-            end = r
-    status, end = _close_set(fsm, chart, target, begin, end)
-    if status != OK:
-        return status
-    chart.set_start[target + 1] = end
-    chart.meta[0] = target + 1
-    return OK
 
 
 @njit(cache=True, _nrt=False)
 def is_completed(fsm, chart):
     """Whether the bytes read so far form a sentence: [0, k, root -> f] with f final."""
     return _set_is_sentence(fsm, chart, chart.meta[0] - 1)
-
-
-@njit(cache=True, _nrt=False)
-def read_token(fsm, chart, n_sets0, lcp, token_bytes, begin, length):
-    """Read one token from the current set (set n_sets0 - 1), reusing the sets of the `lcp`
-    bytes it shares with the token read before it (the chart is its own history: rolling back
-    is lowering the set count). Returns (status, fail_len): OK with fail_len 0 when the whole
-    token is read, OK with fail_len = d + 1 when byte d has no way on, or a NEED_* status
-    (the chart then holds n_sets0 sets again)."""
-    depth = chart.meta[0] - n_sets0
-    chart.meta[0] = n_sets0 + (lcp if lcp < depth else depth)
-    for d in range(chart.meta[0] - n_sets0, length):
-        status = advance_byte(fsm, chart, token_bytes[begin + d])
-        if status == EMPTY:
-            return OK, d + 1
-        if status != OK:
-            chart.meta[0] = n_sets0
-            return status, 0
-    return OK, 0
-
-
-@njit(cache=True, _nrt=False)
-def fill_token_mask(fsm, chart, token_bytes, token_offsets, sorted_ids, sorted_lcp, j_start, out):
-    """Check tokens sorted_ids[j_start:] against the current set; write out[id] = allowed.
-
-    Tokens are visited in byte order. Two savings follow from that order:
-    - a token sharing `sorted_lcp[j]` bytes with its predecessor reuses the sets already
-      built for those bytes (pop back to the common prefix instead of starting over);
-    - when a prefix of length L was rejected, every following token that shares those L
-      bytes is rejected without parsing (a skipped trie subtree).
-
-    Returns (status, j): status OK when all tokens are done, otherwise a NEED_* code and the
-    token to resume from after the caller has grown the chart. The chart is restored to its
-    set count on entry in every case.
-    """
-    n_sets0 = chart.meta[0]
-    fail_len = 0
-    for j in range(j_start, sorted_ids.shape[0]):
-        tid = sorted_ids[j]
-        lcp = sorted_lcp[j] if j > j_start else 0
-        if fail_len > 0 and lcp >= fail_len:
-            out[tid] = False
-            continue
-        begin = token_offsets[tid]
-        status, fail_len = read_token(fsm, chart, n_sets0, lcp, token_bytes, begin, token_offsets[tid + 1] - begin)
-        if status != OK:
-            return status, j
-        out[tid] = fail_len == 0
-    chart.meta[0] = n_sets0
-    return OK, sorted_ids.shape[0]
-
-
-@njit(cache=True, _nrt=False)
-def next_byte_set(fsm, chart, out):
-    """out[b] = some item of the current set has a byte edge on b (256 booleans)."""
-    k = chart.meta[0] - 1
-    out[:] = False
-    for p in range(chart.set_start[k], chart.set_start[k + 1]):
-        s = chart.item_state[p]
-        if _expired(chart, p):
-            continue
-        for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
-            for b in range(fsm.byte_lo[e], fsm.byte_hi[e] + 1):
-                out[b] = True

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .earley import EMPTY, NO_DEADLINE, OK, advance_byte, seed_chart
+from .earley import EMPTY, FREE_BASE, NO_DEADLINE, OK, STRICT_BASE, advance_byte, item_may_end, seed_chart
 
 REJECTED = 0
 ACCEPTED = 1
@@ -59,9 +59,11 @@ MAX_ACCEPT_PARENTS = 8
 
 
 @njit(cache=True, _nrt=False)
-def init_chart_at_state(fsm, chart, state):
-    """Set 0 empty, set 1 = the closure of the single item (state, origin 0). Returns a status."""
-    return seed_chart(fsm, chart, 1, state, NO_DEADLINE, NO_DEADLINE)
+def init_chart_at_state(fsm, chart, state, count):
+    """Set 0 empty, set 1 = the closure of the single item (state, origin 0, count). Returns a
+    status. `count` matters in a counted repetition only (kernels/earley.py): the entry of a
+    state of one is built for a zone of counts (FREE_BASE, NOEXIT_BASE) or for one count."""
+    return seed_chart(fsm, chart, 1, state, NO_DEADLINE, NO_DEADLINE, count)
 
 
 @njit(cache=True, _nrt=False)
@@ -69,7 +71,7 @@ def start_rule_may_end(fsm, chart):
     """The current set holds an origin-0 item in a final state (the start item's rule may end)."""
     k = chart.meta[0] - 1
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
-        if chart.item_origin[p] == 0 and fsm.is_final[chart.item_state[p]]:
+        if chart.item_origin[p] == 0 and item_may_end(fsm, chart.item_state[p], chart.item_count[p]):
             return True
     return False
 
@@ -103,7 +105,7 @@ def _context_allows(fsm, chart, occ_indptr, occ_dst, follow1, work, seen, token_
                 return OK, True, end
             dst = occ_dst[o]
             parent = fsm.state_rule[dst]
-            status = init_chart_at_state(fsm, chart, dst)
+            status = init_chart_at_state(fsm, chart, dst, FREE_BASE)  # a counted parent: any count
             if status != OK:
                 return status, False, end
             alive = True
@@ -141,7 +143,7 @@ def _every_parent_reads(fsm, chart, occ_indptr, occ_dst, rule, token_bytes, begi
     if n_occ == 0 or n_occ > MAX_ACCEPT_PARENTS:
         return OK, False
     for o in range(occ_indptr[rule], occ_indptr[rule + 1]):
-        status = init_chart_at_state(fsm, chart, occ_dst[o])
+        status = init_chart_at_state(fsm, chart, occ_dst[o], STRICT_BASE)  # a counted parent: no LOOP
         if status != OK:
             return status, False
         for q in range(begin, end):

@@ -24,7 +24,50 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .earley import OK, is_completed, read_token
+from .earley import OK, is_completed
+from .token_reads import read_token
+
+ZONE_FREE = -1
+ZONE_NOEXIT = -2
+
+
+@njit(cache=True, _nrt=False)
+def count_zone(lo, hi, count, slack):
+    """The zone of a counted repetition's count (xg2ref/grammar/repetition.py): ZONE_FREE when
+    no LOOP or END within the next `slack` bytes (the longest token) can meet a bound,
+    ZONE_NOEXIT when no END can happen that soon and LOOP always can, else the count itself."""
+    c = np.int64(count)
+    if c + 1 >= lo and c + 1 + slack < hi:
+        return ZONE_FREE
+    if c + 1 + slack < lo:
+        return ZONE_NOEXIT
+    return c
+
+
+@njit(cache=True, _nrt=False)
+def item_entry(fsm, state_entry, noexit_entry, ex_key, ex_entry, slack, state, count):
+    """The entry serving an item: its state's, or for a counted repetition the one of its
+    count's zone (-1: none; -2: not built yet)."""
+    rule = fsm.state_rule[state]
+    lo = fsm.rule_rep_lo[rule]
+    if lo < 0:
+        return state_entry[state]
+    zone = count_zone(lo, fsm.rule_rep_hi[rule], count, slack)
+    if zone == ZONE_FREE:
+        return state_entry[state]
+    if zone == ZONE_NOEXIT:
+        return noexit_entry[state]
+    key = (np.int64(state) << 32) | zone
+    a, b = 0, ex_key.shape[0]
+    while a < b:
+        m = (a + b) >> 1
+        if ex_key[m] < key:
+            a = m + 1
+        else:
+            b = m
+    if a < ex_key.shape[0] and ex_key[a] == key:
+        return ex_entry[a]
+    return -2 if state_entry[state] != -1 else -1
 
 
 @njit(cache=True, _nrt=False)
@@ -44,16 +87,17 @@ def _merge_runs(cand, mid, end, tmp):
 
 
 @njit(cache=True, _nrt=False)
-def gather_cached_mask(fsm, chart, state_entry, entry_kind, list_indptr, list_ids, bitset_offset, bitset_words,
-                       unc_indptr, unc_sorted, regular_words, sorted_ids, state_mark, scratch, cand, cand_tmp,
-                       words):
+def gather_cached_mask(fsm, chart, state_entry, noexit_entry, ex_key, ex_entry, slack, entry_kind, list_indptr,
+                       list_ids, bitset_offset, bitset_words, unc_indptr, unc_sorted, regular_words, sorted_ids,
+                       state_mark, scratch, cand, cand_tmp, words):
     """Algorithm 1, first half: OR the accepted sets of the current set's scannable states into
     `words` and collect their uncertain tokens (sorted indices) into `cand`.
 
     `state_mark` (int64[S]), `scratch` (int32[W]) and `cand_tmp` (like `cand`) are caller-owned
     scratch; state_mark[0:] holds generation marks and the generation counter lives in
-    state_mark[-1]. Returns the number of candidates, deduplicated and sorted, with those
-    already accepted removed.
+    state_mark[-1]. An item of a counted repetition takes the entry of its count's zone
+    (`item_entry`), which the caller has built. Returns the number of candidates, deduplicated
+    and sorted, with those already accepted removed.
     """
     gen = state_mark[state_mark.shape[0] - 1] + 1
     state_mark[state_mark.shape[0] - 1] = gen
@@ -62,10 +106,15 @@ def gather_cached_mask(fsm, chart, state_entry, entry_kind, list_indptr, list_id
     n_entries = 0
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
-        e = state_entry[s]
-        if e < 0 or state_mark[s] == gen:
-            continue
-        state_mark[s] = gen
+        if fsm.rule_rep_lo[fsm.state_rule[s]] >= 0:  # items of one state may differ in count
+            e = item_entry(fsm, state_entry, noexit_entry, ex_key, ex_entry, slack, s, chart.item_count[p])
+            if e < 0:
+                continue
+        else:
+            e = state_entry[s]
+            if e < 0 or state_mark[s] == gen:
+                continue
+            state_mark[s] = gen
         kind = entry_kind[e]
         # the first entry writes `words`, the others are OR-ed in (through `scratch`)
         acc = words if n_entries == 0 else scratch
@@ -181,10 +230,10 @@ def fill_mask(fsm, chart, cache, vocab, state_mark, scratch, cand, cand_tmp, not
     `full` is `all_allowed` of the result (status OK only). On a NEED_* status the caller grows
     the chart, goes on with `check_candidates` from candidate j and then calls `finish_mask`.
     """
-    n_cand = gather_cached_mask(fsm, chart, cache.state_entry, cache.entry_kind, cache.list_indptr,
-                                cache.list_ids, cache.bitset_offset, cache.bitset_words, cache.unc_indptr,
-                                cache.unc_sorted, cache.regular_words, vocab.sorted_ids, state_mark, scratch,
-                                cand, cand_tmp, words)
+    n_cand = gather_cached_mask(fsm, chart, cache.state_entry, cache.noexit_entry, cache.ex_key, cache.ex_entry,
+                                cache.count_slack[0], cache.entry_kind, cache.list_indptr, cache.list_ids,
+                                cache.bitset_offset, cache.bitset_words, cache.unc_indptr, cache.unc_sorted,
+                                cache.regular_words, vocab.sorted_ids, state_mark, scratch, cand, cand_tmp, words)
     status, j = check_candidates(fsm, chart, vocab.token_bytes, vocab.token_offsets, vocab.sorted_ids, cand,
                                  n_cand, 0, words)
     full = False

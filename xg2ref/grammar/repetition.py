@@ -1,0 +1,85 @@
+"""XGrammar-2 §3.6 (Algorithm 3): repetition state compression.
+
+`R{l,r}` unrolled is r copies of R's machine: a JSON string with `maxLength: 100000` would
+need 100,000 FSM states and a mask-cache entry for most of them. Compressed, it is one rule
+whose Earley items count the copies already read (kernels/earley.py, LOOP and END):
+
+    R{l,r}, r <= t (or r = inf and l <= t)          |- unrolled as before (Algorithm 3, case 1)
+    R{l,r} otherwise, R never empty                  |- a reference to a counted rule
+                                                        C ::= R{l,r}  [counted]
+    R{l,r}, R may be empty                           |- R{0,r} when l > 0 (the same language:
+                                                        the missing copies may be empty), and
+                                                        unrolled; such R is rare and small
+
+The counted rule's machine is R's; its items carry the count k of copies completed, so a
+range of any size costs the states of one copy. Equal repetitions (same body, same bounds)
+share one counted rule. A counted rule is never inlined (it carries an option).
+
+Where Algorithm 3 keeps t unrolled copies beside the counter so that cache entries inside the
+counter may ignore k, here the mask cache knows the count's zone instead (xg2ref/mask_cache.py):
+with L the longest token, a token can complete at most L copies, so
+
+    FREE     l <= k + 1 and k + 1 + L < r       the count changes nothing within one token
+    NOEXIT   k + 1 + L < l                      no end within one token, copies unbounded
+    exact    otherwise (within L of a bound)    an entry for that count
+
+which is exact for every range and builds at most 2L + 2 entries per state whatever l and r.
+"""
+
+from __future__ import annotations
+
+from .ir import Expr, GrammarIR, Repeat, Rule, RuleRef, children
+from .passes import _with_children, is_nullable, nullable_rules
+
+# Repetitions with more copies than this are counted instead of unrolled (xgrammar: 128).
+REPETITION_THRESHOLD = 128
+COUNTED = "counted"  # the rule option that marks a counted repetition
+
+
+def is_counted(rule: Rule) -> bool:
+    return bool(rule.option(COUNTED, False))
+
+
+def compress_repetitions(ir: GrammarIR, threshold: int = REPETITION_THRESHOLD) -> GrammarIR:
+    """Replace every repetition above `threshold` copies whose body never derives the empty
+    string by a reference to a counted rule (module docstring)."""
+    nullable = nullable_rules(ir)
+    taken = {r.name for r in ir.rules}
+    made: dict[Repeat, str] = {}
+    new_rules: list[Rule] = []
+
+    def large(node: Repeat) -> bool:
+        return (node.max if node.max is not None else node.min) > threshold
+
+    def visit(node: Expr, owner: str) -> Expr:
+        kids = children(node)
+        if kids:
+            new_kids = [visit(k, owner) for k in kids]
+            if any(a is not b for a, b in zip(new_kids, kids)):
+                node = _with_children(node, new_kids)
+        if not isinstance(node, Repeat) or not large(node):
+            return node
+        if is_nullable(node.body, nullable):
+            return Repeat(node.body, 0, node.max) if node.min else node
+        name = made.get(node)
+        if name is None:
+            name = f"{owner}_repeat"
+            n = 1
+            while name in taken:
+                n += 1
+                name = f"{owner}_repeat_{n}"
+            taken.add(name)
+            made[node] = name
+            new_rules.append(Rule(name, node, None, ((COUNTED, True),)))
+        return RuleRef(name)
+
+    rules = []
+    for rule in ir.rules:
+        if is_counted(rule):
+            rules.append(rule)
+            continue
+        body = visit(rule.body, rule.name)
+        rules.append(rule if body is rule.body else Rule(rule.name, body, rule.lookahead, rule.options))
+    if not new_rules:
+        return ir
+    return GrammarIR(tuple(rules) + tuple(new_rules), ir.root)
