@@ -130,3 +130,64 @@ def test_multiple_of_is_checked_exactly_at_any_size():
     assert "multiple" in validation_error({"type": "number", "multipleOf": 0.5}, b"1.25")
     assert is_exact_multiple(0.3, 0.1) and not is_exact_multiple(1, 0.3) and is_exact_multiple(0, 7)
     assert not is_exact_multiple("1e-900", 1) and is_exact_multiple("-12e-1", "0.4")
+
+
+# ---- bench dynamic and bench ablation (XGrammar-2 Table 1, Figure 6, Table 4) ------------------
+
+
+@pytest.mark.jit_only
+@pytest.mark.xgrammar
+def test_dynamic_bench_reports_reuse_and_writes_the_figure(tmp_path):
+    pytest.importorskip("xgrammar")
+    pytest.importorskip("matplotlib")
+    import json
+
+    from xg2ref.bench_dynamic import bench_dynamic
+
+    lines = []
+    plot = tmp_path / "fig6.png"
+    assert bench_dynamic("../shared/data", requests=3, tool_counts=(2,), plot=str(plot), out=lines.append) == 0
+    text = "\n".join(lines)
+    assert "static" in text and "dynamic" in text
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = {r["workload"]: r for r in json.loads((tmp_path / "fig6.json").read_text())["rows"]}
+    # static: the same tools every time, so the grammar is compiled once and found twice
+    assert rows["static"]["structure_reuse"] == pytest.approx(2 / 3)
+    assert rows["static"]["substructure_reuse"] >= 2 / 3 - 1e-9
+    assert rows["dynamic"]["structure_reuse"] <= rows["static"]["structure_reuse"]
+
+
+def test_dynamic_workloads_draw_their_tools():
+    from xg2ref.bench_dynamic import request_tools
+
+    pool = [{"function": {"name": f"t{i}"}} for i in range(10)]
+    static = request_tools(pool, "static", 3, 4)
+    dynamic = request_tools(pool, "dynamic", 3, 4)
+    assert all(s == static[0] for s in static) and len(static[0]) == 3
+    assert len({tuple(t["function"]["name"] for t in d) for d in dynamic}) > 1
+    assert request_tools(pool, "dynamic", 3, 4) == dynamic  # seeded
+
+
+@pytest.mark.jit_only
+def test_ablation_bench_checks_every_configuration_against_the_baseline(tmp_path):
+    from xg2ref.bench_ablation import CONFIGS, bench_ablation
+
+    schemas = {"s": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 200},
+                                                      "tags": {"type": "array", "items": {"type": "integer"},
+                                                               "maxItems": 150}}, "required": ["name"]},
+               "t": {"type": "string", "minLength": 2, "maxLength": 300}}
+    data = _bench_data(tmp_path, schemas)
+    lines = []
+    assert bench_ablation(data, sample=2, subsets=["Glaiveai2K"], max_tokens=12, out=lines.append) == 0
+    table = "\n".join(lines)
+    for name, _ in CONFIGS:
+        assert name in table
+    assert "2 schemas" in table and "0 left out" in table
+
+
+def test_ablation_table_gives_changes_against_the_row_above():
+    from xg2ref.bench_ablation import AblationRow, format_table
+
+    rows = [AblationRow("Baseline", 100.0, 10.0, 3, 30), AblationRow("+JIT", 10.0, 40.0, 3, 30)]
+    text = format_table(rows)
+    assert "(10.0x ↓)" in text and "(4.0x ↑)" in text

@@ -160,3 +160,16 @@ def test_the_eager_entries_are_the_costliest():
     inside = cache.arrays.entry_state.tolist()
     assert all(costs[c] >= np.median(costs) for c in np.argsort(-costs, kind="stable")[:2])
     assert len(inside) == 2
+
+
+def test_the_same_structural_tag_twice_is_a_grammar_cache_hit_and_counts_as_reuse():
+    info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[10])
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}}]
+    compiler = xgr.GrammarCompiler(info)
+    first = compiler.compile_structural_tag(xgr.get_model_structural_tag("llama", tools=tools))
+    seen = compiler.cache_stats.rules_seen
+    again = compiler.compile_structural_tag(xgr.get_model_structural_tag("llama", tools=tools))
+    assert again is first and compiler.grammar_cache_hits == 1 and compiler.grammar_cache_lookups == 2
+    stats = compiler.cache_stats
+    assert stats.rules_seen == 2 * seen and stats.rules_known == seen  # the second time every rule is known

@@ -456,3 +456,11 @@ def test_allof_of_two_refs_and_of_one_anyof_twice():
              "patternProperties": {"^b": {"anyOf": [{"$ref": "#/definitions/a"}, {"type": "string"}]}}}
     for value in ({"by": "s"}, {"by": {"x": 1}}, {"by": 3}, {"bz": "t"}):
         assert accepts(twice, json.dumps(value)) == valid(twice, value), value
+
+
+def test_a_schema_converts_to_the_same_text_every_time():
+    # rule names must not depend on earlier conversions: the grammar-level cache keys on the text
+    schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "integer"}}}},
+              "required": ["a"]}
+    texts = {str(xgr.Grammar.from_json_schema(schema)) for _ in range(3)}
+    assert len(texts) == 1

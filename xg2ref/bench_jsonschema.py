@@ -112,19 +112,19 @@ def random_walk(matcher, decoded: list, stops: np.ndarray, rng: random.Random, f
     return None
 
 
-class _TimedOut(Exception):
+class TimedOut(Exception):
     pass
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: Optional[float]):
-    """Raise _TimedOut in this (main) thread after `seconds` (between kernel calls)."""
+def time_limit(seconds: Optional[float]):
+    """Raise TimedOut in this (main) thread after `seconds` (between kernel calls)."""
     if not seconds or not hasattr(signal, "SIGALRM"):
         yield
         return
 
     def alarm(signum, frame):
-        raise _TimedOut()
+        raise TimedOut()
 
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -179,9 +179,9 @@ class _Worker:
             rec["their_seconds"] = round(time.perf_counter() - start, 3)
         ours = time.perf_counter()
         try:
-            with _time_limit(self.timeout):
+            with time_limit(self.timeout):
                 compiled = self.compiler.compile_grammar(Grammar.from_json_schema(schema))
-        except _TimedOut:
+        except TimedOut:
             rec["timed_out"] = True
             return _finish(rec, start)
         except Exception as err:  # every failure is counted by its class
@@ -190,10 +190,10 @@ class _Worker:
         rec["ours"] = True
         rec["compile_seconds"] = round(time.perf_counter() - ours, 3)
         try:
-            with _time_limit(self.timeout):  # with JIT, the walk builds the entries it meets
+            with time_limit(self.timeout):  # with JIT, the walk builds the entries it meets
                 text = random_walk(GrammarMatcher(compiled), self.decoded, self.stops,
                                    random.Random(f"{self.seed}/{uid}"), self.first_bytes, self.lengths)
-        except _TimedOut:
+        except TimedOut:
             text = None
         except Exception as err:  # noqa: BLE001  (an engine error in the walk is a finding, recorded)
             rec.update(finished=True, valid=False, why=f"walk error: {type(err).__name__}: {err}"[:200])

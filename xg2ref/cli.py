@@ -8,6 +8,8 @@
     xg2ref bench mask [--vocab V] [--limit N]         mask time, compile time, cache size vs xgrammar
     xg2ref bench jsonschemabench [--sample N]         compile rate and output validity per subset
     xg2ref bench tagdispatch                          Aho-Corasick sizes and plain-EBNF sizes (Table 2)
+    xg2ref bench dynamic [--requests N]               static vs dynamic tool sets: reuse, compile time (Table 1, Fig. 6)
+    xg2ref bench ablation [--sample N]                Baseline, +JIT, +cross-grammar cache, +repetition compression (Table 4)
     xg2ref cases                                      the bundled suite
 
 GRAMMAR is a path to an EBNF (.ebnf, .gbnf) file, the name of a bundled case (`json`,
@@ -284,6 +286,16 @@ def cmd_diff(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.what == "dynamic":
+        from .bench_dynamic import bench_dynamic
+
+        return bench_dynamic(args.data, vocab=args.vocab, requests=args.requests, tool_counts=args.tools,
+                             fmt=args.format, plot=args.plot)
+    if args.what == "ablation":
+        from .bench_ablation import bench_ablation
+
+        return bench_ablation(args.data, vocab=args.vocab, sample=args.sample or 3, subsets=args.subsets,
+                              max_tokens=args.tokens, timeout=args.timeout)
     if args.what == "tagdispatch":
         from .bench_tagdispatch import bench_tagdispatch
 
@@ -359,16 +371,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
-    p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch"),
+    p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
-                        "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2")
+                        "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
+                        "Table 1 and Figure 6; ablation: Table 4")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
                    help="folder holding json_mode_eval/ (default ../shared/data)")
     p.add_argument("--cases", nargs="+", metavar="NAME", help="workloads: json and suite case names (default: all)")
     p.add_argument("--limit", type=int, help="json-mode-eval completions used (default: all 100)")
-    p.add_argument("--sample", type=int, metavar="N", help="jsonschemabench: N seeded schemas per subset (default: all)")
-    p.add_argument("--subsets", nargs="+", metavar="NAME", help="jsonschemabench: subsets (default: all ten)")
+    p.add_argument("--sample", type=int, metavar="N", help="jsonschemabench: N seeded schemas per subset (default: all; ablation: 3)")
+    p.add_argument("--subsets", nargs="+", metavar="NAME", help="jsonschemabench, ablation: subsets (default: all ten)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="jsonschemabench: stop an xg2ref compile after S seconds (default 60)")
     p.add_argument("--eager", action="store_true",
@@ -383,6 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report-only", action="store_true",
                    help="jsonschemabench: run nothing, print the table of the schemas --results holds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--requests", type=int, default=100, help="dynamic: requests per workload (default 100)")
+    p.add_argument("--tools", type=int, nargs="+", default=[5, 20, 50], metavar="N",
+                   help="dynamic: tools per request, one workload pair each (default 5 20 50)")
+    p.add_argument("--format", default="llama", help="dynamic: the model format of the tool-calling structural tag")
+    p.add_argument("--plot", default=os.path.join("benchmarks", "dynamic", "figure6.png"), metavar="PATH",
+                   help="dynamic: where Figure 6 goes, as PNG (the numbers beside it as .json)")
+    p.add_argument("--tokens", type=int, default=40, help="ablation: tokens replayed per schema (default 40)")
     return parser
 
 

@@ -46,6 +46,7 @@ class CompiledGrammar:
         self.arrays = arrays
         self.mask_cache = mask_cache
         self.lookahead_report = lookahead_report if lookahead_report is not None else LookaheadReport()
+        self.rule_hashes = None  # the FSM hashes (fsm/hashing.py), when compiled with a cross-grammar cache
 
     @property
     def memory_size_bytes(self) -> int:
@@ -87,7 +88,9 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
                                    lookahead=lookahead, follow=follow_bytes(analysed, first), jit=jit, pool=view,
                                    eager_entries=eager_entries,
                                    first_rows=np.array(first, dtype=np.bool_).reshape(-1, 256))
-    return CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
+    compiled = CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
+    compiled.rule_hashes = view.hashes if view is not None else None
+    return compiled
 
 
 class GrammarCompiler:
@@ -121,6 +124,8 @@ class GrammarCompiler:
         self.jit_eager_entries = jit_eager_entries
         self.repetition_threshold = repetition_threshold if repetition_compression else None
         self._cache: "OrderedDict[str, CompiledGrammar]" = OrderedDict()
+        self.grammar_cache_lookups = 0  # compile calls that consulted the grammar-level cache
+        self.grammar_cache_hits = 0  # ... and found the whole grammar there
         use_pool = cache_enabled if cross_grammar_cache is None else cross_grammar_cache
         self.pool = CrossGrammarCache(cache_limit_bytes // 3 if cache_limit_bytes >= 0 else -1) if use_pool else None
 
@@ -138,8 +143,12 @@ class GrammarCompiler:
             return self._compile(grammar)
         key = str(grammar) + "\x00" + grammar.ir.root
         hit = self._cache.get(key)
+        self.grammar_cache_lookups += 1
         if hit is not None:
             self._cache.move_to_end(key)
+            self.grammar_cache_hits += 1
+            if self.pool is not None and hit.rule_hashes is not None:
+                self.pool.note_rules(hit.rule_hashes)  # a whole structure reused: each rule of it too
             return hit
         compiled = self._compile(grammar)
         self._cache[key] = compiled

@@ -23,7 +23,6 @@ the patterns' search languages, by subset construction (`regular.complement_of`)
 
 from __future__ import annotations
 
-import itertools
 from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
@@ -33,7 +32,6 @@ from .regex import RegexError, complement
 from .regular import (TooLarge, automaton, bounded_length, complement_automaton, complement_of,
                       intersection_automaton, matches)
 
-_serial = itertools.count()
 
 
 def _key_excluding(conv, names: list[str]) -> Expr:
@@ -129,7 +127,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
             extras.append(seq(ByteString(b'"'), _additional_key(conv, schema, declared, path, searches),
                               ByteString(b'"'), key_sep, value))
     extra = choice(*extras)
-    serial = next(_serial)
+    serial = next(conv.serial)
     open_, close = layout.open(lv), layout.close(lv)
 
     def tail(first: bool) -> Expr:

@@ -31,6 +31,7 @@ specs/05-front-ends.md ("JSON Schema", "Not enforced").
 from __future__ import annotations
 
 import json
+import itertools
 import re
 from decimal import Decimal
 from typing import Any, Optional
@@ -126,6 +127,7 @@ class SchemaConverter:
         self.rules: dict[str, Expr] = {}
         self.next_suffix: dict[str, int] = {}  # base name -> the next suffix to try
         self.memo: dict[tuple, str] = {}
+        self.serial = itertools.count()  # numbers the objects of this conversion (rule names)
 
     # ---- rules --------------------------------------------------------------------------
 

@@ -53,7 +53,7 @@ from typing import Any
 from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, TagDispatch
 from .json_lexical import NOTHING, choice, seq
-from .json_objects import _any_order, _serial
+from .json_objects import _any_order
 from .json_schema import ANNOTATIONS, TYPES, SchemaConverter, _constrains, _count
 from .json_strings import string_regexes
 from .json_strings import format_regex as _format_regex
@@ -165,7 +165,7 @@ class XmlSchemaConverter:
             extra = self.member(self.extra_name([n for n, _, _ in declared]), additional,
                                 f"{path}.additionalProperties")
         lead = [seq(self.ws, m) for m in members]
-        serial = next(_serial)
+        serial = next(self.conv.serial)
 
         def tail(first: bool) -> Expr:
             if extra == NOTHING:
