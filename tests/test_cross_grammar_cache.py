@@ -37,7 +37,10 @@ def test_entries_through_the_pool_equal_entries_built_alone(ir1, ir2, vocab_spec
     for grammar in (Grammar.from_ir(ir1), Grammar.from_ir(ir2), wrapped(ir1, "a", "c"), wrapped(ir1, "c", "a"),
                     Grammar.from_ir(ir1)):
         shared = compile_ir_grammar(grammar, info, pool=pool)
-        alone = compile_ir_grammar(grammar, info)
+        # alone: a pool of its own, empty, so that rule machines are numbered the same way (a
+        # machine built through the shape cache may number its states otherwise than one built
+        # without it; the masks agree, see the JIT test below)
+        alone = compile_ir_grammar(grammar, info, pool=CrossGrammarCache())
         assert entries(shared, info.vocab_size) == entries(alone, info.vocab_size)
         built_by_first = pool.stats.misses if built_by_first is None else built_by_first
     if built_by_first:  # the first grammar built entries, and the last grammar is the first again
@@ -69,7 +72,7 @@ def test_perfect_and_partial_hits():
     assert third.rules_seen == 6 and third.rules_known == 2  # s = t = u; the roots differ
     for text in (g1, g2, g3):
         shared = compiler.compile_grammar(text)
-        alone = xgr.GrammarCompiler(info, cache_enabled=False).compile_grammar(text)
+        alone = xgr.GrammarCompiler(info, cache_enabled=False, cross_grammar_cache=True).compile_grammar(text)
         assert entries(shared, info.vocab_size) == entries(alone, info.vocab_size)
     # "!}" after "[a!": s may end after "!", and its lookahead "]" rejects the "}"
     m = xgr.GrammarMatcher(compiler.compile_grammar(g1))
@@ -90,7 +93,7 @@ def test_a_hash_collision_is_a_miss(monkeypatch):
     texts = ('root ::= "[" s "]"\ns ::= [a-z]+ "!" [a-z]* "!" (= "]")', 'root ::= "(" [ab]+ ")"')
     for text in texts:
         shared = compiler.compile_grammar(text)
-        alone = xgr.GrammarCompiler(info, cache_enabled=False).compile_grammar(text)
+        alone = xgr.GrammarCompiler(info, cache_enabled=False, cross_grammar_cache=True).compile_grammar(text)
         assert entries(shared, info.vocab_size) == entries(alone, info.vocab_size)
     assert compiler.cache_stats.collisions > 0
 
@@ -173,3 +176,21 @@ def test_the_same_structural_tag_twice_is_a_grammar_cache_hit_and_counts_as_reus
     assert again is first and compiler.grammar_cache_hits == 1 and compiler.grammar_cache_lookups == 2
     stats = compiler.cache_stats
     assert stats.rules_seen == 2 * seen and stats.rules_known == seen  # the second time every rule is known
+
+
+def test_rule_machines_are_reused_under_other_names():
+    info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[10])
+    compiler = xgr.GrammarCompiler(info)
+    first = 'root ::= "[" item ("," item)* "]"\nitem ::= "<" [a-z]+ (":" item)? ">" | "!"'
+    second = 'top ::= "[" elem ("," elem)* "]"\nelem ::= "<" [a-z]+ (":" elem)? ">" | "!"'
+    compiler.compile_grammar(first)
+    before = compiler.pool.shapes.hits
+    renamed = compiler.compile_grammar(second, root_rule_name="top")
+    assert compiler.pool.shapes.hits - before == len(renamed.fsms.fsms)  # every machine came from the first
+    plain = xgr.GrammarCompiler(info, cache_enabled=False).compile_grammar(second, root_rule_name="top")
+    for text in ("[<ab:!>,!]", "[<a", "[!,<b:<c:!>>]"):
+        m, p = xgr.GrammarMatcher(renamed), xgr.GrammarMatcher(plain)
+        for k in range(len(text) + 1):
+            assert (m.compute_bool_mask() == p.compute_bool_mask()).all(), (text, k)
+            if k < len(text):
+                assert m.accept_string(text[k]) == p.accept_string(text[k])

@@ -13,6 +13,7 @@ What it leaves out: `max_threads` is accepted and ignored (one thread).
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from typing import Optional, Union
 
@@ -69,7 +70,7 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
     ir = normalize(grammar.ir)
     if repetition_threshold is not None:
         ir = compress_repetitions(ir, repetition_threshold)
-    fsms = build_grammar_fsms(ir)
+    fsms = build_grammar_fsms(ir, shapes=pool.shapes if pool is not None else None)
     for token_set in fsms.token_sets:
         for t in token_set.ids:
             if t >= tokenizer_info.vocab_size:
@@ -141,7 +142,12 @@ class GrammarCompiler:
             raise TypeError(f"compile_grammar needs EBNF text or a Grammar, got {type(grammar).__name__}")
         if not self.cache_enabled:
             return self._compile(grammar)
-        key = str(grammar) + "\x00" + grammar.ir.root
+        return self._cached(("grammar", str(grammar), grammar.ir.root), lambda: grammar)
+
+    def _cached(self, key: tuple, make_grammar) -> CompiledGrammar:
+        """The grammar-level cache: what was compiled under `key`, else `make_grammar()` compiled.
+        Front ends key by their input (a schema, a structural tag), as xgrammar does, so a hit
+        costs no conversion; EBNF text and `Grammar` objects key by the printed grammar."""
         hit = self._cache.get(key)
         self.grammar_cache_lookups += 1
         if hit is not None:
@@ -150,18 +156,35 @@ class GrammarCompiler:
             if self.pool is not None and hit.rule_hashes is not None:
                 self.pool.note_rules(hit.rule_hashes)  # a whole structure reused: each rule of it too
             return hit
-        compiled = self._compile(grammar)
+        compiled = self._compile(make_grammar())
         self._cache[key] = compiled
         self._evict()
         return compiled
+
+    def _input_key(self, kind: str, value, *options) -> Optional[tuple]:
+        """A cache key for a front end's input, None when it is not plain JSON data."""
+        if not self.cache_enabled or isinstance(value, type):
+            return None
+        if hasattr(value, "model_dump"):
+            value = value.model_dump(exclude_none=True)
+        try:
+            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        except (TypeError, ValueError):
+            return None
+        return (kind, text) + options
 
     def compile_json_schema(self, schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
                             separators: Optional[tuple] = None, strict_mode: bool = True,
                             max_whitespace_cnt: Optional[int] = None, any_order: bool = False) -> CompiledGrammar:
         """`Grammar.from_json_schema` with the same options, compiled."""
-        return self.compile_grammar(Grammar.from_json_schema(
-            schema, any_whitespace=any_whitespace, indent=indent, separators=separators, strict_mode=strict_mode,
-            max_whitespace_cnt=max_whitespace_cnt, any_order=any_order))
+        def make():
+            return Grammar.from_json_schema(schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+                                            strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt,
+                                            any_order=any_order)
+
+        key = self._input_key("schema", schema, any_whitespace, indent, tuple(separators or ()), strict_mode,
+                              max_whitespace_cnt, any_order)
+        return self._cached(key, make) if key is not None else self.compile_grammar(make())
 
     def compile_regex(self, regex: str) -> CompiledGrammar:
         """The grammar of the strings `regex` matches as a whole (`Grammar.from_regex`)."""
@@ -172,9 +195,12 @@ class GrammarCompiler:
         vocabulary, compiled."""
         from .grammar.structural_tag import legacy_structural_tag, structural_tag_to_ir
 
-        if triggers is not None:
-            structural_tag = legacy_structural_tag(structural_tag, triggers)
-        return self.compile_grammar(Grammar.from_ir(structural_tag_to_ir(structural_tag, self.tokenizer_info)))
+        def make():
+            tag = legacy_structural_tag(structural_tag, triggers) if triggers is not None else structural_tag
+            return Grammar.from_ir(structural_tag_to_ir(tag, self.tokenizer_info))
+
+        key = self._input_key("structural_tag", structural_tag) if triggers is None else None
+        return self._cached(key, make) if key is not None else self.compile_grammar(make())
 
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """The builtin JSON grammar (`Grammar.builtin_json_grammar()`)."""

@@ -44,6 +44,7 @@ import numpy as np
 
 from .fsm.build import GrammarFSMs
 from .fsm.hashing import RuleHashes, same_structure
+from .fsm.shapes import ShapeCache
 from .kernels import mask_cache as MK
 from .lookahead import LookaheadArrays
 
@@ -126,6 +127,7 @@ class CrossGrammarCache:
         self._bytes = 0
         self._counts = {"perfect": 0, "partial": 0, "misses": 0, "collisions": 0, "seen": 0, "known": 0}
         self._known_rules: set = set()
+        self.shapes = ShapeCache()  # rule machines by shape (fsm/shapes.py), for every grammar too
 
     @property
     def stats(self) -> PoolStats:
@@ -140,6 +142,7 @@ class CrossGrammarCache:
         self._entries.clear()
         self._alias.clear()
         self._bytes = 0
+        self.shapes.clear()
 
     def note_rules(self, hashes: RuleHashes) -> None:
         """Count the hashed rules of a new grammar, and those an earlier grammar had (the

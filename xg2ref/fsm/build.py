@@ -35,7 +35,8 @@ from ..exceptions import GrammarLimitError
 from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, TokenSet
 from ..kernels.earley import REPEAT_UNBOUNDED
 from ..util import deep_recursion
-from .fsm import FSM
+from .fsm import FSM, TOKEN_SYMBOL_BASE
+from .shapes import ShapeCache, relabel, shape
 from .utf8 import class_sequences
 
 # Documented limits (specs/02-fsm.md): states of one rule's unrolled NFA, and of a grammar.
@@ -43,8 +44,6 @@ MAX_RULE_NFA_STATES = 200_000
 MAX_GRAMMAR_STATES = 2_000_000
 MAX_DFA_STATES = 4096
 
-# Token-set k of a grammar is the FSM letter TOKEN_SYMBOL_BASE + k (bytes are 0..255).
-TOKEN_SYMBOL_BASE = 256
 
 
 class _NFABuilder:
@@ -287,29 +286,51 @@ def _indptr(sources: np.ndarray, num_states: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
 
 
-def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES) -> GrammarFSMs:
+def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
+                       shapes: Optional["ShapeCache"] = None) -> GrammarFSMs:
     """Build, simplify and clean the FSM of every rule of `ir` (rules keep their order).
 
     A counted repetition `C ::= R{l,r}` (option `counted`, xg2ref/grammar/repetition.py) gets
-    R's machine; its items count the copies (kernels/earley.py)."""
+    R's machine; its items count the copies (kernels/earley.py). With `shapes` (fsm/shapes.py),
+    a rule whose shape was built before, in any grammar, takes that machine renamed."""
     names = tuple(r.name for r in ir.rules)
     rule_ids = {name: i for i, name in enumerate(names)}
     token_sets: dict[TokenSet, int] = {}
     repeats = tuple((rule.body.min, rule.body.max) if rule.option("counted") else None for rule in ir.rules)
-    # a rule with a token budget keeps its tail self-calls: each call is a new occurrence with
-    # its own deadline (kernels/earley.py), which a loop would not give
-    fsms = []
+    fsms, raw_states = [], 0
     for r, rule in enumerate(ir.rules):
         body = rule.body.body if repeats[r] else rule.body
-        fsm = rule_fsm(body, rule_ids, rule.name, token_sets)
-        if rule.option("max_tokens") is None and rule.option("max_chars") is None and not repeats[r]:
-            fsm = fsm.with_tail_calls_as_loops(r)
-        fsms.append(fsm)
-    if sum(f.num_states for f in fsms) > MAX_GRAMMAR_STATES:
+        # a rule with a token budget keeps its tail self-calls: each call is a new occurrence with
+        # its own deadline (kernels/earley.py), which a loop would not give
+        loops = rule.option("max_tokens") is None and rule.option("max_chars") is None and not repeats[r]
+        if shapes is None:
+            fsm = rule_fsm(body, rule_ids, rule.name, token_sets)
+            fsms.append(fsm.with_tail_calls_as_loops(r) if loops else fsm)
+            raw_states += fsm.num_states
+            continue
+        key, refs = shape(body)
+        own = refs.index(rule.name) if loops and rule.name in refs else -1
+        key = (key, own, loops, repeats[r], max_dfa_states)
+        hit = shapes.get(key)
+        if hit is None:
+            local_tokens: dict = {}
+            fsm = rule_fsm(body, {name: k for k, name in enumerate(refs)}, rule.name, local_tokens)
+            if raw_states + fsm.num_states > MAX_GRAMMAR_STATES:
+                raise GrammarLimitError(f"the grammar needs more than {MAX_GRAMMAR_STATES} FSM states")
+            hit = ((fsm.with_tail_calls_as_loops(own) if own >= 0 else fsm).simplified(max_dfa_states),
+                   list(local_tokens), fsm.num_states)
+            shapes.put(key, hit)
+        raw_states += hit[2]
+        fsms.append(relabel(hit[0], [rule_ids[name] for name in refs], hit[1], token_sets))
+    if raw_states > MAX_GRAMMAR_STATES:
         raise GrammarLimitError(f"the grammar needs more than {MAX_GRAMMAR_STATES} FSM states")
     productive = _productive_rules(fsms, repeats)
     dead = {r for r, ok in enumerate(productive) if not ok}
-    fsms = [f.without_rules(dead).simplified(max_dfa_states) for f in fsms]
+    if shapes is None:
+        fsms = [f.without_rules(dead).simplified(max_dfa_states) for f in fsms]
+    elif dead:  # the cached machines are simplified already: only rules that lost edges again
+        fsms = [f.without_rules(dead).simplified(max_dfa_states) if any(e[1] in dead for e in f.rule_edges) else f
+                for f in fsms]
     nullable = _nullable_rules(fsms, repeats)
     budgets = tuple(int(rule.option("max_tokens", -1)) for rule in ir.rules)
     char_budgets = tuple(int(rule.option("max_chars", -1)) for rule in ir.rules)

@@ -31,6 +31,8 @@ from typing import Iterable, Optional
 
 ByteEdge = tuple[int, int, int, int]  # (src, lo, hi, dst)
 
+# Token-set k of a grammar is the FSM letter TOKEN_SYMBOL_BASE + k (bytes are 0..255).
+TOKEN_SYMBOL_BASE = 256
 # Deterministic machines up to this many states are minimized (see FSM.simplified).
 MAX_MINIMIZE_STATES = 8192
 RuleEdge = tuple[int, int, int]  # (src, rule, dst)
@@ -236,10 +238,13 @@ class FSM:
 
         Letters are the byte intervals between consecutive range boundaries of the machine,
         and the rule numbers. Blocks start as {finals, the rest}. A splitter (block A, letter
-        c) cuts every block into the states whose c-edge enters A and the others. After a cut,
-        the smaller half waits as a splitter for every letter (both halves, where the cut
-        block was still waiting). A missing edge leads nowhere: the machine stays partial,
-        which needs every first block to wait for every letter (Béal & Crochemore, 2008).
+        c) cuts every block into the states whose c-edge enters A and the others. After a cut
+        the smaller part becomes a new block and waits as a splitter for every letter; the
+        larger part keeps the old block's number and whatever it was waiting for (so where the
+        old block waited, both parts now do). A missing edge leads nowhere: the machine stays
+        partial, which needs every first block to wait for every letter (Béal & Crochemore,
+        2008). A splitter whose letter enters none of its block's states cuts nothing, so a
+        block waits only for the letters that enter it: a cut costs the smaller part's edges.
         """
         if not self.is_deterministic():
             raise ValueError("minimize needs a deterministic FSM; call determinize() first")
@@ -251,37 +256,42 @@ class FSM:
                 inverse.setdefault(k, {}).setdefault(dst, []).append(src)
         for src, rule, dst in self.rule_edges:
             inverse.setdefault(len(cuts) + rule, {}).setdefault(dst, []).append(src)
-        letters = sorted(inverse)
+        entering: list[set[int]] = [set() for _ in range(self.num_states)]  # letters into each state
+        for c, by_dst in inverse.items():
+            for d in by_dst:
+                entering[d].add(c)
         blocks = [b for b in (set(self.finals), set(range(self.num_states)) - set(self.finals)) if b]
         block = [0] * self.num_states
+        waiting: list[set[int]] = []  # block -> the letters it waits for as a splitter
+        stack: list[tuple[int, int]] = []
         for i, members in enumerate(blocks):
             for s in members:
                 block[s] = i
-        waiting = {(i, c) for i in range(len(blocks)) for c in letters}
-        stack = sorted(waiting)
+            waiting.append(set().union(*(entering[s] for s in members)))
+            stack.extend((i, c) for c in sorted(waiting[i]))
         while stack:
             a, c = stack.pop()
-            waiting.discard((a, c))
+            if c not in waiting[a]:
+                continue
+            waiting[a].discard(c)
             into = inverse[c]
             touched: dict[int, list[int]] = {}
             for d in blocks[a]:
                 for src in into.get(d, ()):
                     touched.setdefault(block[src], []).append(src)
-            for y, entering in touched.items():
-                if len(entering) == len(blocks[y]):
+            for y, sources in touched.items():
+                if len(sources) == len(blocks[y]):
                     continue
-                half = set(entering)
-                blocks[y] -= half
+                half = set(sources)
+                rest = blocks[y] - half
+                small, big = (half, rest) if len(half) <= len(rest) else (rest, half)
+                blocks[y] = big
                 z = len(blocks)
-                blocks.append(half)
-                for s in half:
+                blocks.append(small)
+                for s in small:
                     block[s] = z
-                for letter in letters:
-                    pick = [y, z] if (y, letter) in waiting else [z if len(half) <= len(blocks[y]) else y]
-                    for w in pick:
-                        if (w, letter) not in waiting:
-                            waiting.add((w, letter))
-                            stack.append((w, letter))
+                waiting.append(set().union(*(entering[s] for s in small)))
+                stack.extend((z, letter) for letter in waiting[z])
         bytes_out, _, _ = self.out_edges()
         byte_edges = set()
         for s in range(self.num_states):

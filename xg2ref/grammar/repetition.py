@@ -43,7 +43,7 @@ def is_counted(rule: Rule) -> bool:
 def compress_repetitions(ir: GrammarIR, threshold: int = REPETITION_THRESHOLD) -> GrammarIR:
     """Replace every repetition above `threshold` copies whose body never derives the empty
     string by a reference to a counted rule (module docstring)."""
-    nullable = nullable_rules(ir)
+    nullable = None  # computed when the first large repetition is met
     taken = {r.name for r in ir.rules}
     made: dict[Repeat, str] = {}
     new_rules: list[Rule] = []
@@ -57,8 +57,11 @@ def compress_repetitions(ir: GrammarIR, threshold: int = REPETITION_THRESHOLD) -
             new_kids = [visit(k, owner) for k in kids]
             if any(a is not b for a, b in zip(new_kids, kids)):
                 node = _with_children(node, new_kids)
+        nonlocal nullable
         if not isinstance(node, Repeat) or not large(node):
             return node
+        if nullable is None:
+            nullable = nullable_rules(ir)
         if is_nullable(node.body, nullable):
             return Repeat(node.body, 0, node.max) if node.min else node
         name = made.get(node)
