@@ -179,6 +179,9 @@ class _Classifier:
         if marked is not None:
             out[marked] = MK.TODO
         self.detail = np.zeros(len(v.sorted_ids) if record else 1, dtype=np.int8)
+        track = record and count >= K.STRICT_BASE  # a counted repetition's zone stand-in
+        self.loops = np.full(len(v.sorted_ids) if track else 1, -1, dtype=np.int32)
+        self.exits = np.zeros(len(v.sorted_ids) if track else 1, dtype=np.int8)
         self.n_list[:] = 0
         while (status := MK.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
             self.chart = grown_chart(self.chart, status)
@@ -189,7 +192,8 @@ class _Classifier:
                                                   v.sorted_lcp, self.subtree_end, j, self.comp, self.work,
                                                   self.seen, self.follow1, self.loop, self.pure_row,
                                                   self.pure_next, *self.lookahead, out, self.acc_idx, self.unc_idx,
-                                                  self.n_list, marked is not None, record, self.detail)
+                                                  self.n_list, marked is not None, record, self.detail,
+                                                  track, self.loops, self.exits)
             if status == K.OK:
                 return out
             if which == 0:
@@ -253,6 +257,8 @@ class AdaptiveTokenMaskCache:
         self._noexit_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
         self._noexit_entry[scannable[counted_rule[fsm.state_rule[scannable]]]] = UNBUILT
         self._exact: dict = {}  # state << 32 | count -> entry
+        self._shallow = _shallow_counted_rules(fsm)
+        self._records: dict = {}  # class -> (loops, exits, FREE classes): entries near a bound derived
         self._classifier = _Classifier(fsm, vocab, lookahead, follow)
         self._pool = pool  # a cross_grammar_cache.PoolView, or None
         self._first = first_rows  # FIRST(r) as bool[R, 256], for cost estimates (lookahead.first_bytes)
@@ -304,12 +310,24 @@ class AdaptiveTokenMaskCache:
         parts, vocab, words = self._parts, self.vocab, self._words
         classes = list(classes)
         n_sorted = len(vocab.sorted_ids)
-        for done, job in enumerate(classes):
+        done = 0
+        while done < len(classes):
+            job = classes[done]
+            done += 1
             c, zone = job if isinstance(job, tuple) else (job, MF.ZONE_FREE)
+            if zone != MF.ZONE_FREE and self._has_zone(c, zone):
+                continue
             s = int(self._class_rep[c])
             seed = 0 if not self._class_counted[c] else (
                 K.FREE_BASE if zone == MF.ZONE_FREE else K.NOEXIT_BASE if zone == MF.ZONE_NOEXIT else int(zone))
-            if self._pool is not None:  # through the cross-grammar cache (cross_grammar_cache.py)
+            if c in self._records and zone != MF.ZONE_FREE:
+                acc, unc = self._derived(c, zone)
+            elif self._class_counted[c] and zone == MF.ZONE_FREE and self._shallow[self._fsm.state_rule[s]]:
+                cls = self._classifier.classify(s, record=True, count=seed)
+                acc, unc = self._classifier.accepted().copy(), self._classifier.uncertain().copy()
+                self._records[c] = (self._classifier.loops, self._classifier.exits.astype(np.bool_), cls)
+                classes.extend((c, z) for z in self._bound_zones(c))  # cheap now: all in this repack
+            elif self._pool is not None:  # through the cross-grammar cache (cross_grammar_cache.py)
                 acc, unc = self._pool.build(s, self._class_members[c], self._classifier, seed)
             else:
                 self._classifier.classify(s, count=seed)
@@ -344,9 +362,49 @@ class AdaptiveTokenMaskCache:
                 for m in members.tolist():
                     self._exact[(m << 32) | int(zone)] = e
             if progress is not None:
-                progress(done + 1, len(classes))
+                progress(done, len(classes))
         self.build_seconds += time.perf_counter() - start
         self._pack()
+
+    def _has_zone(self, c: int, zone: int) -> bool:
+        s = int(self._class_rep[c])
+        if zone == MF.ZONE_NOEXIT:
+            return self._noexit_entry[s] >= 0
+        return ((s << 32) | int(zone)) in self._exact
+
+    def _bound_zones(self, c: int) -> list:
+        """The zones other than FREE that counts of class c's repetition fall in: NOEXIT, and
+        every count within the longest token of a bound (at most 2L + 2 of them)."""
+        rule = self._fsm.state_rule[self._class_rep[c]]
+        lo, hi, slack = int(self._fsm.rule_rep_lo[rule]), int(self._fsm.rule_rep_hi[rule]), self._slack
+        near = set(range(max(lo - 2 - slack, 0), max(lo - 1, 0)))
+        if hi < K.REPEAT_UNBOUNDED:
+            near |= set(range(max(hi - 2 - slack, 0), hi))
+        zones = {int(MF.count_zone(lo, hi, k, slack)) for k in near}
+        if lo - 1 - slack > 0:
+            zones.add(MF.ZONE_NOEXIT)
+        return sorted(z for z in zones if z != MF.ZONE_FREE)
+
+    def _derived(self, c: int, zone: int) -> tuple[np.ndarray, np.ndarray]:
+        """The entry of class c for a zone other than FREE, from the FREE entry's record (a
+        shallow counted repetition, see `_shallow_counted_rules`). With cap copies still allowed
+        (r - 1 - count; unbounded in the NOEXIT zone, where no token can reach a bound):
+
+            t read inside, fewest copies <= cap                        |- accepted
+            t read inside otherwise, the rule may not end inside it    |- rejected
+            t read inside otherwise, it may                            |- uncertain
+            t not read inside, FREE rejects it                         |- rejected (FREE allows more)
+            t not read inside, FREE does not reject it                 |- uncertain
+        """
+        loops, exits, cls = self._records[c]
+        inside = loops >= 0
+        if zone == MF.ZONE_NOEXIT:
+            return np.flatnonzero(inside).astype(np.int32), np.zeros(0, np.int32)
+        rule = self._fsm.state_rule[self._class_rep[c]]
+        cap = int(self._fsm.rule_rep_hi[rule]) - 1 - int(zone)
+        fits = inside & (loops <= cap)
+        unc = (inside & ~fits & exits) | (~inside & (cls != MK.REJECTED))
+        return np.flatnonzero(fits).astype(np.int32), np.flatnonzero(unc).astype(np.int32)
 
     def _pack(self) -> None:
         parts, words = self._parts, self._words
@@ -402,7 +460,10 @@ class AdaptiveTokenMaskCache:
                 if zone != MF.ZONE_FREE and MF.item_entry(fsm, self._state_entry, self._noexit_entry,
                                                           self.arrays.ex_key, self.arrays.ex_entry, self._slack,
                                                           s, k) == -2:
-                    jobs.add((int(self._state_class[s]), zone))
+                    c = int(self._state_class[s])
+                    jobs.add((c, zone))
+                    if self._shallow[rule] and c not in self._records:
+                        jobs.add(c)  # its FREE entry first: the others derive from its record
         if not jobs:
             return 0
         self._build(sorted(jobs, key=lambda j: j if isinstance(j, tuple) else (j, -3)))
@@ -452,3 +513,18 @@ def _indptr(parts: list) -> np.ndarray:
 
 def _concat(parts: list) -> np.ndarray:
     return np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, np.int32)
+
+
+def _shallow_counted_rules(fsm: FSMArrays) -> np.ndarray:
+    """bool[R]: counted repetitions whose machine references only rules that reference none
+    (a JSON string's characters): `MK.copies_completed` can read their copy count off the
+    chart, so their entries near a bound are derived from the FREE one (`_derived`)."""
+    n_rules = len(fsm.rule_start)
+    refs_of = np.zeros(n_rules, dtype=np.int64)
+    np.add.at(refs_of, fsm.state_rule[np.repeat(np.arange(len(fsm.state_rule)), np.diff(fsm.ref_indptr))], 1)
+    out = fsm.rule_rep_lo >= 0
+    src_rule = fsm.state_rule[np.repeat(np.arange(len(fsm.state_rule)), np.diff(fsm.ref_indptr))]
+    for rule, ref in zip(src_rule.tolist(), fsm.ref_rule.tolist()):
+        if out[rule] and refs_of[ref] > 0:
+            out[rule] = False
+    return out

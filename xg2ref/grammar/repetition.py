@@ -13,7 +13,10 @@ whose Earley items count the copies already read (kernels/earley.py, LOOP and EN
 
 The counted rule's machine is R's; its items carry the count k of copies completed, so a
 range of any size costs the states of one copy. Equal repetitions (same body, same bounds)
-share one counted rule. A counted rule is never inlined (it carries an option).
+share one counted rule. A counted rule is never inlined (it carries an option). A body that is a
+reference to a small rule referencing none (a JSON string's `json_char`, left a rule by the
+inliner because unrolling would copy it r times) is put in place: the counted machine then
+reads the bytes itself, so its states carry the mask-cache entries and know the count.
 
 Where Algorithm 3 keeps t unrolled copies beside the counter so that cache entries inside the
 counter may ignore k, here the mask cache knows the count's zone instead (xg2ref/mask_cache.py):
@@ -28,12 +31,14 @@ which is exact for every range and builds at most 2L + 2 entries per state whate
 
 from __future__ import annotations
 
-from .ir import Expr, GrammarIR, Repeat, Rule, RuleRef, children
-from .passes import _with_children, is_nullable, nullable_rules
+from .ir import Expr, GrammarIR, Repeat, Rule, RuleRef, children, referenced_rules
+from .passes import _with_children, is_nullable, nullable_rules, remove_dead_rules, unrolled_size
 
-# Repetitions with more copies than this are counted instead of unrolled (xgrammar: 128).
-REPETITION_THRESHOLD = 128
+# Repetitions with more copies than this are counted instead of unrolled (xgrammar unrolls up to
+# 128; counting is cheaper here once entries near a bound derive from one record, see mask_cache.py).
+REPETITION_THRESHOLD = 32
 COUNTED = "counted"  # the rule option that marks a counted repetition
+MAX_PLACED_SIZE = 256  # a referenced rule this small (unrolled_size) is put in place in a counted body
 
 
 def is_counted(rule: Rule) -> bool:
@@ -45,6 +50,15 @@ def compress_repetitions(ir: GrammarIR, threshold: int = REPETITION_THRESHOLD) -
     string by a reference to a counted rule (module docstring)."""
     nullable = None  # computed when the first large repetition is met
     taken = {r.name for r in ir.rules}
+    defined = {r.name: r for r in ir.rules}
+
+    def leaf_body(node: Expr) -> Expr:
+        """The body of a small rule without references, options or lookahead that `node` names."""
+        rule = defined.get(node.name) if isinstance(node, RuleRef) else None
+        if (rule is None or rule.options or rule.lookahead is not None or referenced_rules(rule.body)
+                or unrolled_size(rule.body) > MAX_PLACED_SIZE):
+            return node
+        return rule.body
     made: dict[Repeat, str] = {}
     new_rules: list[Rule] = []
 
@@ -64,6 +78,7 @@ def compress_repetitions(ir: GrammarIR, threshold: int = REPETITION_THRESHOLD) -
             nullable = nullable_rules(ir)
         if is_nullable(node.body, nullable):
             return Repeat(node.body, 0, node.max) if node.min else node
+        node = Repeat(leaf_body(node.body), node.min, node.max)
         name = made.get(node)
         if name is None:
             name = f"{owner}_repeat"
@@ -85,4 +100,4 @@ def compress_repetitions(ir: GrammarIR, threshold: int = REPETITION_THRESHOLD) -
         rules.append(rule if body is rule.body else Rule(rule.name, body, rule.lookahead, rule.options))
     if not new_rules:
         return ir
-    return GrammarIR(tuple(rules) + tuple(new_rules), ir.root)
+    return remove_dead_rules(GrammarIR(tuple(rules) + tuple(new_rules), ir.root))

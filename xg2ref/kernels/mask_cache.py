@@ -77,6 +77,32 @@ def start_rule_may_end(fsm, chart):
 
 
 @njit(cache=True, _nrt=False)
+def copies_completed(fsm, chart, rule):
+    """The fewest copies completed by a derivation that reached the current set from the seed
+    item of counted repetition `rule` (set 1), when the rule's body references only rules
+    that reference none: an item of the rule carries its count; an item of a referenced rule
+    that began in set j has the count of the rule's items of set j that wait for it."""
+    base = chart.item_count[chart.set_start[1]]
+    best = np.int64(1) << 40
+    k = chart.meta[0] - 1
+    for p in range(chart.set_start[k], chart.set_start[k + 1]):
+        i = chart.item_origin[p]
+        if fsm.state_rule[chart.item_state[p]] == rule and i == 0:
+            best = min(best, np.int64(chart.item_count[p]) - base)
+        elif i > 0:
+            child = fsm.state_rule[chart.item_state[p]]
+            for q in range(chart.set_start[i], chart.set_start[i + 1]):
+                s2 = chart.item_state[q]
+                if chart.item_origin[q] != 0 or fsm.state_rule[s2] != rule:
+                    continue
+                for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
+                    if fsm.ref_rule[e] == child:
+                        best = min(best, np.int64(chart.item_count[q]) - base)
+                        break
+    return best
+
+
+@njit(cache=True, _nrt=False)
 def _context_allows(fsm, chart, occ_indptr, occ_dst, follow1, work, seen, token_bytes, begin, end):
     """CONTEXT for the (rule, start) pairs already in `work` (work[0] = count, then pairs).
 
@@ -241,7 +267,7 @@ def _reject(out, subtree_end, j, length, fail_len, only_marked):
 def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_bytes, token_offsets,
                     sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, loop,
                     pure_row, pure_next, la_start, la_next, la_final, out, acc_idx, unc_idx, n_list,
-                    only_marked, record, detail):
+                    only_marked, record, detail, track, loops, exits):
     """out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state `state`.
 
     `comp` (int8, longer than the longest token), `work` (int64), `seen` (int64, at least
@@ -258,6 +284,11 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
     detail[j] receives the part of the class that depends on A's machine and lookahead alone
     (D_* codes; `detail` must be zero where it is not written) and no trie subtree is skipped
     on a decision that depended on more.
+
+    For a counted repetition's state (xg2ref/grammar/repetition.py) with `track` (and
+    `loops`, `exits` as long as the vocabulary): loops[j] = the fewest copies a token read inside
+    the rule completes (-1 for the others), exits[j] = 1 when the rule may also end inside it
+    before a byte that may follow the rule (see `copies_completed`).
     Returns (status, j, which).
     """
     # a resumed call lists again what it classifies again
@@ -271,6 +302,7 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
     if j_start == 0:
         chart.meta[0] = n0
     comp[0] = 1 if start_rule_may_end(fsm, chart) else 0
+    track = track and fsm.rule_rep_lo[rule] >= 0
     # SELF-LOOP: every byte of t has an edge s -b-> s  |-  t accepted (the item stays in s)
     loop[:] = False
     for e in range(fsm.byte_indptr[state], fsm.byte_indptr[state + 1]):
@@ -319,6 +351,14 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             out[j] = ACCEPTED
             if record:
                 detail[j] = D_ACCEPTED
+            if track:  # a walk that stays in pure states or loops on s completes no copy
+                loops[j] = 0
+                exits[j] = 0
+                if pure_row[state] < 0 and comp[0] == 1:
+                    for d in range(length):
+                        if follow1[rule, token_bytes[begin + d]] != 0:
+                            exits[j] = 1
+                            break
             acc_idx[n_list[0]] = j
             n_list[0] += 1
             fail_len = 0
@@ -345,6 +385,13 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             out[j] = ACCEPTED
             if record:
                 detail[j] = D_ACCEPTED
+            if track:
+                loops[j] = copies_completed(fsm, chart, rule)
+                exits[j] = 0
+                for d in range(length):
+                    if comp[d] == 1 and follow1[rule, token_bytes[begin + d]] != 0:
+                        exits[j] = 1
+                        break
             acc_idx[n_list[0]] = j
             n_list[0] += 1
             fail_len = 0
