@@ -26,8 +26,9 @@ A rule edge to a nullable rule can be crossed without reading a byte, so L steps
 fewer than L bytes: the states of rules with such edges never share. Token edges do not matter:
 entries are about bytes, and token sets are OR-ed in per state at run time.
 
-What it leaves out: compressing the states themselves (the parser still has every state of the
-chain; §3.6's counters are a later step) and sharing across grammars (§3.3).
+Repetitions above xg2ref/grammar/repetition.py's threshold are not unrolled at all (§3.6: the
+parser counts the copies); this sharing serves the shorter ones that still are. Sharing across
+grammars is xg2ref/cross_grammar_cache.py.
 """
 
 from __future__ import annotations

@@ -208,11 +208,17 @@ class FSM:
         order = [start]
         byte_edges: list[ByteEdge] = []
         rule_edges: list[RuleEdge] = []
+        # a single state whose byte edges do not overlap keeps its edges as they are (the long
+        # literal chains of a large choice: no interval cutting for them)
+        plain = [all(a[1] < b[0] for a, b in zip(sorted(out), sorted(out)[1:])) for out in bytes_out]
         i = 0
         while i < len(order):
             subset = order[i]
-            edges = [e for s in subset for e in bytes_out[s]]
-            for lo, hi, targets in _disjoint_intervals(edges):
+            if len(subset) == 1 and plain[next(iter(subset))]:
+                cut = [(lo, hi, frozenset((d,))) for lo, hi, d in _merged_ranges(bytes_out[next(iter(subset))])]
+            else:
+                cut = _disjoint_intervals([e for s in subset for e in bytes_out[s]])
+            for lo, hi, targets in cut:
                 j = index.setdefault(targets, len(order))
                 if j == len(order):
                     order.append(targets)
