@@ -191,3 +191,15 @@ def test_ablation_table_gives_changes_against_the_row_above():
     rows = [AblationRow("Baseline", 100.0, 10.0, 3, 30), AblationRow("+JIT", 10.0, 40.0, 3, 30)]
     text = format_table(rows)
     assert "(10.0x ↓)" in text and "(4.0x ↑)" in text
+
+
+@pytest.mark.jit_only
+@pytest.mark.xgrammar
+def test_targets_bench_reports_both_targets():
+    pytest.importorskip("xgrammar")
+    from xg2ref.bench_dynamic import bench_targets
+
+    lines = []
+    assert bench_targets("../shared/data", requests=1, out=lines.append) == 0
+    text = "\n".join(lines)
+    assert "50 tools per request" in text and "maxLength-100" in text and "per-token mask" in text

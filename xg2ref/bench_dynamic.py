@@ -138,7 +138,7 @@ def plot_figure6(rows: list, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(8, 4))
     for workload, style in (("static", "--"), ("dynamic", "-")):
         sub = sorted((r for r in rows if r.workload == workload), key=lambda r: r.tools)
         xs = [r.tools for r in sub]
@@ -149,7 +149,7 @@ def plot_figure6(rows: list, path: str) -> None:
     ax.set_ylabel("mean compile time per request (ms)")
     ax.set_yscale("log")
     ax.set_title("Compile time, static vs dynamic tool sets (XGrammar-2 Fig. 6)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -181,4 +181,69 @@ def bench_dynamic(data_dir: str, vocab: str = "llama3", requests: int = 100, too
         with open(os.path.splitext(plot)[0] + ".json", "w", encoding="utf-8") as f:
             json.dump({"vocab": vocab, "format": fmt, "rows": [asdict(r) for r in rows]}, f, indent=1)
         out(f"Figure 6 written to {plot}")
+    return 0
+
+
+# ---- `xg2ref bench targets`: the issue's two speed targets, ratios in one run ------------------
+
+STRING_SCHEMA = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 100}}, "required": ["s"]}
+STRING_TEXT = '{"s": "' + "The quick brown fox jumps over the lazy dog; " * 2 + '"}'
+
+
+def _string_target(lib, compiler, vocab_size: int, ids: list, schema) -> tuple:
+    """(time to first mask, per-token mask times) for the maxLength-100 schema along `ids`."""
+    start = time.perf_counter()
+    matcher = lib.GrammarMatcher(compiler.compile_json_schema(schema))
+    mask = lib.allocate_token_bitmask(1, vocab_size)
+    matcher.fill_next_token_bitmask(mask)
+    first = time.perf_counter() - start
+    times, masks = [], [np.asarray(mask).copy()]
+    for k, t in enumerate(ids):
+        if not matcher.accept_token(t):
+            raise AssertionError(f"token {k} of the string text was refused")
+        start = time.perf_counter()
+        matcher.fill_next_token_bitmask(mask)
+        times.append(time.perf_counter() - start)
+        masks.append(np.asarray(mask).copy())
+    return first, times, masks
+
+
+def bench_targets(data_dir: str, vocab: str = "llama3", requests: int = 20, fmt: str = "llama",
+                  out: Callable[[str], None] = print) -> int:
+    """Dynamic tool calling with 50 tools sampled per request (mean time to first mask) and the
+    `maxLength: 100` string schema (time to first mask, per-token mask), beside xgrammar 0.2.8."""
+    try:
+        import xgrammar as xgr
+    except ImportError:
+        out("xgrammar is not installed: `xg2ref bench targets` compares against xgrammar 0.2.8")
+        return 2
+    from .diff_checks import quicktok_encoder
+
+    info = TokenizerInfo.from_quicktok(vocab)
+    xinfo = _xgrammar_info(xgr, info)
+    pool = load_tools(data_dir)
+    run_workload("warm-up", 3, request_tools(pool, "dynamic", 3, 1, seed=99), info, xinfo, xgr, fmt)
+    row = run_workload("dynamic", 50, request_tools(pool, "dynamic", 50, requests), info, xinfo, xgr, fmt)
+    ids = quicktok_encoder(vocab)(STRING_TEXT.encode())
+    ours = _string_target(_Ours(), GrammarCompiler(info, jit=True, cache_enabled=False), info.vocab_size, ids,
+                          STRING_SCHEMA)
+    theirs = _string_target(xgr, xgr.GrammarCompiler(xinfo, max_threads=1, cache_enabled=False), info.vocab_size,
+                            ids, json.dumps(STRING_SCHEMA))
+    for k, (a, b) in enumerate(zip(ours[2], theirs[2])):
+        if not np.array_equal(a.reshape(-1), b.reshape(-1)):
+            raise AssertionError(f"maxLength-100 schema: the masks differ after {k} tokens")
+    ttfm = row.ours_ttfm_ms / row.theirs_ttfm_ms
+    first = ours[0] / theirs[0]
+    p50 = float(np.median(ours[1]) / np.median(theirs[1]))
+    mean = float(np.mean(ours[1]) / np.mean(theirs[1]))
+    out(f"dynamic tool calling, 50 tools per request, {requests} requests: mean time to first mask "
+        f"{row.ours_ttfm_ms:.1f} / {row.theirs_ttfm_ms:.1f} ms = {ttfm:.2f}x (target <= 0.5x: "
+        f"{'met' if ttfm <= 0.5 else 'not met'})")
+    out(f"maxLength-100 string schema: time to first mask {ours[0] * 1e3:.1f} / {theirs[0] * 1e3:.1f} ms = "
+        f"1/{1 / first:.0f} (target <= 1/20: {'met' if first <= 1 / 20 else 'not met'})")
+    out(f"  per-token mask over {len(ids)} tokens: p50 {np.median(ours[1]) * 1e6:.0f} / "
+        f"{np.median(theirs[1]) * 1e6:.0f} us = {p50:.2f}x, mean {np.mean(ours[1]) * 1e6:.0f} / "
+        f"{np.mean(theirs[1]) * 1e6:.0f} us = {mean:.2f}x (target <= 1x: p50 {'met' if p50 <= 1 else 'not met'}, "
+        f"mean {'met' if mean <= 1 else 'not met'})")
+    out("(xg2ref / xgrammar 0.2.8, one thread, same process, warm-up excluded; xg2ref with JIT entries)")
     return 0
