@@ -12,8 +12,9 @@ What the quotes of a valid string hold, in code points written canonically
 A `pattern` is searched (a match anywhere), as the standard says; a `format` names a whole-string
 regex (`json_formats.py`). Patterns beyond a context-free grammar (lookaround, backreferences,
 word boundaries) are not enforced. Narrowings (specs/05-front-ends.md): a bound whose counter
-product passes the size limit is halved until it fits, and a counted length above
-MAX_COUNTED_LENGTH is lowered to it, until repetitions are compressed (XGrammar-2 §3.6).
+product passes the size limit is halved until it fits. A plain string's bounds, and those of a
+pattern that repeats one character, are a repetition `x{lo,hi}` that the compiler counts
+(XGrammar-2 §3.6, xg2ref/grammar/repetition.py), so they stay exact at any size.
 """
 
 from __future__ import annotations
@@ -30,9 +31,6 @@ from .regular import TooLarge, bounded_by_counting, bounded_length, complement_a
 # a string whose length bound is larger than this becomes a rule of its own, shared by every
 # property that uses it (its many states then get their mask-cache entries once)
 SHARED_STRING_LENGTH = 16
-# a counted maxLength above this is lowered to it: every counted character is unrolled into FSM
-# states, and longer bounds pass the per-rule state limit (specs/05)
-MAX_COUNTED_LENGTH = 8192
 MORE_PATTERNS = "$xg2ref:patterns"  # an allOf of two patterns: the second and later ones (all must hold)
 # RegexError messages of constructs no grammar can enforce (a `pattern` using one is not enforced)
 UNENFORCEABLE = ("backreferences", "lookahead", "negative lookahead", "lookbehind", "negative lookbehind",
@@ -70,19 +68,18 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     exprs = string_regexes(checks, path)
     if exprs is None:
         return string_content(conv, {k: v for k, v in schema.items() if k not in ("pattern", MORE_PATTERNS)}, path)
-    capped = hi if hi is None or hi <= MAX_COUNTED_LENGTH or lo > MAX_COUNTED_LENGTH else MAX_COUNTED_LENGTH
     if not exprs:
         char = conv.rule(("char",), "json_char", any_string_char)
-        return Repeat(char, lo, capped)
+        return Repeat(char, lo, hi)
     if len(exprs) == 1 and lo == 0 and hi is None:
         return json_encode_regex(exprs[0])  # (a lookahead makes two or more languages)
-    counted = bounded_by_counting(exprs[0], lo, capped) if len(exprs) == 1 else None
+    counted = bounded_by_counting(exprs[0], lo, hi) if len(exprs) == 1 else None
     if counted is not None:
         return _shared_repeated_chars(conv, json_encode_regex(counted))
-    key = ("bounded", tuple(checks), lo, capped)
+    key = ("bounded", tuple(checks), lo, hi)
     if key in conv.memo:  # the same pattern under the same bounds elsewhere in the schema
         return RuleRef(conv.memo[key])
-    cap = capped
+    cap = hi
     while True:
         try:
             start = bounded_length(exprs, lo, cap, lambda ranges: _shared_char(conv, ranges), conv.new_rule,
