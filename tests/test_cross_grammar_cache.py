@@ -14,6 +14,7 @@ from xg2ref.cross_grammar_cache import CrossGrammarCache, IndexSet
 from xg2ref.fsm.hashing import RuleHashes
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.oracle.strategies import grammars, vocabularies
+from tests.hypothesis_budget import examples
 from tests.test_state_classes import entry_of
 
 
@@ -27,7 +28,7 @@ def wrapped(ir, prefix: str, suffix: str) -> Grammar:
     return Grammar.from_ebnf(text + f'\nwrapper_root_ ::= "{prefix}" {ir.root} "{suffix}"', root_rule_name="wrapper_root_")
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(max_rules=3), grammars(max_rules=3), vocabularies(b"abc", 10))
 def test_entries_through_the_pool_equal_entries_built_alone(ir1, ir2, vocab_spec):
     vocab, stop_ids, _ = vocab_spec
@@ -128,7 +129,7 @@ def test_index_sets_round_trip():
         assert s.nbytes <= max(4 * k, (n + 7) // 8)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(max_rules=3), vocabularies(b"abc", 10), st.integers(0, 3), st.integers(0, 2**16))
 def test_jit_with_eager_entries_and_the_pool_gives_the_eager_masks(ir, vocab_spec, k, seed):
     vocab, stop_ids, _ = vocab_spec

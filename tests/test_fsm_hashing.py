@@ -13,6 +13,7 @@ from xg2ref.grammar.grammar import Grammar
 from xg2ref.grammar.ir import GrammarIR
 from xg2ref.grammar.passes import normalize
 from xg2ref.oracle.strategies import grammars
+from tests.hypothesis_budget import examples
 
 
 def fsms_of(ebnf: str) -> GrammarFSMs:
@@ -126,7 +127,7 @@ def test_a_collision_below_is_caught_too():
     assert not same_structure(g, forged, r["p"], g, forged, r["q"])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(max_rules=4), st.integers(0, 2**32 - 1))
 def test_hashes_do_not_depend_on_names_or_numbering(ir: GrammarIR, seed: int):
     g = build_grammar_fsms(normalize(ir))
@@ -145,7 +146,7 @@ def test_hashes_do_not_depend_on_names_or_numbering(ir: GrammarIR, seed: int):
                 assert h.canonical[r][s] == h2.canonical[r2][state_maps[r][s]]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(max_rules=3), grammars(max_rules=3))
 def test_equal_hash_means_equal_structure(ir1: GrammarIR, ir2: GrammarIR):
     g1, g2 = build_grammar_fsms(normalize(ir1)), build_grammar_fsms(normalize(ir2))

@@ -18,6 +18,7 @@ from xg2ref.grammar.repetition import compress_repetitions
 from xg2ref.oracle.brute_force import brute_force_mask
 from xg2ref.oracle.recognizer import Recognizer
 from xg2ref.oracle.strategies import grammars, sentences, vocabularies
+from tests.hypothesis_budget import examples
 
 
 def with_ranges(ir: GrammarIR, ranges: list) -> GrammarIR:
@@ -42,7 +43,7 @@ RANGES = st.lists(st.tuples(st.integers(0, 9), st.integers(0, 12)).map(
     lambda p: (p[0], None if p[1] == 0 else max(p[0], p[1]) if p[1] != 1 else p[0])), min_size=1, max_size=4)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(max_rules=3), RANGES, vocabularies(b"abc", 10), st.integers(0, 2**16))
 def test_counted_masks_match_the_oracle(ir, ranges, vocab_spec, seed):
     ir = with_ranges(ir, ranges)
@@ -64,7 +65,7 @@ def test_counted_masks_match_the_oracle(ir, ranges, vocab_spec, seed):
             assert np.array_equal(have, matcher._every_token_bool_mask())
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(max_rules=3), RANGES, st.lists(st.binary(min_size=0, max_size=8), max_size=6))
 def test_counted_prefix_verdicts_match_the_oracle(ir, ranges, probes):
     ir = with_ranges(ir, ranges)
