@@ -457,10 +457,8 @@ class AdaptiveTokenMaskCache:
                 if fsm.rule_rep_lo[rule] < 0 or self._state_entry[s] == -1:
                     continue
                 zone = int(MF.count_zone(fsm.rule_rep_lo[rule], fsm.rule_rep_hi[rule], k, self._slack))
-                if zone != MF.ZONE_FREE and MF.item_entry(fsm, self._state_entry, self._noexit_entry,
-                                                          self.arrays.ex_key, self.arrays.ex_entry, self._slack,
-                                                          s, k) == -2:
-                    c = int(self._state_class[s])
+                c = int(self._state_class[s])
+                if zone != MF.ZONE_FREE and not self._has_zone(c, zone):
                     jobs.add((c, zone))
                     if self._shallow[rule] and c not in self._records:
                         jobs.add(c)  # its FREE entry first: the others derive from its record
@@ -519,12 +517,8 @@ def _shallow_counted_rules(fsm: FSMArrays) -> np.ndarray:
     """bool[R]: counted repetitions whose machine references only rules that reference none
     (a JSON string's characters): `MK.copies_completed` can read their copy count off the
     chart, so their entries near a bound are derived from the FREE one (`_derived`)."""
-    n_rules = len(fsm.rule_start)
-    refs_of = np.zeros(n_rules, dtype=np.int64)
-    np.add.at(refs_of, fsm.state_rule[np.repeat(np.arange(len(fsm.state_rule)), np.diff(fsm.ref_indptr))], 1)
-    out = fsm.rule_rep_lo >= 0
     src_rule = fsm.state_rule[np.repeat(np.arange(len(fsm.state_rule)), np.diff(fsm.ref_indptr))]
-    for rule, ref in zip(src_rule.tolist(), fsm.ref_rule.tolist()):
-        if out[rule] and refs_of[ref] > 0:
-            out[rule] = False
+    references = np.bincount(src_rule, minlength=len(fsm.rule_start)) > 0
+    out = fsm.rule_rep_lo >= 0
+    out[src_rule[references[fsm.ref_rule]]] = False
     return out
