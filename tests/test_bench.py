@@ -200,6 +200,6 @@ def test_targets_bench_reports_both_targets():
     from xg2ref.bench_dynamic import bench_targets
 
     lines = []
-    assert bench_targets("../shared/data", requests=1, out=lines.append) == 0
+    assert bench_targets("../shared/data", requests=1, warm_up=1, out=lines.append) == 0
     text = "\n".join(lines)
     assert "50 tools per request" in text and "maxLength-100" in text and "per-token mask" in text

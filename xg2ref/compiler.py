@@ -6,7 +6,9 @@ Earley kernels read, then builds the adaptive token-mask cache (XGrammar-2 §3.4
 `xg2ref/mask_cache.py`): one entry per class of scannable FSM states, eagerly, or on first use
 with JIT (§3.5). `GrammarCompiler` keeps a grammar-level cache keyed by the printed grammar, as
 xgrammar does, and the cross-grammar cache of entries (§3.3, `xg2ref/cross_grammar_cache.py`),
-keyed by FSM hashes (`xg2ref/fsm/hashing.py`).
+keyed by FSM hashes (`xg2ref/fsm/hashing.py`). A structural tag is compiled from parts: each
+embedded sub-grammar once per compiler, linked into the grammars that embed it
+(`compile_linked_grammar`, `xg2ref/linking.py`).
 
 What it leaves out: `max_threads` is accepted and ignored (one thread).
 """
@@ -23,8 +25,10 @@ from .cross_grammar_cache import CrossGrammarCache
 from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
 from .fsm.hashing import hash_rules
 from .grammar.grammar import Grammar
+from .grammar.ir import GrammarIR
 from .grammar.passes import normalize
 from .grammar.repetition import REPETITION_THRESHOLD, compress_repetitions
+from .linking import PartCache, link, stub_rule
 from .lookahead import LookaheadReport, first_bytes, follow_bytes, lookahead_arrays
 from .mask_cache import AdaptiveTokenMaskCache
 from .tokenizer_info import TokenizerInfo
@@ -71,26 +75,60 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
     if repetition_threshold is not None:
         ir = compress_repetitions(ir, repetition_threshold)
     fsms = build_grammar_fsms(ir, shapes=pool.shapes if pool is not None else None)
+    analysed = fsms.loop_view()  # counted repetitions as R+ (FIRST, FOLLOW, VERIFY over-approximate)
+    first = first_bytes(analysed)
+    lookahead, report = lookahead_arrays(ir, analysed, first)
+    follow = follow_bytes(analysed, first)
+    hashes = hash_rules(fsms) if pool is not None else None
+    return _assemble(grammar, tokenizer_info, fsms, fsms.to_arrays(), np.array(first, dtype=np.bool_).reshape(-1, 256),
+                     follow, lookahead, report, hashes, jit, eager_entries, pool)
+
+
+def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, parts: PartCache, *, jit: bool = False,
+                           eager_entries: int = 0, pool: Optional[CrossGrammarCache] = None,
+                           repetition_threshold: Optional[int] = REPETITION_THRESHOLD) -> CompiledGrammar:
+    """`compile_ir_grammar` for a grammar assembled from sub-grammars (`grammar.parts`): each
+    sub-grammar compiled once into `parts`, the top grammar compiled around stand-ins for them,
+    then linked (xg2ref/linking.py)."""
+    top, subgrammars = grammar.parts
+    shapes = pool.shapes if pool is not None else None
+    compiled = {sub.name: (k, parts.get(sub.key, sub.make, shapes, repetition_threshold))
+                for k, sub in enumerate(subgrammars)}
+    rules = tuple(stub_rule(r.name, *compiled[r.name]) if r.name in compiled else r for r in top.rules)
+    ir = normalize(GrammarIR(rules, top.root))
+    if repetition_threshold is not None:
+        ir = compress_repetitions(ir, repetition_threshold)
+    fsms = build_grammar_fsms(ir, shapes=shapes)
+    stubs = {r: compiled[name][1] for r, name in enumerate(fsms.rule_names) if name in compiled}
+    analysed = fsms.loop_view()
+    first = first_bytes(analysed)
+    lookahead, report = lookahead_arrays(ir, analysed, first, opaque=frozenset(stubs))
+    follow = follow_bytes(analysed, first)
+    hashes = None
+    if pool is not None:
+        hashes = hash_rules(fsms, known={s: (p.hashes.hashes[p.root], p.hashes.kinds[p.root]) for s, p in stubs.items()})
+    linked = link(fsms, np.array(first, dtype=np.bool_).reshape(-1, 256), follow, lookahead, report, hashes, stubs)
+    return _assemble(grammar, tokenizer_info, linked.fsms, linked.arrays, linked.first, linked.follow, linked.lookahead,
+                     linked.report, linked.hashes, jit, eager_entries, pool)
+
+
+def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, report, hashes, jit, eager_entries,
+              pool) -> CompiledGrammar:
+    """The mask cache over analysed machines, and the compiled grammar holding both."""
     for token_set in fsms.token_sets:
         for t in token_set.ids:
             if t >= tokenizer_info.vocab_size:
                 raise ValueError(f"Token id {t} in the grammar is out of the vocabulary range "
                                  f"[0, {tokenizer_info.vocab_size})")
-    arrays = fsms.to_arrays()
-    analysed = fsms.loop_view()  # counted repetitions as R+ (FIRST, FOLLOW, VERIFY over-approximate)
-    first = first_bytes(analysed)
-    lookahead, report = lookahead_arrays(ir, analysed, first)
     view = None
     if pool is not None:
-        hashes = hash_rules(fsms)
         pool.note_rules(hashes)
         view = pool.view(fsms, hashes, lookahead)
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
-                                   lookahead=lookahead, follow=follow_bytes(analysed, first), jit=jit, pool=view,
-                                   eager_entries=eager_entries,
-                                   first_rows=np.array(first, dtype=np.bool_).reshape(-1, 256))
+                                   lookahead=lookahead, follow=follow, jit=jit, pool=view,
+                                   eager_entries=eager_entries, first_rows=first)
     compiled = CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
-    compiled.rule_hashes = view.hashes if view is not None else None
+    compiled.rule_hashes = hashes
     return compiled
 
 
@@ -129,8 +167,14 @@ class GrammarCompiler:
         self.grammar_cache_hits = 0  # ... and found the whole grammar there
         use_pool = cache_enabled if cross_grammar_cache is None else cross_grammar_cache
         self.pool = CrossGrammarCache(cache_limit_bytes // 3 if cache_limit_bytes >= 0 else -1) if use_pool else None
+        # sub-grammars compiled once and linked into the grammars that embed them (linking.py)
+        self.parts = PartCache() if use_pool else None
 
     def _compile(self, grammar: Grammar) -> CompiledGrammar:
+        if grammar.parts is not None and self.parts is not None:
+            return compile_linked_grammar(grammar, self.tokenizer_info, self.parts, jit=self.jit,
+                                          eager_entries=self.jit_eager_entries, pool=self.pool,
+                                          repetition_threshold=self.repetition_threshold)
         return compile_ir_grammar(grammar, self.tokenizer_info, jit=self.jit, eager_entries=self.jit_eager_entries,
                                   pool=self.pool, repetition_threshold=self.repetition_threshold)
 
@@ -193,11 +237,14 @@ class GrammarCompiler:
     def compile_structural_tag(self, structural_tag, triggers=None) -> CompiledGrammar:
         """`Grammar.from_structural_tag`, with token strings resolved against this compiler's
         vocabulary, compiled."""
-        from .grammar.structural_tag import legacy_structural_tag, structural_tag_to_ir
+        from .grammar.structural_tag import legacy_structural_tag, structural_tag_parts, structural_tag_to_ir
 
         def make():
             tag = legacy_structural_tag(structural_tag, triggers) if triggers is not None else structural_tag
-            return Grammar.from_ir(structural_tag_to_ir(tag, self.tokenizer_info))
+            if self.parts is None:
+                return Grammar.from_ir(structural_tag_to_ir(tag, self.tokenizer_info))
+            top, subgrammars = structural_tag_parts(tag, self.tokenizer_info)
+            return Grammar._assembled(lambda: structural_tag_to_ir(tag, self.tokenizer_info), top, subgrammars)
 
         key = self._input_key("structural_tag", structural_tag) if triggers is None else None
         return self._cached(key, make) if key is not None else self.compile_grammar(make())
@@ -208,7 +255,7 @@ class GrammarCompiler:
 
     def get_cache_size_bytes(self) -> int:
         """Bytes held by the cached grammars and the cross-grammar cache."""
-        pool = self.pool.size_bytes() if self.pool is not None else 0
+        pool = self.pool.size_bytes() + self.parts.size_bytes() if self.pool is not None else 0
         return sum(c.memory_size_bytes for c in self._cache.values()) + pool
 
     def clear_cache(self) -> None:
@@ -216,6 +263,7 @@ class GrammarCompiler:
         self._cache.clear()
         if self.pool is not None:
             self.pool.clear()
+            self.parts.clear()
 
     @property
     def cache_stats(self):

@@ -147,7 +147,7 @@ def first_bytes(fsms: GrammarFSMs) -> list[np.ndarray]:
     return first
 
 
-def follow_bytes(fsms: GrammarFSMs, first: Optional[list] = None) -> np.ndarray:
+def follow_bytes(fsms: GrammarFSMs, first: Optional[list] = None, tails: bool = False):
     """FOLLOW(r) of every rule as bool[R, 256]: the bytes that can come right after r ends, in
     any sentence (the classic analysis, over the FSMs, to a fixed point):
 
@@ -157,6 +157,10 @@ def follow_bytes(fsms: GrammarFSMs, first: Optional[list] = None) -> np.ndarray:
     FIRST(from d) is the bytes on edges out of the states reached from d through nullable rule
     edges, and FIRST of the rules referenced there. After the root nothing follows. Context
     expansion uses it to drop end positions whose next byte can never follow the rule.
+
+    With `tails`, returns (FOLLOW, TAIL) where TAIL bool[R] marks the rules that may end where
+    the root ends (the root, and A whenever (A, B) above with B in TAIL): linked into a larger
+    grammar (xg2ref/linking.py), FOLLOW(A) grows by what follows the root there exactly for them.
     """
     first = first if first is not None else first_bytes(fsms)
     follow = np.zeros((len(fsms.fsms), 256), dtype=np.bool_)
@@ -173,7 +177,12 @@ def follow_bytes(fsms: GrammarFSMs, first: Optional[list] = None) -> np.ndarray:
             if a != b and any(q in fsm.finals for q in states):
                 inherits.append((a, b))
     _propagate(follow, inherits)
-    return follow
+    if not tails:
+        return follow
+    tail = np.zeros((len(fsms.fsms), 1), dtype=np.bool_)
+    tail[fsms.root] = True
+    _propagate(tail, inherits)
+    return follow, tail[:, 0]
 
 
 def filter_automaton(lookahead: Expr, rule_ids: dict[str, int], fsms: GrammarFSMs,
@@ -227,8 +236,13 @@ class _Edges:
                 self.parents[c].append((b, d))
 
 
-def verify(rule: int, dense: _Dense, fsms: GrammarFSMs, edges: Optional[_Edges] = None) -> bool:
-    """VERIFY (module docstring): True when every continuation of `rule` agrees with the filter."""
+def verify(rule: int, dense: _Dense, fsms: GrammarFSMs, edges: Optional[_Edges] = None, open_root: bool = False,
+           opaque: frozenset = frozenset()) -> bool:
+    """VERIFY (module docstring): True when every continuation of `rule` agrees with the filter.
+
+    For a grammar that will be linked into others (xg2ref/linking.py): with `open_root`, what
+    follows the root is unknown, so a climb that reaches the root's end with the filter not yet
+    accepting FAILs; a walk that enters an `opaque` rule (a stand-in for a sub-grammar) FAILs."""
     edges = edges if edges is not None else _Edges(fsms)
     tables, parents = edges.tables, edges.parents
     exits: dict[tuple[int, int], set] = defaultdict(set)  # (rule, entry F state) -> F states at its end
@@ -255,6 +269,8 @@ def verify(rule: int, dense: _Dense, fsms: GrammarFSMs, edges: Optional[_Edges] 
                     return False
                 follow.extend((d, x) for x in nxt)
             for c, d in rules_out[q]:
+                if c in opaque:
+                    return False
                 requested.add((c, l))
                 follow.extend((d, x) for x in exits[(c, l)])
             if q in fsms.fsms[r].finals:
@@ -288,6 +304,8 @@ def verify(rule: int, dense: _Dense, fsms: GrammarFSMs, edges: Optional[_Edges] 
             if not ok:
                 return False
             for r, lr in list(climbing):
+                if open_root and r == fsms.root:
+                    return False
                 # where r ends, what follows is read at r's occurrences; the root may also
                 # end the input, which agrees with any assertion
                 pending.extend((pb, pd, lr) for pb, pd in parents[r])
@@ -295,10 +313,11 @@ def verify(rule: int, dense: _Dense, fsms: GrammarFSMs, edges: Optional[_Edges] 
             return True
 
 
-def lookahead_arrays(ir: GrammarIR, fsms: GrammarFSMs,
-                     first: Optional[list] = None) -> tuple[LookaheadArrays, LookaheadReport]:
+def lookahead_arrays(ir: GrammarIR, fsms: GrammarFSMs, first: Optional[list] = None, open_root: bool = False,
+                     opaque: frozenset = frozenset()) -> tuple[LookaheadArrays, LookaheadReport]:
     """The filters of every inferred and every verified written assertion of a normalized
-    grammar (`first`: `first_bytes(fsms)` when the caller has it already)."""
+    grammar (`first`: `first_bytes(fsms)` when the caller has it already; `open_root`,
+    `opaque`: see `verify`)."""
     from .grammar.printer import print_expr
 
     rule_ids = {name: i for i, name in enumerate(fsms.rule_names)}
@@ -319,7 +338,7 @@ def lookahead_arrays(ir: GrammarIR, fsms: GrammarFSMs,
         dense = _Dense(dfa)
         if inferred:
             report.inferred[name] = text
-        elif r != fsms.root and verify(r, dense, fsms, edges):
+        elif r != fsms.root and verify(r, dense, fsms, edges, open_root, opaque):
             report.verified[name] = text
         else:
             report.unverified[name] = text

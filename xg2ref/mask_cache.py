@@ -35,6 +35,7 @@ reused and only the tokens its context decides are classified again.
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
@@ -131,6 +132,24 @@ def pack_ids(ids: np.ndarray, words: np.ndarray) -> None:
     words |= np.packbits(bits, bitorder="little").view(np.int32)
 
 
+_TRIES: dict = {}  # id(sorted_offsets) -> (weak reference to it, identity, subtree ends)
+
+
+def _vocab_trie(vocab: VocabArrays) -> tuple[np.ndarray, np.ndarray]:
+    """(0..m-1, end of each sorted token's trie subtree) of a vocabulary, computed once per
+    vocabulary (the arrays are read-only)."""
+    key = id(vocab.sorted_offsets)
+    held = _TRIES.get(key)
+    if held is None or held[0]() is not vocab.sorted_offsets:
+        identity = np.arange(len(vocab.sorted_ids), dtype=np.int32)
+        held = (weakref.ref(vocab.sorted_offsets), identity,
+                MK.trie_subtree_end(vocab.sorted_offsets, identity, vocab.sorted_lcp))
+        for k in [k for k, v in _TRIES.items() if v[0]() is None]:
+            del _TRIES[k]
+        _TRIES[key] = held
+    return held[1], held[2]
+
+
 class _Classifier:
     """Runs `classify_tokens` for one state after another, growing the two charts on demand."""
 
@@ -141,8 +160,7 @@ class _Classifier:
         self.occ_indptr, self.occ_dst = rule_occurrences(fsm)
         # the kernel walks the vocabulary in sorted order: give it the bytes in that order, with
         # sorted position k as the token's "id", so memory is read front to back
-        self.identity = np.arange(len(vocab.sorted_ids), dtype=np.int32)
-        self.subtree_end = MK.trie_subtree_end(vocab.sorted_offsets, self.identity, vocab.sorted_lcp)
+        self.identity, self.subtree_end = _vocab_trie(vocab)
         lengths = np.diff(vocab.token_offsets)
         longest = int(lengths.max(initial=0))
         self.comp = np.zeros(longest + 2, dtype=np.int8)
@@ -153,10 +171,16 @@ class _Classifier:
         if follow is not None:
             self.follow1[~follow] = 0
         self.loop = np.zeros(256, dtype=np.bool_)
-        self.pure_row = np.zeros(len(fsm.state_rule), dtype=np.int32)
-        rows = MK.mark_pure_states(fsm, MAX_PURE_ROWS, self.pure_row)
-        self.pure_next = np.zeros((rows, 256), dtype=np.int32)
-        MK.fill_pure_next(fsm, self.pure_row, self.pure_next)
+        # the pure-state table, filled one rule at a time before a state of it is classified (a
+        # pure walk never leaves the rule of the state it starts from)
+        self.pure_row = np.full(len(fsm.state_rule), -1, dtype=np.int32)
+        self.pure_next = np.zeros((0, 256), dtype=np.int32)
+        self._pure_rows = 0
+        self._pure_done = np.zeros(len(fsm.rule_start), dtype=np.bool_)
+        ordered = bool(np.all(fsm.state_rule[1:] >= fsm.state_rule[:-1]))
+        rules = np.arange(len(fsm.rule_start))
+        self._rule_lo = np.searchsorted(fsm.state_rule, rules, "left") if ordered else None
+        self._rule_hi = np.searchsorted(fsm.state_rule, rules, "right") if ordered else None
         self.chart = K.new_chart()
         self.ctx_chart = K.new_chart()
         m = len(vocab.sorted_ids)
@@ -175,6 +199,7 @@ class _Classifier:
         stand-in or one count) when the state is in a counted repetition.
         """
         v = self.vocab
+        self._ensure_pure(int(self.fsm.state_rule[state]))
         out = np.zeros(len(v.sorted_ids), dtype=np.int8)
         if marked is not None:
             out[marked] = MK.TODO
@@ -204,6 +229,24 @@ class _Classifier:
                 while (st := MK.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
                     self.chart = grown_chart(self.chart, st)
 
+
+    def _ensure_pure(self, rule: int) -> None:
+        """Rows of the pure-state table for the states of `rule` (all states at once when the
+        states are not grouped by rule)."""
+        if self._pure_done[rule]:
+            return
+        lo, hi = (int(self._rule_lo[rule]), int(self._rule_hi[rule])) if self._rule_lo is not None \
+            else (0, len(self.pure_row))
+        if self._rule_lo is None:
+            self._pure_done[:] = True
+        self._pure_done[rule] = True
+        rows = MK.mark_pure_states(self.fsm, lo, hi, self._pure_rows, MAX_PURE_ROWS, self.pure_row)
+        if rows > len(self.pure_next):
+            grown = np.zeros((max(rows, 2 * len(self.pure_next)), 256), dtype=np.int32)
+            grown[:self._pure_rows] = self.pure_next[:self._pure_rows]
+            self.pure_next = grown
+        MK.fill_pure_next(self.fsm, lo, hi, self.pure_row, self.pure_next)
+        self._pure_rows = rows
 
     def accepted(self) -> np.ndarray:
         return self.acc_idx[:self.n_list[0]]
@@ -246,7 +289,8 @@ class AdaptiveTokenMaskCache:
         self._class_rep = np.zeros(n_classes, dtype=np.int32)
         self._class_rep[member_class[::-1]] = scannable[::-1]  # the first state of each class
         order = np.argsort(member_class, kind="stable")
-        self._class_members = np.split(scannable[order], np.cumsum(np.bincount(member_class, minlength=n_classes))[:-1])
+        self._members_flat = scannable[order]  # the states of class c: _members(c), CSR over this
+        self._members_ptr = np.concatenate([[0], np.cumsum(np.bincount(member_class, minlength=n_classes))])
         self._state_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
         self._state_entry[scannable] = UNBUILT
         # counted repetitions (§3.6): a seed count per class for the FREE zone, other zones apart
@@ -270,7 +314,8 @@ class AdaptiveTokenMaskCache:
         self._state_mark = np.zeros(len(fsm.state_rule) + 1, dtype=np.int64)
         self._scratch = np.zeros(self._words, dtype=np.int32)
         self._fill = None  # the fill kernel's entry, bound on first use
-        self._state_class: Optional[np.ndarray] = None  # class of each state (JIT lookups)
+        self._state_class = np.full(len(fsm.state_rule), -1, dtype=np.int64)  # class of each state
+        self._state_class[scannable] = member_class
         self.build_seconds = time.perf_counter() - start  # grows with every entry built
         if not jit:
             self._build(range(n_classes), progress)
@@ -285,7 +330,8 @@ class AdaptiveTokenMaskCache:
         heads = v.sorted_bytes[v.sorted_offsets[:-1][np.diff(v.sorted_offsets) > 0]]
         per_byte = np.bincount(heads, minlength=256).astype(np.float64)
         first = self._first if self._first is not None else np.zeros((len(fsm.rule_start), 256), dtype=np.bool_)
-        pure = self._classifier.pure_row
+        pure = np.full(len(fsm.state_rule), -1, dtype=np.int32)
+        MK.mark_pure_states(fsm, 0, len(pure), 0, len(pure), pure)
         costs = np.zeros(len(self._class_rep))
         for c, s in enumerate(self._class_rep.tolist()):
             readable = np.zeros(256, dtype=np.bool_)
@@ -328,7 +374,7 @@ class AdaptiveTokenMaskCache:
                 self._records[c] = (self._classifier.loops, self._classifier.exits.astype(np.bool_), cls)
                 classes.extend((c, z) for z in self._bound_zones(c))  # cheap now: all in this repack
             elif self._pool is not None:  # through the cross-grammar cache (cross_grammar_cache.py)
-                acc, unc = self._pool.build(s, self._class_members[c], self._classifier, seed)
+                acc, unc = self._pool.build(s, self._members(c), self._classifier, seed)
             else:
                 self._classifier.classify(s, count=seed)
                 acc, unc = self._classifier.accepted(), self._classifier.uncertain()
@@ -352,7 +398,7 @@ class AdaptiveTokenMaskCache:
             parts["unc"].append(unc.copy())
             parts["state"].append(s)
             e = len(parts["kind"]) - 1
-            members = self._class_members[c]
+            members = self._members(c)
             if zone == MF.ZONE_FREE:
                 self._state_entry[members] = e
                 self._unbuilt -= 1
@@ -365,6 +411,10 @@ class AdaptiveTokenMaskCache:
                 progress(done, len(classes))
         self.build_seconds += time.perf_counter() - start
         self._pack()
+
+    def _members(self, c: int) -> np.ndarray:
+        """The scannable states of class c."""
+        return self._members_flat[self._members_ptr[c]:self._members_ptr[c + 1]]
 
     def _has_zone(self, c: int, zone: int) -> bool:
         s = int(self._class_rep[c])
@@ -445,10 +495,6 @@ class AdaptiveTokenMaskCache:
     def ensure_entries(self, states: np.ndarray, counts: Optional[np.ndarray] = None) -> int:
         """Build the entries that items in `states` (with `counts`, for counted repetitions)
         lack (JIT, and a counted repetition's other zones). Returns how many were built."""
-        if self._state_class is None:
-            self._state_class = np.full(len(self._state_entry), -1, dtype=np.int64)
-            for c, members in enumerate(self._class_members):
-                self._state_class[members] = c
         jobs = set(self._state_class[states[self._state_entry[states] == UNBUILT]].tolist())
         if self._counted and counts is not None:
             fsm = self._fsm

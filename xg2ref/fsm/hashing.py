@@ -187,8 +187,11 @@ def _budgets(g: GrammarFSMs, r: int) -> tuple:
     return (g.max_tokens[r] if g.max_tokens else -1, g.max_chars[r] if g.max_chars else -1, lo, hi)
 
 
-def hash_rules(g: GrammarFSMs) -> RuleHashes:
-    """Hash every rule FSM of `g` in hierarchical order (see the module docstring)."""
+def hash_rules(g: GrammarFSMs, known: Optional[dict] = None) -> RuleHashes:
+    """Hash every rule FSM of `g` in hierarchical order (see the module docstring). `known`:
+    rule -> (hash, kind) for stand-in rules whose hash was computed elsewhere (the roots of
+    linked sub-grammars, xg2ref/linking.py); they get no canonical numbering."""
+    known = known or {}
     n = len(g.fsms)
     succ = [sorted({ref for _, ref, _ in f.rule_edges}) for f in g.fsms]
     hashes: list = [None] * n
@@ -204,6 +207,9 @@ def hash_rules(g: GrammarFSMs) -> RuleHashes:
         outside = {ref for r in comp for ref in succ[r] if ref not in members}
         if any(hashes[ref] is None for ref in outside):
             continue  # reaches an unhashed rule
+        if len(comp) == 1 and comp[0] in known:
+            hashes[comp[0]], kinds[comp[0]] = known[comp[0]]
+            continue
         if len(comp) == 1:
             r = comp[0]
             label = {ref: hashes[ref] for ref in succ[r] if ref != r}

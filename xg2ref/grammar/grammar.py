@@ -14,7 +14,7 @@ What it leaves out: `from_structural_tag`, union/concat, and serialization.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from .ebnf import parse_ebnf
 from .ir import ByteString, CharClass, Choice, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, TokenSet, walk
@@ -29,14 +29,34 @@ class Grammar:
     Example: str(Grammar.from_ebnf('root ::= "a" | [b-c]+')) == 'root ::= "a" | [b-c]+\\n'
     """
 
-    __slots__ = ("ir", "_signature")
+    __slots__ = ("_ir", "_make_ir", "_signature", "parts")
     _builtin_json: Optional["Grammar"] = None
 
     def __init__(self, ir: GrammarIR):
         if not isinstance(ir, GrammarIR):
             raise TypeError(f"Grammar needs a GrammarIR, got {type(ir).__name__}")
-        self.ir = ir
+        self._ir: Optional[GrammarIR] = ir
+        self._make_ir = None
         self._signature: Optional[tuple] = None
+        # (top IR, SubGrammar stubs) when the grammar was assembled from sub-grammars the
+        # compiler may take from its cache (xg2ref/linking.py); None otherwise
+        self.parts: Optional[tuple] = None
+
+    @classmethod
+    def _assembled(cls, make_ir: Callable[[], GrammarIR], top: GrammarIR, subgrammars: tuple) -> "Grammar":
+        """A grammar given as a top IR whose stub rules stand for closed sub-grammars
+        (`SubGrammar`, linked by the compiler: xg2ref/linking.py); `make_ir()` builds the same
+        grammar as one IR, on first use of `.ir`."""
+        grammar = cls(top)
+        grammar._ir, grammar._make_ir, grammar.parts = None, make_ir, (top, subgrammars)
+        return grammar
+
+    @property
+    def ir(self) -> GrammarIR:
+        """The grammar as one IR."""
+        if self._ir is None:
+            self._ir = self._make_ir()
+        return self._ir
 
     @classmethod
     def from_ebnf(cls, ebnf_string: str, *, root_rule_name: str = "root") -> "Grammar":

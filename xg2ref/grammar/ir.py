@@ -22,8 +22,8 @@ in `Rule.options`; they never change the language.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterator, Optional, Union
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Optional, Union
 
 MAX_CODEPOINT = 0x10FFFF
 
@@ -168,6 +168,18 @@ class GrammarIR:
 
     def rule_names(self) -> list[str]:
         return [r.name for r in self.rules]
+
+
+@dataclass(frozen=True)
+class SubGrammar:
+    """A closed sub-grammar a front end embeds (a structural tag's JSON schema, regex or EBNF
+    content), left for the compiler to link (xg2ref/linking.py): `name` is the stub rule of the
+    top grammar that stands for its root, `key` identifies its source for the compiler's cache
+    (None: never cached), `make()` builds its IR (raising the front end's errors)."""
+
+    name: str
+    key: Optional[tuple]
+    make: Callable[[], "GrammarIR"] = field(compare=False)
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:

@@ -32,6 +32,10 @@ non-empty end strings are added to that content's excludes, so free text stops b
 are all empty is an error, as in xgrammar. Token strings (`"token": "<|call|>"`) are resolved
 against the vocabulary, so they need a tokenizer (`compile_structural_tag`).
 
+For a compiler that links (xg2ref/linking.py), `structural_tag_parts` gives the same grammar as a
+top IR with a stub rule per embedded sub-grammar, converted only when the compiler does not hold
+it yet; a tool's tag (literal begin, sub-grammar, literal end) is one such sub-grammar.
+
 Every error is an InvalidStructuralTagError naming the offending part by its JSON path
 (`format.elements[1].tags[0].begin`). `any_text` keeps `max_tokens` / `max_chars` as options
 of its rule.
@@ -43,12 +47,12 @@ only style "json" is converted, the others raise InvalidStructuralTagError sayin
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..exceptions import InvalidStructuralTagError, XG2RefError
 from .intrinsics import token_dispatch_expr
 from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
-                 TagDispatch, TokenSet)
+                 SubGrammar, TagDispatch, TokenSet)
 from .passes import map_expr
 
 _ANY_CODEPOINT_STAR = Repeat(CharClass((), negated=True), 0, None)
@@ -163,10 +167,15 @@ def is_unlimited(fmt: dict) -> bool:
 class StructuralTagConverter:
     """Turns one structural tag into a GrammarIR (root rule "root")."""
 
-    def __init__(self, tokenizer_info=None):
+    def __init__(self, tokenizer_info=None, link: bool = False):
         self.tokenizer_info = tokenizer_info
         self.rules: dict[str, Rule] = {}
         self._vocab_index: Optional[dict[bytes, int]] = None
+        # link: embedded sub-grammars become stub rules listed in `subgrammars`, and each tag
+        # alternative of a triggered group is a rule of its own that is never inlined (`keep`),
+        # so a request's new tool set reuses the machines of tools seen before (linking.py)
+        self.link = link
+        self.subgrammars: list[SubGrammar] = []
 
     def convert(self, structural_tag: Any) -> GrammarIR:
         tag = load_structural_tag(structural_tag)
@@ -205,6 +214,31 @@ class StructuralTagConverter:
             look = None if r.lookahead is None else map_expr(r.lookahead, rename)
             self.rules[names[r.name]] = Rule(names[r.name], map_expr(r.body, rename), look, r.options)
         return RuleRef(names[ir.root])
+
+    def embed_subgrammar(self, key: Optional[tuple], make: Callable[[], GrammarIR]) -> RuleRef:
+        """`embed(make())`, or when linking, a stub rule the compiler links (`SubGrammar`)."""
+        if not self.link:
+            return self.embed(make(), "root")
+        name = self.fresh("root")
+        self.subgrammars.append(SubGrammar(name, key, make))
+        return RuleRef(name)
+
+    def linked_tag(self, begin: Expr, content: Expr, end: Expr) -> RuleRef:
+        """`begin content end` when linking: when the content is the sub-grammar embedded last
+        and begin and end are literals, that sub-grammar grows to the whole tag (one cached part
+        per tool, name and arguments together); otherwise a rule that is never inlined."""
+        sub = self.subgrammars[-1] if self.subgrammars else None
+        if (sub is None or not isinstance(content, RuleRef) or content.name != sub.name
+                or not all(isinstance(e, (ByteString, TokenSet)) for e in (begin, end))):
+            return self.rule("triggered_tags_alt", Sequence((begin, content, end)), (("keep", True),))
+
+        def make() -> GrammarIR:
+            inner = sub.make()
+            name = next(n for n in (f"tag_{k}" for k in range(len(inner.rules) + 1)) if n not in inner.rule_names())
+            return GrammarIR((Rule(name, Sequence((begin, RuleRef(inner.root), end))),) + inner.rules, name)
+
+        self.subgrammars[-1] = SubGrammar(sub.name, ("tag", begin, end, sub.key) if sub.key is not None else None, make)
+        return content
 
     def rule_name(self, expr: Expr, base: str) -> str:
         """The name of a rule matching `expr` (TagDispatch names its rules)."""
@@ -272,32 +306,41 @@ class StructuralTagConverter:
         problem = excludes_problem(style, f["excludes"]) if style != "json" else None
         if problem:
             raise _fail(f"{path}.excludes", problem)
-        try:
-            if style == "json":
-                ir = Grammar.from_json_schema(f["json_schema"], any_order=f["any_order"],
-                                              max_whitespace_cnt=f["max_whitespace_cnt"]).ir
-            else:
-                ir = xml_schema_to_ir(f["json_schema"], style, any_order=f["any_order"],
-                                      max_whitespace_cnt=f["max_whitespace_cnt"], excludes=f["excludes"])
-        except XG2RefError as err:
-            raise _fail(f"{path}.json_schema", str(err)) from None
-        return self.embed(ir, "root")
+        schema, options = f["json_schema"], (f["any_order"], f["max_whitespace_cnt"], tuple(f["excludes"]))
+
+        def make() -> GrammarIR:
+            try:
+                if style == "json":
+                    return Grammar.from_json_schema(schema, any_order=options[0], max_whitespace_cnt=options[1]).ir
+                return xml_schema_to_ir(schema, style, any_order=options[0], max_whitespace_cnt=options[1],
+                                        excludes=list(options[2]))
+            except XG2RefError as err:
+                raise _fail(f"{path}.json_schema", str(err)) from None
+
+        text = _json_text(schema)
+        return self.embed_subgrammar(("json_schema", text, style) + options if text is not None else None, make)
 
     def _grammar(self, f, path, ends):
         from .grammar import Grammar
 
-        try:
-            return self.embed(Grammar.from_ebnf(f["grammar"]).ir, "root")
-        except XG2RefError as err:
-            raise _fail(f"{path}.grammar", str(err)) from None
+        def make() -> GrammarIR:
+            try:
+                return Grammar.from_ebnf(f["grammar"]).ir
+            except XG2RefError as err:
+                raise _fail(f"{path}.grammar", str(err)) from None
+
+        return self.embed_subgrammar(("grammar", f["grammar"]), make)
 
     def _regex(self, f, path, ends):
         from .regex import RegexError, regex_to_ir
 
-        try:
-            return self.embed(regex_to_ir(f["pattern"]), "root")
-        except (RegexError, XG2RefError) as err:
-            raise _fail(f"{path}.pattern", str(err)) from None
+        def make() -> GrammarIR:
+            try:
+                return regex_to_ir(f["pattern"])
+            except (RegexError, XG2RefError) as err:
+                raise _fail(f"{path}.pattern", str(err)) from None
+
+        return self.embed_subgrammar(("regex", f["pattern"]), make)
 
     def _any_text(self, f, path, ends):
         excludes = list(dict.fromkeys(f["excludes"] + [e for e in (ends or []) if isinstance(e, str) and e]))
@@ -412,7 +455,10 @@ class StructuralTagConverter:
                 rest = ByteString(text[len(key):]) if key is not None else EPSILON
             if key not in groups:
                 raise _fail(f"{tpath}.begin", "one tag does not match any trigger in a triggered tags format")
-            groups[key].append(Sequence((rest, content, end)))
+            alternative: Expr = Sequence((rest, content, end))
+            if self.link and not f["at_least_one"]:  # (with at_least_one, `content` is in `first` too)
+                alternative = self.linked_tag(rest, content, end)
+            groups[key].append(alternative)
         first = Choice(tuple(wholes)) if len(wholes) > 1 else wholes[0]
         if f["at_least_one"] and f["stop_after_first"]:
             return first
@@ -473,6 +519,22 @@ class StructuralTagConverter:
 def structural_tag_to_ir(structural_tag: Any, tokenizer_info=None) -> GrammarIR:
     """The grammar of a structural tag (JSON text, dict or StructuralTag object)."""
     return StructuralTagConverter(tokenizer_info).convert(structural_tag)
+
+
+def structural_tag_parts(structural_tag: Any, tokenizer_info=None) -> tuple[GrammarIR, tuple[SubGrammar, ...]]:
+    """The same grammar as a top IR whose stub rules stand for the embedded sub-grammars
+    (JSON schemas, regexes, EBNF), for the compiler to link (xg2ref/linking.py). The
+    sub-grammars are not converted here: a compiler that holds one already never converts it."""
+    converter = StructuralTagConverter(tokenizer_info, link=True)
+    return converter.convert(structural_tag), tuple(converter.subgrammars)
+
+
+def _json_text(value: Any) -> Optional[str]:
+    """`value` as canonical JSON text, None when it is not plain JSON data."""
+    try:
+        return json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
 
 
 def legacy_structural_tag(tags: list, triggers: list) -> dict:

@@ -182,15 +182,16 @@ def _every_parent_reads(fsm, chart, occ_indptr, occ_dst, rule, token_bytes, begi
 
 
 @njit(cache=True, _nrt=False)
-def mark_pure_states(fsm, max_rows, pure_row):
-    """pure_row[q] = a row number for every *pure* state q, -1 for the others; returns the count.
+def mark_pure_states(fsm, lo, hi, rows, max_rows, pure_row):
+    """pure_row[q] = a row number, from `rows` on, for every *pure* state q in [lo, hi), -1 for
+    the others; returns the new row count.
 
     q is pure when it has no rule edges, is not final and its byte edges do not overlap: an
     item [0, k, A -> q] is then the whole Earley set (nothing to predict, nothing to complete)
-    and a byte moves it to at most one state. At most `max_rows` states get a row.
+    and a byte moves it to at most one state. At most `max_rows` states get a row; a state
+    without one is parsed the general way, so which states get rows never changes a result.
     """
-    rows = 0
-    for q in range(pure_row.shape[0]):
+    for q in range(lo, hi):
         pure_row[q] = -1
         if rows >= max_rows or fsm.is_final[q] or fsm.ref_indptr[q] != fsm.ref_indptr[q + 1]:
             continue
@@ -206,9 +207,10 @@ def mark_pure_states(fsm, max_rows, pure_row):
 
 
 @njit(cache=True, _nrt=False)
-def fill_pure_next(fsm, pure_row, pure_next):
-    """pure_next[pure_row[q], b] = the state byte b leads to from pure state q, -1 for none."""
-    for q in range(pure_row.shape[0]):
+def fill_pure_next(fsm, lo, hi, pure_row, pure_next):
+    """pure_next[pure_row[q], b] = the state byte b leads to from pure state q in [lo, hi), -1
+    for none."""
+    for q in range(lo, hi):
         r = pure_row[q]
         if r < 0:
             continue

@@ -1,0 +1,278 @@
+"""XGrammar-2 §3.3 (cross-grammar caching) carried from rules to whole sub-grammars: a grammar
+assembled from compiled parts the compiler already holds.
+
+A tool-calling grammar (§3.2, §4.1) is a small top grammar, the dispatch over the request's
+tools, around one closed sub-grammar per tool: the JSON schema of its arguments. With tools
+sampled per request, the grammar is new every time while nearly every tool was seen before.
+The rule-level cache (xg2ref/cross_grammar_cache.py) then reuses mask entries, but normalizing,
+building the machines of, analysing and hashing every rule of every tool would still be paid
+per request. Here each sub-grammar is compiled once, alone, into a `Part`, and a request pays
+only for its top grammar and a linking step that concatenates arrays.
+
+A front end marks each embedded sub-grammar (`SubGrammar`: structural tags' json_schema, regex
+and grammar contents) with a stub rule in the top grammar. Before the top is normalized, each
+stub's body becomes a stand-in with the facts the top's analyses read from a referenced rule:
+
+    stub ::= b1 | b2 | ... (| "")       the bytes of FIRST(root); "" when the root is nullable
+    stub ::= stub                       when the root's language is empty (never productive)
+
+and a `stub` option keeps the stand-in from being inlined or placed. After the top's machines are
+built and analysed, linking (rule numbers: the top's, then each part's after an offset) redirects
+every reference to a stub to its part's root and leaves the stub dead (a machine without edges).
+Each fact stays exact (FIRST, nullable, productive) or sound (FOLLOW, lookahead) in the linked
+grammar, since the parts are closed (they reference no rule outside) and reached only through
+their stub:
+
+    FIRST, nullable, productive, hash of a part's rule      |- the part's own
+    FOLLOW(A), A in part P of stub S                          |- FOLLOW_P(A), and FOLLOW_top(S)
+                                                                 when A may end where P's root
+                                                                 ends (TAIL, lookahead.follow_bytes)
+    lookahead of P's root                                     |- the top's inferred one for S,
+                                                                 unless P references its root
+    lookahead of A in P                                       |- the part's own: inferred ones are
+                                                                 true anywhere; written ones are
+                                                                 verified with the root's sequel
+                                                                 unknown (`open_root`)
+    written lookahead of a top rule                           |- verified with every stub opaque
+
+and the hashes of top rules use the hash of each part's root for their stub (fsm/hashing.py's
+`known`). Masks of a linked grammar equal those of the same grammar compiled as one IR
+(tests/test_linking.py).
+
+What it leaves out: parts are linked only for structural tags (the one front end that embeds
+sub-grammars); a part is kept whole in a count-bounded LRU (`MAX_PARTS`) next to the byte-bounded
+entry pool.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
+from .fsm.fsm import FSM
+from .fsm.hashing import KIND_UNHASHED, RuleHashes, hash_rules
+from .fsm.shapes import relabel
+from .grammar.ir import EPSILON, ByteString, Choice, Expr, GrammarIR, Rule, RuleRef
+from .grammar.passes import normalize
+from .grammar.repetition import compress_repetitions
+from .lookahead import LookaheadArrays, LookaheadReport, first_bytes, follow_bytes, lookahead_arrays
+
+STUB = "stub"  # the rule option marking a stand-in for a linked sub-grammar's root
+MAX_PARTS = 4096  # compiled sub-grammars a compiler keeps
+
+
+@dataclass
+class Part:
+    """A closed sub-grammar compiled alone (rules numbered from 0, nothing after its root)."""
+
+    fsms: GrammarFSMs
+    arrays: FSMArrays
+    first: np.ndarray  # bool[R, 256]
+    follow: np.ndarray  # bool[R, 256]
+    tail: np.ndarray  # bool[R]: may end where the root ends
+    lookahead: LookaheadArrays
+    report: LookaheadReport
+    hashes: RuleHashes
+    root_used: bool  # a rule of the part references its root
+
+    @property
+    def root(self) -> int:
+        return self.fsms.root
+
+
+def compile_part(ir: GrammarIR, shapes=None, repetition_threshold: Optional[int] = None) -> Part:
+    """Normalize, build, analyse and hash a closed sub-grammar, as `compile_ir_grammar` does
+    for a whole grammar, with the root's sequel left open."""
+    ir = normalize(ir)
+    if repetition_threshold is not None:
+        ir = compress_repetitions(ir, repetition_threshold)
+    fsms = build_grammar_fsms(ir, shapes=shapes)
+    analysed = fsms.loop_view()
+    first = first_bytes(analysed)
+    lookahead, report = lookahead_arrays(ir, analysed, first, open_root=True)
+    follow, tail = follow_bytes(analysed, first, tails=True)
+    root_used = any(ref == fsms.root for f in fsms.fsms for _, ref, _ in f.rule_edges)
+    return Part(fsms, fsms.to_arrays(), np.array(first, dtype=np.bool_).reshape(-1, 256), follow, tail, lookahead,
+                report, hash_rules(fsms), root_used)
+
+
+def stub_rule(name: str, index: int, part: Part) -> Rule:
+    """The stand-in for `part`'s root in the top grammar (module docstring)."""
+    root = part.root
+    if not part.fsms.productive[root]:
+        body: Expr = RuleRef(name)
+    else:
+        alternatives = [ByteString(bytes([b])) for b in np.flatnonzero(part.first[root]).tolist()]
+        if part.fsms.nullable[root]:
+            alternatives.append(EPSILON)
+        body = Choice(tuple(alternatives)) if len(alternatives) > 1 else alternatives[0]
+    return Rule(name, body, None, ((STUB, index),))
+
+
+class PartCache:
+    """Compiled sub-grammars by source key, least recently used dropped beyond `MAX_PARTS`."""
+
+    def __init__(self, limit: int = MAX_PARTS):
+        self.limit = limit
+        self._parts: "OrderedDict[tuple, Part]" = OrderedDict()
+        self.hits = self.misses = 0
+
+    def get(self, key: Optional[tuple], make, shapes, repetition_threshold: Optional[int]) -> Part:
+        part = self._parts.get(key) if key is not None else None
+        if part is not None:
+            self._parts.move_to_end(key)
+            self.hits += 1
+            return part
+        self.misses += 1
+        part = compile_part(make(), shapes, repetition_threshold)
+        if key is not None:
+            self._parts[key] = part
+            while len(self._parts) > self.limit:
+                self._parts.popitem(last=False)
+        return part
+
+    def size_bytes(self) -> int:
+        return sum(sum(a.nbytes for a in p.arrays) for p in self._parts.values())
+
+    def clear(self) -> None:
+        self._parts.clear()
+
+
+@dataclass
+class Linked:
+    """A top grammar and its parts as one grammar (global rule numbers)."""
+
+    fsms: GrammarFSMs
+    arrays: FSMArrays
+    first: np.ndarray  # bool[R, 256]
+    follow: np.ndarray  # bool[R, 256]
+    lookahead: LookaheadArrays
+    report: LookaheadReport
+    hashes: Optional[RuleHashes]
+
+
+def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: LookaheadArrays,
+         report: LookaheadReport, hashes: Optional[RuleHashes], stubs: dict[int, Part]) -> Linked:
+    """Join the analysed top grammar and the parts its stub rules (top rule -> part) stand for."""
+    n_top = len(top.fsms)
+    order = sorted(stubs)
+    offsets, at = {}, n_top
+    for s in order:
+        offsets[s] = at
+        at += len(stubs[s].fsms.fsms)
+    rule_map = list(range(n_top))
+    for s in order:
+        rule_map[s] = offsets[s] + stubs[s].root
+    token_sets: dict = {t: k for k, t in enumerate(top.token_sets)}
+    dead = FSM(1, 0, frozenset())
+    fsms = [dead if s in stubs else (relabel(f, rule_map, [], token_sets) if any(e[1] in stubs for e in f.rule_edges)
+                                     else f) for s, f in enumerate(top.fsms)]
+    names = list(top.rule_names)
+    nullable, productive = list(top.nullable), list(top.productive)
+    for s in stubs:
+        nullable[s] = productive[s] = False
+    top_arrays = GrammarFSMs(top.rule_names, tuple(fsms), top.root, tuple(nullable), tuple(productive),
+                             top.token_sets, top.max_tokens, top.max_chars, top.repeats).to_arrays()
+    pieces = [(top_arrays, 0, np.arange(n_top, dtype=np.int32), np.arange(len(top.token_sets), dtype=np.int32))]
+    budgets = [_per_rule(top.max_tokens, n_top, -1)]
+    char_budgets = [_per_rule(top.max_chars, n_top, -1)]
+    repeats = [_per_rule(top.repeats, n_top, None)]
+    first_rows, follow_rows = [first], [follow]
+    la_start = [np.where(np.isin(np.arange(n_top), order), -1, lookahead.la_start).astype(np.int32)]
+    la_next, la_final, la_rows = [lookahead.la_next], [lookahead.la_final], len(lookahead.la_final)
+    hash_parts = [_top_hashes(hashes, stubs, n_top)] if hashes is not None else None
+    scc_base = (max(hashes.scc, default=-1) + 1) if hashes is not None else 0
+    state_base = len(top_arrays.state_rule)
+    for s in order:
+        part, base, pf = stubs[s], offsets[s], stubs[s].fsms
+        local_rules = list(range(base, base + len(pf.fsms)))
+        tokens = list(pf.token_sets)
+        fsms.extend(relabel(f, local_rules, tokens, token_sets) for f in pf.fsms)
+        names.extend(names[s] if r == pf.root else f"{names[s]}.{name}" for r, name in enumerate(pf.rule_names))
+        nullable.extend(pf.nullable)
+        productive.extend(pf.productive)
+        pieces.append((part.arrays, state_base, np.arange(base, base + len(pf.fsms), dtype=np.int32),
+                       np.array([token_sets[t] for t in tokens], dtype=np.int32)))
+        state_base += len(part.arrays.state_rule)
+        budgets.append(_per_rule(pf.max_tokens, len(pf.fsms), -1))
+        char_budgets.append(_per_rule(pf.max_chars, len(pf.fsms), -1))
+        repeats.append(_per_rule(pf.repeats, len(pf.fsms), None))
+        first_rows.append(part.first)
+        follow_rows.append(part.follow | (part.tail[:, None] & follow[s]))
+        start = part.lookahead.la_start.copy()
+        start[start >= 0] += la_rows
+        if not part.root_used:
+            start[part.root] = lookahead.la_start[s]  # the top's rows come first: numbers unchanged
+        la_start.append(start)
+        nxt = part.lookahead.la_next.copy()
+        nxt[nxt >= 0] += la_rows
+        la_next.append(nxt)
+        la_final.append(part.lookahead.la_final)
+        la_rows += len(part.lookahead.la_final)
+        for kind in ("inferred", "verified", "unverified"):
+            getattr(report, kind).update({f"{names[s]}.{k}": v for k, v in getattr(part.report, kind).items()})
+        if hash_parts is not None:
+            h = part.hashes
+            hash_parts.append((h.hashes, h.canonical, h.kinds, tuple(c + scc_base for c in h.scc)))
+            scc_base += max(h.scc, default=-1) + 1
+    budgets_t, chars_t, repeats_t = (tuple(x for chunk in lists for x in chunk) for lists in (budgets, char_budgets, repeats))
+    linked = GrammarFSMs(tuple(names), tuple(fsms), top.root, tuple(nullable), tuple(productive), tuple(token_sets),
+                         budgets_t if any(b >= 0 for b in budgets_t) else (),
+                         chars_t if any(b >= 0 for b in chars_t) else (),
+                         repeats_t if any(r is not None for r in repeats_t) else ())
+    arrays = _join_arrays(pieces, linked)
+    la = LookaheadArrays(np.concatenate(la_start), np.concatenate(la_next), np.concatenate(la_final))
+    joined = None
+    if hash_parts is not None:
+        joined = RuleHashes(*(tuple(x for p in hash_parts for x in p[k]) for k in range(4)))
+    return Linked(linked, arrays, np.concatenate(first_rows), np.concatenate(follow_rows), la, report, joined)
+
+
+def _per_rule(values: tuple, n: int, default) -> tuple:
+    return values if values else (default,) * n
+
+
+def _top_hashes(hashes: RuleHashes, stubs: dict, n_top: int) -> tuple:
+    """The top's hashes with its (dead) stubs unhashed."""
+    values, canonical, kinds = list(hashes.hashes), list(hashes.canonical), list(hashes.kinds)
+    for s in stubs:
+        values[s], canonical[s], kinds[s] = None, None, KIND_UNHASHED
+    return tuple(values), tuple(canonical), tuple(kinds), hashes.scc
+
+
+def _join_arrays(pieces: list, linked: GrammarFSMs) -> FSMArrays:
+    """Concatenate flat arrays: (arrays, first global state, global rule of each local rule,
+    global token set of each local one) per piece."""
+    def cat(field, fn=None):
+        return np.concatenate([getattr(a, field) if fn is None else fn(a, base, rules, toks)
+                               for a, base, rules, toks in pieces]).astype(getattr(pieces[0][0], field).dtype)
+
+    def csr(field):
+        counts = np.concatenate([np.diff(getattr(a, field)) for a, _, _, _ in pieces])
+        return np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+
+    return FSMArrays(
+        state_rule=cat("state_rule", lambda a, base, rules, toks: rules[a.state_rule]),
+        rule_start=cat("rule_start", lambda a, base, rules, toks: a.rule_start + base),
+        is_final=cat("is_final"),
+        byte_indptr=csr("byte_indptr"),
+        byte_lo=cat("byte_lo"),
+        byte_hi=cat("byte_hi"),
+        byte_dst=cat("byte_dst", lambda a, base, rules, toks: a.byte_dst + base),
+        ref_indptr=csr("ref_indptr"),
+        ref_rule=cat("ref_rule", lambda a, base, rules, toks: a.ref_rule if base == 0 else rules[a.ref_rule]),
+        ref_dst=cat("ref_dst", lambda a, base, rules, toks: a.ref_dst + base),
+        rule_nullable=np.array(linked.nullable, dtype=np.bool_),
+        root_rule=np.array([linked.root], dtype=np.int32),
+        tok_indptr=csr("tok_indptr"),
+        tok_set=cat("tok_set", lambda a, base, rules, toks: toks[a.tok_set]),
+        tok_dst=cat("tok_dst", lambda a, base, rules, toks: a.tok_dst + base),
+        rule_budget=cat("rule_budget"),
+        rule_char_budget=cat("rule_char_budget"),
+        rule_rep_lo=cat("rule_rep_lo"),
+        rule_rep_hi=cat("rule_rep_hi"),
+    )
