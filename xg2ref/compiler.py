@@ -209,7 +209,11 @@ class GrammarCompiler:
         """A cache key for a front end's input, None when it is not plain JSON data."""
         if not self.cache_enabled or isinstance(value, type):
             return None
-        if hasattr(value, "model_dump"):
+        from .builtin_structural_tag import StructuralTag
+
+        if isinstance(value, StructuralTag):  # read in place: no copy of the schemas inside
+            value = {"type": "structural_tag", "format": value.format}
+        elif hasattr(value, "model_dump"):
             value = value.model_dump(exclude_none=True)
         try:
             text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)

@@ -96,7 +96,11 @@ def _fail(path: str, message: str) -> InvalidStructuralTagError:
 def load_structural_tag(structural_tag: Any) -> dict:
     """The structural tag as a dict: from JSON text, a dict, or an object with `model_dump`
     (xgrammar's pydantic StructuralTag, or xg2ref's)."""
-    if hasattr(structural_tag, "model_dump"):
+    from ..builtin_structural_tag import StructuralTag
+
+    if isinstance(structural_tag, StructuralTag):  # read in place (conversion never writes)
+        structural_tag = {"type": "structural_tag", "format": structural_tag.format}
+    elif hasattr(structural_tag, "model_dump"):
         structural_tag = structural_tag.model_dump(by_alias=True)
     if isinstance(structural_tag, (str, bytes)):
         try:
