@@ -85,8 +85,8 @@ def test_a_hash_collision_is_a_miss(monkeypatch):
     info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[10])
     real = C.hash_rules
 
-    def forged(fsms):  # every hashed rule gets the same hash
-        h = real(fsms)
+    def forged(fsms, known=None):  # every hashed rule gets the same hash
+        h = real(fsms, known)
         return RuleHashes(tuple(None if x is None else 12345 for x in h.hashes), h.canonical, h.kinds, h.scc)
 
     monkeypatch.setattr(C, "hash_rules", forged)

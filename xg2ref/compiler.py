@@ -17,19 +17,19 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
 
 from .cross_grammar_cache import CrossGrammarCache
 from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
-from .fsm.hashing import hash_rules
+from .fsm.hashing import RuleHashes, hash_rules
 from .grammar.grammar import Grammar
 from .grammar.ir import GrammarIR
 from .grammar.passes import normalize
 from .grammar.repetition import REPETITION_THRESHOLD, compress_repetitions
 from .linking import PartCache, link, stub_rule
-from .lookahead import LookaheadReport, first_bytes, follow_bytes, lookahead_arrays
+from .lookahead import LookaheadArrays, LookaheadReport, first_bytes, follow_bytes, lookahead_arrays
 from .mask_cache import AdaptiveTokenMaskCache
 from .tokenizer_info import TokenizerInfo
 
@@ -63,6 +63,40 @@ class CompiledGrammar:
                 f"vocab_size={self.tokenizer_info.vocab_size})")
 
 
+class Analysis(NamedTuple):
+    """A grammar's machines and the facts the mask cache reads from them (`analyse`)."""
+
+    ir: GrammarIR  # normalized, repetitions compressed
+    fsms: GrammarFSMs
+    first: np.ndarray  # bool[R, 256]
+    follow: np.ndarray  # bool[R, 256]
+    tail: Optional[np.ndarray]  # bool[R], with `tails`: may end where the root ends
+    lookahead: LookaheadArrays
+    report: LookaheadReport
+    hashes: Optional[RuleHashes]  # with `hashed`
+
+
+def analyse(ir: GrammarIR, *, shapes=None, repetition_threshold: Optional[int] = REPETITION_THRESHOLD,
+            hashed: bool = False, tails: bool = False, open_root: bool = False,
+            stand_ins: Optional[dict] = None) -> Analysis:
+    """Normalize, compress repetitions, build the rule machines (through `shapes`, fsm/shapes.py),
+    then FIRST, lookahead filters, FOLLOW (and TAIL) and, when `hashed`, the FSM hashes.
+    For linking (xg2ref/linking.py): `open_root` leaves what follows the root unknown, and
+    `stand_ins` (rule name -> (hash, kind)) names the stubs of sub-grammars, opaque to VERIFY
+    and hashed as given."""
+    ir = normalize(ir)
+    if repetition_threshold is not None:
+        ir = compress_repetitions(ir, repetition_threshold)
+    fsms = build_grammar_fsms(ir, shapes=shapes)
+    known = {r: stand_ins[name] for r, name in enumerate(fsms.rule_names) if name in stand_ins} if stand_ins else {}
+    analysed = fsms.loop_view()  # counted repetitions as R+ (FIRST, FOLLOW, VERIFY over-approximate)
+    first = first_bytes(analysed)
+    lookahead, report = lookahead_arrays(ir, analysed, first, open_root=open_root, opaque=frozenset(known))
+    follow, tail = follow_bytes(analysed, first, tails=True) if tails else (follow_bytes(analysed, first), None)
+    return Analysis(ir, fsms, np.array(first, dtype=np.bool_).reshape(-1, 256), follow, tail, lookahead, report,
+                    hash_rules(fsms, known=known) if hashed else None)
+
+
 def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: bool = False,
                        eager_entries: int = 0, pool: Optional[CrossGrammarCache] = None,
                        repetition_threshold: Optional[int] = REPETITION_THRESHOLD) -> CompiledGrammar:
@@ -71,17 +105,10 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
     cost most (XGrammar-2 §3.5); with `pool`, entries go through the cross-grammar cache (§3.3);
     repetitions of more than `repetition_threshold` copies are counted, not unrolled (§3.6;
     None: every repetition is unrolled)."""
-    ir = normalize(grammar.ir)
-    if repetition_threshold is not None:
-        ir = compress_repetitions(ir, repetition_threshold)
-    fsms = build_grammar_fsms(ir, shapes=pool.shapes if pool is not None else None)
-    analysed = fsms.loop_view()  # counted repetitions as R+ (FIRST, FOLLOW, VERIFY over-approximate)
-    first = first_bytes(analysed)
-    lookahead, report = lookahead_arrays(ir, analysed, first)
-    follow = follow_bytes(analysed, first)
-    hashes = hash_rules(fsms) if pool is not None else None
-    return _assemble(grammar, tokenizer_info, fsms, fsms.to_arrays(), np.array(first, dtype=np.bool_).reshape(-1, 256),
-                     follow, lookahead, report, hashes, jit, eager_entries, pool)
+    a = analyse(grammar.ir, shapes=pool.shapes if pool is not None else None,
+                repetition_threshold=repetition_threshold, hashed=pool is not None)
+    return _assemble(grammar, tokenizer_info, a.fsms, a.fsms.to_arrays(), a.first, a.follow, a.lookahead, a.report,
+                     a.hashes, jit, eager_entries, pool)
 
 
 def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, parts: PartCache, *, jit: bool = False,
@@ -95,19 +122,11 @@ def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, part
     compiled = {sub.name: (k, parts.get(sub.key, sub.make, shapes, repetition_threshold))
                 for k, sub in enumerate(subgrammars)}
     rules = tuple(stub_rule(r.name, *compiled[r.name]) if r.name in compiled else r for r in top.rules)
-    ir = normalize(GrammarIR(rules, top.root))
-    if repetition_threshold is not None:
-        ir = compress_repetitions(ir, repetition_threshold)
-    fsms = build_grammar_fsms(ir, shapes=shapes)
-    stubs = {r: compiled[name][1] for r, name in enumerate(fsms.rule_names) if name in compiled}
-    analysed = fsms.loop_view()
-    first = first_bytes(analysed)
-    lookahead, report = lookahead_arrays(ir, analysed, first, opaque=frozenset(stubs))
-    follow = follow_bytes(analysed, first)
-    hashes = None
-    if pool is not None:
-        hashes = hash_rules(fsms, known={s: (p.hashes.hashes[p.root], p.hashes.kinds[p.root]) for s, p in stubs.items()})
-    linked = link(fsms, np.array(first, dtype=np.bool_).reshape(-1, 256), follow, lookahead, report, hashes, stubs)
+    a = analyse(GrammarIR(rules, top.root), shapes=shapes, repetition_threshold=repetition_threshold,
+                hashed=pool is not None,
+                stand_ins={name: (p.hashes.hashes[p.root], p.hashes.kinds[p.root]) for name, (_, p) in compiled.items()})
+    stubs = {r: compiled[name][1] for r, name in enumerate(a.fsms.rule_names) if name in compiled}
+    linked = link(a.fsms, a.first, a.follow, a.lookahead, a.report, a.hashes, stubs)
     return _assemble(grammar, tokenizer_info, linked.fsms, linked.arrays, linked.first, linked.follow, linked.lookahead,
                      linked.report, linked.hashes, jit, eager_entries, pool)
 

@@ -52,14 +52,12 @@ from typing import Optional
 
 import numpy as np
 
-from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
+from .fsm.build import FSMArrays, GrammarFSMs
 from .fsm.fsm import FSM
-from .fsm.hashing import KIND_UNHASHED, RuleHashes, hash_rules
+from .fsm.hashing import KIND_UNHASHED, RuleHashes
 from .fsm.shapes import relabel
 from .grammar.ir import EPSILON, ByteString, Choice, Expr, GrammarIR, Rule, RuleRef
-from .grammar.passes import normalize
-from .grammar.repetition import compress_repetitions
-from .lookahead import LookaheadArrays, LookaheadReport, first_bytes, follow_bytes, lookahead_arrays
+from .lookahead import LookaheadArrays, LookaheadReport
 
 STUB = "stub"  # the rule option marking a stand-in for a linked sub-grammar's root
 MAX_PARTS = 4096  # compiled sub-grammars a compiler keeps
@@ -87,17 +85,11 @@ class Part:
 def compile_part(ir: GrammarIR, shapes=None, repetition_threshold: Optional[int] = None) -> Part:
     """Normalize, build, analyse and hash a closed sub-grammar, as `compile_ir_grammar` does
     for a whole grammar, with the root's sequel left open."""
-    ir = normalize(ir)
-    if repetition_threshold is not None:
-        ir = compress_repetitions(ir, repetition_threshold)
-    fsms = build_grammar_fsms(ir, shapes=shapes)
-    analysed = fsms.loop_view()
-    first = first_bytes(analysed)
-    lookahead, report = lookahead_arrays(ir, analysed, first, open_root=True)
-    follow, tail = follow_bytes(analysed, first, tails=True)
-    root_used = any(ref == fsms.root for f in fsms.fsms for _, ref, _ in f.rule_edges)
-    return Part(fsms, fsms.to_arrays(), np.array(first, dtype=np.bool_).reshape(-1, 256), follow, tail, lookahead,
-                report, hash_rules(fsms), root_used)
+    from .compiler import analyse
+
+    a = analyse(ir, shapes=shapes, repetition_threshold=repetition_threshold, hashed=True, tails=True, open_root=True)
+    root_used = any(ref == a.fsms.root for f in a.fsms.fsms for _, ref, _ in f.rule_edges)
+    return Part(a.fsms, a.fsms.to_arrays(), a.first, a.follow, a.tail, a.lookahead, a.report, a.hashes, root_used)
 
 
 def stub_rule(name: str, index: int, part: Part) -> Rule:
@@ -177,12 +169,16 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
         nullable[s] = productive[s] = False
     top_arrays = GrammarFSMs(top.rule_names, tuple(fsms), top.root, tuple(nullable), tuple(productive),
                              top.token_sets, top.max_tokens, top.max_chars, top.repeats).to_arrays()
-    pieces = [(top_arrays, 0, np.arange(n_top, dtype=np.int32), np.arange(len(top.token_sets), dtype=np.int32))]
+    # (arrays, first global state, global rule of each local rule, global token set of each local
+    # one, global rule of each referenced local rule: None where references are global already)
+    pieces = [(top_arrays, 0, np.arange(n_top, dtype=np.int32), np.arange(len(top.token_sets), dtype=np.int32), None)]
     budgets = [_per_rule(top.max_tokens, n_top, -1)]
     char_budgets = [_per_rule(top.max_chars, n_top, -1)]
     repeats = [_per_rule(top.repeats, n_top, None)]
     first_rows, follow_rows = [first], [follow]
-    la_start = [np.where(np.isin(np.arange(n_top), order), -1, lookahead.la_start).astype(np.int32)]
+    top_start = lookahead.la_start.copy()
+    top_start[order] = -1  # the stubs are dead; their filters go to the parts' roots below
+    la_start = [top_start]
     la_next, la_final, la_rows = [lookahead.la_next], [lookahead.la_final], len(lookahead.la_final)
     hash_parts = [_top_hashes(hashes, stubs, n_top)] if hashes is not None else None
     scc_base = (max(hashes.scc, default=-1) + 1) if hashes is not None else 0
@@ -195,8 +191,8 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
         names.extend(names[s] if r == pf.root else f"{names[s]}.{name}" for r, name in enumerate(pf.rule_names))
         nullable.extend(pf.nullable)
         productive.extend(pf.productive)
-        pieces.append((part.arrays, state_base, np.arange(base, base + len(pf.fsms), dtype=np.int32),
-                       np.array([token_sets[t] for t in tokens], dtype=np.int32)))
+        rules = np.arange(base, base + len(pf.fsms), dtype=np.int32)
+        pieces.append((part.arrays, state_base, rules, np.array([token_sets[t] for t in tokens], dtype=np.int32), rules))
         state_base += len(part.arrays.state_rule)
         budgets.append(_per_rule(pf.max_tokens, len(pf.fsms), -1))
         char_budgets.append(_per_rule(pf.max_chars, len(pf.fsms), -1))
@@ -245,32 +241,31 @@ def _top_hashes(hashes: RuleHashes, stubs: dict, n_top: int) -> tuple:
 
 
 def _join_arrays(pieces: list, linked: GrammarFSMs) -> FSMArrays:
-    """Concatenate flat arrays: (arrays, first global state, global rule of each local rule,
-    global token set of each local one) per piece."""
+    """Concatenate the flat arrays of the pieces (see `link`)."""
     def cat(field, fn=None):
-        return np.concatenate([getattr(a, field) if fn is None else fn(a, base, rules, toks)
-                               for a, base, rules, toks in pieces]).astype(getattr(pieces[0][0], field).dtype)
+        return np.concatenate([getattr(p[0], field) if fn is None else fn(*p) for p in pieces]).astype(
+            getattr(pieces[0][0], field).dtype)
 
     def csr(field):
-        counts = np.concatenate([np.diff(getattr(a, field)) for a, _, _, _ in pieces])
+        counts = np.concatenate([np.diff(getattr(p[0], field)) for p in pieces])
         return np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
 
     return FSMArrays(
-        state_rule=cat("state_rule", lambda a, base, rules, toks: rules[a.state_rule]),
-        rule_start=cat("rule_start", lambda a, base, rules, toks: a.rule_start + base),
+        state_rule=cat("state_rule", lambda a, base, rules, toks, refs: rules[a.state_rule]),
+        rule_start=cat("rule_start", lambda a, base, rules, toks, refs: a.rule_start + base),
         is_final=cat("is_final"),
         byte_indptr=csr("byte_indptr"),
         byte_lo=cat("byte_lo"),
         byte_hi=cat("byte_hi"),
-        byte_dst=cat("byte_dst", lambda a, base, rules, toks: a.byte_dst + base),
+        byte_dst=cat("byte_dst", lambda a, base, rules, toks, refs: a.byte_dst + base),
         ref_indptr=csr("ref_indptr"),
-        ref_rule=cat("ref_rule", lambda a, base, rules, toks: a.ref_rule if base == 0 else rules[a.ref_rule]),
-        ref_dst=cat("ref_dst", lambda a, base, rules, toks: a.ref_dst + base),
+        ref_rule=cat("ref_rule", lambda a, base, rules, toks, refs: a.ref_rule if refs is None else refs[a.ref_rule]),
+        ref_dst=cat("ref_dst", lambda a, base, rules, toks, refs: a.ref_dst + base),
         rule_nullable=np.array(linked.nullable, dtype=np.bool_),
         root_rule=np.array([linked.root], dtype=np.int32),
         tok_indptr=csr("tok_indptr"),
-        tok_set=cat("tok_set", lambda a, base, rules, toks: toks[a.tok_set]),
-        tok_dst=cat("tok_dst", lambda a, base, rules, toks: a.tok_dst + base),
+        tok_set=cat("tok_set", lambda a, base, rules, toks, refs: toks[a.tok_set]),
+        tok_dst=cat("tok_dst", lambda a, base, rules, toks, refs: a.tok_dst + base),
         rule_budget=cat("rule_budget"),
         rule_char_budget=cat("rule_char_budget"),
         rule_rep_lo=cat("rule_rep_lo"),
