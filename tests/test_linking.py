@@ -169,3 +169,23 @@ def test_a_written_lookahead_of_the_top_never_trusts_a_stand_in():
     matcher = xgr.GrammarMatcher(compiled)
     assert matcher.compute_bool_mask()[1]  # "abd"
     assert matcher.accept_string("abd") and matcher.is_terminated() is False and matcher.accept_token(4)
+
+
+def test_state_classes_from_the_pieces_are_those_of_the_whole_grammar():
+    from xg2ref.state_classes import shareable_rules, state_classes
+
+    def long_tools(names):  # unrolled strings of up to 30 characters: their states share classes
+        return [{"type": "function", "function": {"name": n, "parameters": {
+            "type": "object", "properties": {n: {"type": "string", "maxLength": 30}}}}} for n in names]
+
+    compiler = xgr.GrammarCompiler(LLAMA_VOCAB, jit=True)
+    compiler.compile_structural_tag(xgr.get_model_structural_tag("llama", tools=long_tools(["f", "g"])))
+    compiled = compiler.compile_structural_tag(xgr.get_model_structural_tag("llama", tools=long_tools(["g", "h", "f"])))
+    assert compiler.parts.hits == 2  # f and g: their classes come from the parts
+    arrays, cache = compiled.arrays, compiled.mask_cache
+    steps = int(np.diff(LLAMA_VOCAB.vocab_arrays().token_offsets).max()) + 1
+    whole = state_classes(arrays, steps, shareable_rules(arrays))
+    scannable = cache._state_class >= 0
+    linked, alone = cache._state_class[scannable], whole[scannable]
+    assert len({(int(a), int(b)) for a, b in zip(linked, alone)}) == len(set(linked.tolist())) == len(set(alone.tolist()))
+    assert len(set(linked.tolist())) < int(scannable.sum())  # some states share an entry

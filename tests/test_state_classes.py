@@ -80,14 +80,31 @@ def test_hash_collisions_never_merge_states(monkeypatch):
     ok = SC.shareable_rules(fsm)
     honest = SC.state_classes(fsm, 10, ok)
 
-    def colliding(fsm, prev, out):  # every state gets the same hash
-        out[:] = 7
+    def colliding(fsm, prev, out, lo, hi):  # every state gets the same hash
+        out[lo:hi] = 7
 
     monkeypatch.setattr(SC, "_hash_round", colliding)
     forced = SC.state_classes(fsm, 10, ok)
     # the same partition: equal classes in one iff equal in the other
     pairs = {(int(h), int(f)) for h, f in zip(honest, forced)}
     assert len(pairs) == len(set(honest.tolist())) == len(set(forced.tolist()))
+
+
+def _same_partition(a, b) -> bool:
+    return len({(int(x), int(y)) for x, y in zip(a, b)}) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
+def test_a_range_of_whole_rules_refines_as_in_the_whole_run():
+    compiled = xgr.GrammarCompiler(xgr.TokenizerInfo(["a"])).compile_grammar(
+        'root ::= "x" [a-c]{0,20} "y" | "z" ([a-c] "," x)* \nx ::= [0-9]{3,30} | "q" x')
+    fsm = compiled.arrays
+    ok = SC.shareable_rules(fsm)
+    whole = SC.state_classes(fsm, 6, ok)
+    bounds = np.flatnonzero(np.diff(fsm.state_rule)) + 1
+    cut = int(bounds[len(bounds) // 2])  # a rule boundary
+    assert _same_partition(SC.state_classes(fsm, 6, ok, 0, cut), whole[:cut])
+    assert _same_partition(SC.state_classes(fsm, 6, ok, cut), whole[cut:])
+    assert len(set(whole[:cut].tolist())) < cut  # the range holds states that share
 
 
 def test_rules_reading_nullable_rules_keep_their_own_entries():

@@ -15,6 +15,8 @@ out in specs/00-overview.md, with the paper section each module implements.
 
 from typing import Any
 
+from .apply_mask import apply_token_bitmask_inplace
+from .batch_matcher import BatchGrammarMatcher
 from .bitmask import allocate_token_bitmask, get_bitmask_shape, reset_token_bitmask
 from .builtin_structural_tag import (StructuralTag, get_builtin_structural_tag, get_model_structural_tag,
                                      normalize_tool_choice, register_model_structural_tag)
@@ -29,6 +31,7 @@ from .tokenizer_info import TokenizerInfo, VocabType
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchGrammarMatcher",
     "CompiledGrammar",
     "EBNFError",
     "Grammar",
@@ -45,6 +48,7 @@ __all__ = [
     "VocabType",
     "XG2RefError",
     "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
     "bitmask_dtype",
     "get_bitmask_shape",
     "get_builtin_structural_tag",

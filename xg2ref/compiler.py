@@ -108,7 +108,7 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
     a = analyse(grammar.ir, shapes=pool.shapes if pool is not None else None,
                 repetition_threshold=repetition_threshold, hashed=pool is not None)
     return _assemble(grammar, tokenizer_info, a.fsms, a.fsms.to_arrays(), a.first, a.follow, a.lookahead, a.report,
-                     a.hashes, jit, eager_entries, pool)
+                     a.hashes, jit, eager_entries, pool, None)
 
 
 def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, parts: PartCache, *, jit: bool = False,
@@ -128,12 +128,13 @@ def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, part
     stubs = {r: compiled[name][1] for r, name in enumerate(a.fsms.rule_names) if name in compiled}
     linked = link(a.fsms, a.first, a.follow, a.lookahead, a.report, a.hashes, stubs)
     return _assemble(grammar, tokenizer_info, linked.fsms, linked.arrays, linked.first, linked.follow, linked.lookahead,
-                     linked.report, linked.hashes, jit, eager_entries, pool)
+                     linked.report, linked.hashes, jit, eager_entries, pool, linked.state_classes)
 
 
 def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, report, hashes, jit, eager_entries,
-              pool) -> CompiledGrammar:
-    """The mask cache over analysed machines, and the compiled grammar holding both."""
+              pool, classes) -> CompiledGrammar:
+    """The mask cache over analysed machines, and the compiled grammar holding both (`classes`:
+    the state classes of a linked grammar, from its pieces)."""
     for token_set in fsms.token_sets:
         for t in token_set.ids:
             if t >= tokenizer_info.vocab_size:
@@ -145,7 +146,7 @@ def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, r
         view = pool.view(fsms, hashes, lookahead)
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
                                    lookahead=lookahead, follow=follow, jit=jit, pool=view,
-                                   eager_entries=eager_entries, first_rows=first)
+                                   eager_entries=eager_entries, first_rows=first, classes=classes)
     compiled = CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
     compiled.rule_hashes = hashes
     return compiled

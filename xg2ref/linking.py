@@ -47,7 +47,7 @@ entry pool.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -58,6 +58,7 @@ from .fsm.hashing import KIND_UNHASHED, RuleHashes
 from .fsm.shapes import relabel
 from .grammar.ir import EPSILON, ByteString, Choice, Expr, GrammarIR, Rule, RuleRef
 from .lookahead import LookaheadArrays, LookaheadReport
+from .state_classes import shareable_rules, state_classes
 
 STUB = "stub"  # the rule option marking a stand-in for a linked sub-grammar's root
 MAX_PARTS = 4096  # compiled sub-grammars a compiler keeps
@@ -76,10 +77,19 @@ class Part:
     report: LookaheadReport
     hashes: RuleHashes
     root_used: bool  # a rule of the part references its root
+    _classes: dict = field(default_factory=dict, repr=False)  # steps -> state classes
 
     @property
     def root(self) -> int:
         return self.fsms.root
+
+    def state_classes(self, steps: int) -> np.ndarray:
+        """The classes of the part's states (xg2ref/state_classes.py), computed once per depth:
+        classes never join states of two rules and the part is closed, so they are its own
+        wherever it is linked."""
+        if steps not in self._classes:
+            self._classes[steps] = state_classes(self.arrays, steps, shareable_rules(self.arrays))
+        return self._classes[steps]
 
 
 def compile_part(ir: GrammarIR, shapes=None, repetition_threshold: Optional[int] = None) -> Part:
@@ -145,6 +155,19 @@ class Linked:
     lookahead: LookaheadArrays
     report: LookaheadReport
     hashes: Optional[RuleHashes]
+    top_states: int  # the top's states come first, then each part's in `parts` order
+    parts: tuple
+
+    def state_classes(self, steps: int) -> np.ndarray:
+        """`state_classes(arrays, steps, shareable_rules(arrays))` up to renaming: the top's
+        states refined here, each part's classes from the part, numbered apart."""
+        top = state_classes(self.arrays, steps, shareable_rules(self.arrays), 0, self.top_states)
+        chunks, base = [top], int(top.max(initial=-1)) + 1
+        for part in self.parts:
+            labels = part.state_classes(steps)
+            chunks.append(labels + base)
+            base += int(labels.max(initial=-1)) + 1
+        return np.concatenate(chunks)
 
 
 def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: LookaheadArrays,
@@ -225,7 +248,8 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
     joined = None
     if hash_parts is not None:
         joined = RuleHashes(*(tuple(x for p in hash_parts for x in p[k]) for k in range(4)))
-    return Linked(linked, arrays, np.concatenate(first_rows), np.concatenate(follow_rows), la, report, joined)
+    return Linked(linked, arrays, np.concatenate(first_rows), np.concatenate(follow_rows), la, report, joined,
+                  len(top_arrays.state_rule), tuple(stubs[s] for s in order))
 
 
 def _per_rule(values: tuple, n: int, default) -> tuple:

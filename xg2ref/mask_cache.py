@@ -269,7 +269,8 @@ class AdaptiveTokenMaskCache:
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int,
                  progress: Optional[Callable[[int, int], None]] = None, lookahead: Optional[LookaheadArrays] = None,
                  follow: Optional[np.ndarray] = None, share_entries: bool = True, jit: bool = False,
-                 pool=None, eager_entries: int = 0, first_rows: Optional[np.ndarray] = None):
+                 pool=None, eager_entries: int = 0, first_rows: Optional[np.ndarray] = None,
+                 classes: Optional[Callable[[int], np.ndarray]] = None):
         start = time.perf_counter()
         self.vocab = vocab
         self.vocab_size = vocab_size
@@ -278,7 +279,9 @@ class AdaptiveTokenMaskCache:
         longest = int(np.diff(vocab.token_offsets).max(initial=0))
         if share_entries and len(scannable):
             # one entry per class of states that read every token alike (xg2ref/state_classes.py)
-            labels = state_classes(fsm, longest + 1, shareable_rules(fsm))[scannable]
+            # (`classes(steps)`: the same partition from a caller that holds it in pieces, linking.py)
+            labels = (classes(longest + 1) if classes is not None
+                      else state_classes(fsm, longest + 1, shareable_rules(fsm)))[scannable]
             _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
             rank = np.empty(len(first), dtype=np.int64)
             rank[np.argsort(first)] = np.arange(len(first))  # classes numbered in state order

@@ -33,6 +33,8 @@ grammars is xg2ref/cross_grammar_cache.py.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 from numba import njit
 
@@ -51,9 +53,9 @@ def _mix(h, x):
 
 
 @njit(cache=True, _nrt=False)
-def _hash_round(fsm, prev, out):
-    """out[s] = hash of class_d+1(s)'s tuple from the class_d labels `prev`."""
-    for s in range(prev.shape[0]):
+def _hash_round(fsm, prev, out, lo, hi):
+    """out[s] = hash of class_d+1(s)'s tuple from the class_d labels `prev`, for lo <= s < hi."""
+    for s in range(lo, hi):
         h = _mix(np.uint64(0), prev[s])
         for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
             h = _mix(h, fsm.byte_lo[e] * 256 + fsm.byte_hi[e])
@@ -116,28 +118,30 @@ def _exact_labels(fsm, prev, hashes, order, out):
     return labels
 
 
-def state_classes(fsm: FSMArrays, steps: int, shareable_rules: np.ndarray) -> np.ndarray:
-    """class_steps+1 of every state (int64[S]): states with equal classes agree for `steps`
-    steps (module docstring). `shareable_rules[r]` is False for rules whose states must keep
-    classes of their own."""
-    n = len(fsm.state_rule)
+def state_classes(fsm: FSMArrays, steps: int, shareable_rules: np.ndarray, lo: int = 0,
+                  hi: Optional[int] = None) -> np.ndarray:
+    """class_steps+1 of states lo..hi-1 (int64[hi - lo]; all states by default): states with
+    equal classes agree for `steps` steps (module docstring). `shareable_rules[r]` is False for
+    rules whose states must keep classes of their own. Classes never join states of two rules,
+    so a range of whole rules is refined alone: its classes are those of the whole run."""
+    hi = len(fsm.state_rule) if hi is None else hi
     rule = fsm.state_rule.astype(np.int64)
     labels = rule * 2 + fsm.is_final.astype(np.int64)
     alone = ~shareable_rules[fsm.state_rule]
     labels[alone] = 2 * len(fsm.rule_start) + np.flatnonzero(alone)
-    count = len(np.unique(labels))
-    hashes = np.zeros(n, dtype=np.uint64)
-    nxt = np.zeros(n, dtype=np.int64)
+    count = len(np.unique(labels[lo:hi]))
+    hashes = np.zeros(len(labels), dtype=np.uint64)
+    nxt = np.zeros(len(labels), dtype=np.int64)
     for _ in range(steps + 1):
         with np.errstate(over="ignore"):  # 64-bit wrap-around is the point (plain Python runs)
-            _hash_round(fsm, labels, hashes)
-        order = np.argsort(hashes, kind="stable")
+            _hash_round(fsm, labels, hashes, lo, hi)
+        order = lo + np.argsort(hashes[lo:hi], kind="stable")
         new_count = _exact_labels(fsm, labels, hashes, order, nxt)
         labels, nxt = nxt, labels
         if new_count == count:
             break  # no class split: every later round gives the same partition
         count = new_count
-    return labels
+    return labels[lo:hi]
 
 
 def shareable_rules(fsm: FSMArrays) -> np.ndarray:

@@ -93,6 +93,8 @@ class ShapeCache:
 def relabel(fsm: FSM, rule_ids: list, local_tokens: list, token_sets: dict) -> FSM:
     """`fsm` (local rule k = rule_ids[k]'s index, local token set k = local_tokens[k]) in a
     grammar's numbers; new token sets join `token_sets`."""
+    if not local_tokens and not fsm.rule_edges:
+        return fsm  # nothing to renumber (machines are immutable: shared)
     rule_edges = tuple(sorted((s, rule_ids[r], d) for s, r, d in fsm.rule_edges))
     if not local_tokens:
         return FSM(fsm.num_states, fsm.start, fsm.finals, fsm.byte_edges, rule_edges, fsm.eps_edges)

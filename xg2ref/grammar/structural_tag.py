@@ -116,30 +116,32 @@ def load_structural_tag(structural_tag: Any) -> dict:
     return structural_tag
 
 
+_KIND_TESTS = {
+    "str": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, bool),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "opt_int": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31),
+    "strs": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "schema": lambda v: isinstance(v, (bool, dict, str)),
+    "format": lambda v: isinstance(v, dict),
+    "formats": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+    "tags": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+    "begin": lambda v: isinstance(v, (str, dict)),
+    "end": lambda v: isinstance(v, (str, dict)) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    "token": lambda v: isinstance(v, (int, str)) and not isinstance(v, bool),
+    "tokens": lambda v: isinstance(v, list) and all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in v),
+    "rules": lambda v: isinstance(v, list) and all(isinstance(x, (list, tuple)) and len(x) == 2
+                                                   and isinstance(x[0], str) and isinstance(x[1], dict) for x in v),
+    "token_rules": lambda v: isinstance(v, list) and all(isinstance(x, (list, tuple)) and len(x) == 2
+                                                         and isinstance(x[0], (int, str)) and isinstance(x[1], dict)
+                                                         for x in v),
+}
+
+
 def _check(value: Any, kind: str, path: str) -> None:
     """Raise unless `value` has the field kind `kind` (formats themselves are checked when
     converted)."""
-    ok = {
-        "str": lambda v: isinstance(v, str),
-        "bool": lambda v: isinstance(v, bool),
-        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "opt_int": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31),
-        "strs": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-        "schema": lambda v: isinstance(v, (bool, dict, str)),
-        "format": lambda v: isinstance(v, dict),
-        "formats": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
-        "tags": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
-        "begin": lambda v: isinstance(v, (str, dict)),
-        "end": lambda v: isinstance(v, (str, dict)) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
-        "token": lambda v: isinstance(v, (int, str)) and not isinstance(v, bool),
-        "tokens": lambda v: isinstance(v, list) and all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in v),
-        "rules": lambda v: isinstance(v, list) and all(isinstance(x, (list, tuple)) and len(x) == 2
-                                                       and isinstance(x[0], str) and isinstance(x[1], dict) for x in v),
-        "token_rules": lambda v: isinstance(v, list) and all(isinstance(x, (list, tuple)) and len(x) == 2
-                                                             and isinstance(x[0], (int, str)) and isinstance(x[1], dict)
-                                                             for x in v),
-    }[kind]
-    if not ok(value):
+    if not _KIND_TESTS[kind](value):
         raise _fail(path, f"expected {_KIND_WORDS[kind]}, got {json.dumps(value)[:80]}")
 
 
@@ -236,12 +238,8 @@ class StructuralTagConverter:
                 or not all(isinstance(e, (ByteString, TokenSet)) for e in (begin, end))):
             return self.rule("triggered_tags_alt", Sequence((begin, content, end)), (("keep", True),))
 
-        def make() -> GrammarIR:
-            inner = sub.make()
-            name = next(n for n in (f"tag_{k}" for k in range(len(inner.rules) + 1)) if n not in inner.rule_names())
-            return GrammarIR((Rule(name, Sequence((begin, RuleRef(inner.root), end))),) + inner.rules, name)
-
-        self.subgrammars[-1] = SubGrammar(sub.name, ("tag", begin, end, sub.key) if sub.key is not None else None, make)
+        self.subgrammars[-1] = SubGrammar(sub.name, ("tag", begin, end, sub.key) if sub.key is not None else None,
+                                          _Deferred(_tag_ir, begin, sub.make, end))
         return content
 
     def rule_name(self, expr: Expr, base: str) -> str:
@@ -300,8 +298,7 @@ class StructuralTagConverter:
         return self.rule("const_string", ByteString(f["value"].encode("utf-8")))
 
     def _json_schema(self, f, path, ends):
-        from .grammar import Grammar
-        from .json_xml import excludes_problem, xml_schema_to_ir
+        from .json_xml import excludes_problem
         from .json_xml_styles import STYLES
 
         style = f["style"]
@@ -311,40 +308,15 @@ class StructuralTagConverter:
         if problem:
             raise _fail(f"{path}.excludes", problem)
         schema, options = f["json_schema"], (f["any_order"], f["max_whitespace_cnt"], tuple(f["excludes"]))
-
-        def make() -> GrammarIR:
-            try:
-                if style == "json":
-                    return Grammar.from_json_schema(schema, any_order=options[0], max_whitespace_cnt=options[1]).ir
-                return xml_schema_to_ir(schema, style, any_order=options[0], max_whitespace_cnt=options[1],
-                                        excludes=list(options[2]))
-            except XG2RefError as err:
-                raise _fail(f"{path}.json_schema", str(err)) from None
-
         text = _json_text(schema)
-        return self.embed_subgrammar(("json_schema", text, style) + options if text is not None else None, make)
+        return self.embed_subgrammar(("json_schema", text, style) + options if text is not None else None,
+                                     _Deferred(_schema_ir, schema, style, options, path))
 
     def _grammar(self, f, path, ends):
-        from .grammar import Grammar
-
-        def make() -> GrammarIR:
-            try:
-                return Grammar.from_ebnf(f["grammar"]).ir
-            except XG2RefError as err:
-                raise _fail(f"{path}.grammar", str(err)) from None
-
-        return self.embed_subgrammar(("grammar", f["grammar"]), make)
+        return self.embed_subgrammar(("grammar", f["grammar"]), _Deferred(_ebnf_ir, f["grammar"], path))
 
     def _regex(self, f, path, ends):
-        from .regex import RegexError, regex_to_ir
-
-        def make() -> GrammarIR:
-            try:
-                return regex_to_ir(f["pattern"])
-            except (RegexError, XG2RefError) as err:
-                raise _fail(f"{path}.pattern", str(err)) from None
-
-        return self.embed_subgrammar(("regex", f["pattern"]), make)
+        return self.embed_subgrammar(("regex", f["pattern"]), _Deferred(_regex_ir, f["pattern"], path))
 
     def _any_text(self, f, path, ends):
         excludes = list(dict.fromkeys(f["excludes"] + [e for e in (ends or []) if isinstance(e, str) and e]))
@@ -518,6 +490,61 @@ class StructuralTagConverter:
         ids += [e for e in (ends or []) if isinstance(e, int)]
         options = (("max_tokens", f["max_tokens"]),) if f["max_tokens"] is not None else ()
         return self.rule("any_tokens", Repeat(TokenSet(tuple(dict.fromkeys(ids)), exclude=True), 0, None), options)
+
+
+class _Deferred:
+    """`fn(*args)` later: the `make` of an embedded sub-grammar. A compiler keeps one per cached
+    grammar and tool, so it is one small object (closures and functools.partial hold several for
+    the collector to walk)."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn: Callable, *args):
+        self.fn, self.args = fn, args
+
+    def __call__(self):
+        return self.fn(*self.args)
+
+
+# The IR builders of embedded sub-grammars (`SubGrammar.make`).
+
+def _schema_ir(schema: Any, style: str, options: tuple, path: str) -> GrammarIR:
+    from .grammar import Grammar
+    from .json_xml import xml_schema_to_ir
+
+    any_order, max_whitespace_cnt, excludes = options
+    try:
+        if style == "json":
+            return Grammar.from_json_schema(schema, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt).ir
+        return xml_schema_to_ir(schema, style, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt,
+                                excludes=list(excludes))
+    except XG2RefError as err:
+        raise _fail(f"{path}.json_schema", str(err)) from None
+
+
+def _ebnf_ir(text: str, path: str) -> GrammarIR:
+    from .grammar import Grammar
+
+    try:
+        return Grammar.from_ebnf(text).ir
+    except XG2RefError as err:
+        raise _fail(f"{path}.grammar", str(err)) from None
+
+
+def _regex_ir(pattern: str, path: str) -> GrammarIR:
+    from .regex import RegexError, regex_to_ir
+
+    try:
+        return regex_to_ir(pattern)
+    except (RegexError, XG2RefError) as err:
+        raise _fail(f"{path}.pattern", str(err)) from None
+
+
+def _tag_ir(begin: Expr, make: Callable[[], GrammarIR], end: Expr) -> GrammarIR:
+    """`begin inner end` as the root of the sub-grammar `make()` (`linked_tag`)."""
+    inner = make()
+    name = next(n for n in (f"tag_{k}" for k in range(len(inner.rules) + 1)) if n not in inner.rule_names())
+    return GrammarIR((Rule(name, Sequence((begin, RuleRef(inner.root), end))),) + inner.rules, name)
 
 
 def structural_tag_to_ir(structural_tag: Any, tokenizer_info=None) -> GrammarIR:

@@ -230,12 +230,13 @@ def _shortest_step(n: Expr, best, body) -> tuple[float, float]:
     return (l, h + 1)
 
 
-def sentences(ir: GrammarIR, rng: random.Random, max_depth: int = 6) -> Optional[bytes]:
+def sentences(ir: GrammarIR, rng: random.Random, max_depth: int = 6, max_bytes: int = 256) -> Optional[bytes]:
     """A random sentence of `ir`'s root rule, or None when the language is empty.
 
     Expands the IR with random choices (productive alternatives only, repetitions up to three
-    extra copies) for `max_depth` levels of nesting, then completes every open node by its
-    shortest derivation.
+    extra copies) for `max_depth` levels of nesting, or until the sentence holds `max_bytes`
+    bytes (repetitions with large minimums under recursion grow exponentially), then completes
+    every open node by its shortest derivation.
 
     Example: sentences(ir_of('root ::= "a" root | "b"'), random.Random(1)) might be b"aab"
     """
@@ -244,11 +245,13 @@ def sentences(ir: GrammarIR, rng: random.Random, max_depth: int = 6) -> Optional
     if best[id(body[ir.root])][0] == INF:
         return None
     out = bytearray()
-    _sample(body[ir.root], rng, max_depth, best, body, out)
+    _sample(body[ir.root], rng, max_depth, best, body, out, max_bytes)
     return bytes(out)
 
 
-def _sample(n: Expr, rng: random.Random, depth: int, best, body, out: bytearray) -> None:
+def _sample(n: Expr, rng: random.Random, depth: int, best, body, out: bytearray, budget: int) -> None:
+    if len(out) >= budget:
+        depth = 0  # long enough: complete by shortest derivations
     if isinstance(n, ByteString):
         out += n.value
     elif isinstance(n, CharClass):
@@ -261,20 +264,20 @@ def _sample(n: Expr, rng: random.Random, depth: int, best, body, out: bytearray)
         out += _encode(cp)
     elif isinstance(n, Sequence):
         for kid in n.items:
-            _sample(kid, rng, depth - 1, best, body, out)
+            _sample(kid, rng, depth - 1, best, body, out, budget)
     elif isinstance(n, Choice):
         if depth <= 0:
             kid = min(n.alternatives, key=lambda e: best[id(e)])
         else:
             kid = rng.choice([e for e in n.alternatives if best[id(e)][0] != INF])
-        _sample(kid, rng, depth - 1, best, body, out)
+        _sample(kid, rng, depth - 1, best, body, out, budget)
     elif isinstance(n, Repeat):
         count = n.min
         if depth > 0 and best[id(n.body)][0] != INF:
             top = n.min + 3 if n.max is None else min(n.max, n.min + 3)
             count = rng.randint(n.min, top)
         for _ in range(count):
-            _sample(n.body, rng, depth - 1, best, body, out)
+            _sample(n.body, rng, depth - 1, best, body, out, budget)
     elif isinstance(n, TagDispatch):
         # no free text (it might spell a tag or an exclude): only tags and their rules
         usable = [(tag, name) for tag, name in n.tags if best[id(body[name])][0] != INF]
@@ -282,6 +285,6 @@ def _sample(n: Expr, rng: random.Random, depth: int, best, body, out: bytearray)
         for _ in range(count):
             tag, name = rng.choice(usable)
             out += tag
-            _sample(body[name], rng, depth - 1, best, body, out)
+            _sample(body[name], rng, depth - 1, best, body, out, budget)
     else:
-        _sample(body[n.name], rng, depth - 1, best, body, out)
+        _sample(body[n.name], rng, depth - 1, best, body, out, budget)

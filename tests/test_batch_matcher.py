@@ -1,0 +1,96 @@
+"""BatchGrammarMatcher (xg2ref/batch_matcher.py): a batch gives exactly the results of one
+matcher per row, through fills into permuted rows, accepted and rejected tokens, strings and
+rollbacks; sizes are checked before any matcher moves."""
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xg2ref as xgr
+from tests.hypothesis_budget import examples
+
+VOCAB = ["{", "}", '"', "a", "b", "ab", '"a', ":", ",", " ", "1", "12", "true", "null", '{"', '":', "</s>"]
+INFO = xgr.TokenizerInfo(VOCAB, stop_token_ids=[16])
+GRAMMARS = [
+    'root ::= "{" (pair ("," pair)*)? "}"\npair ::= "\\"" [ab]+ "\\":" value\nvalue ::= [0-9]+ | "true" | "null"',
+    'root ::= ("a" | "b")* "1"',
+    'root ::= "\\"" [ab]{0,5} "\\""',
+]
+COMPILER = xgr.GrammarCompiler(INFO)
+COMPILED = [COMPILER.compile_grammar(g) for g in GRAMMARS]
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, len(GRAMMARS) - 1), min_size=1, max_size=5), st.integers(0, 2**16))
+def test_a_batch_steps_like_one_matcher_per_row(kinds, seed):
+    rng = random.Random(seed)
+    batch = [xgr.GrammarMatcher(COMPILED[k]) for k in kinds]
+    alone = [xgr.GrammarMatcher(COMPILED[k]) for k in kinds]
+    runner = xgr.BatchGrammarMatcher()
+    n = len(kinds)
+    for _ in range(12):
+        live = [k for k in range(n) if not alone[k].is_terminated()]  # (a terminated matcher has no mask)
+        rows = rng.sample(range(n + 2), len(live))  # a padded bitmask, rows in any order
+        mask = xgr.allocate_token_bitmask(n + 2, INFO.vocab_size)
+        runner.batch_fill_next_token_bitmask([batch[k] for k in live], mask, rows)
+        rows = [rows[live.index(k)] if k in live else n + 1 for k in range(n)]
+        for m, row in zip(alone, rows):
+            if m.is_terminated():
+                continue
+            want = xgr.allocate_token_bitmask(1, INFO.vocab_size)
+            m.fill_next_token_bitmask(want)
+            assert np.array_equal(np.asarray(mask[row]), np.asarray(want[0]))
+        step = rng.random()
+        if step < 0.6:
+            allowed = [xgr.testing.get_allowed_token_ids(mask, INFO.vocab_size, row) for row in rows]
+            tokens = [int(rng.choice(a)) if len(a) and rng.random() < 0.8 else rng.randrange(INFO.vocab_size)
+                      for a in allowed]
+            got = xgr.BatchGrammarMatcher.batch_accept_token(batch, tokens)
+            assert got == [m.accept_token(t) for m, t in zip(alone, tokens)]
+        elif step < 0.8:
+            strings = [rng.choice(['{"a":1}', "ab", '"', "a1", ""]) for _ in range(n)]
+            got = xgr.BatchGrammarMatcher.batch_accept_string(batch, strings)
+            assert got == [m.accept_string(s) for m, s in zip(alone, strings)]
+        else:
+            counts = [rng.randint(0, len(m._history)) for m in alone]
+            xgr.BatchGrammarMatcher.batch_rollback(batch, counts)
+            for m, c in zip(alone, counts):
+                m.rollback(c)
+        assert [m.is_terminated() for m in batch] == [m.is_terminated() for m in alone]
+
+
+def test_one_rollback_count_serves_every_row():
+    batch = [xgr.GrammarMatcher(COMPILED[1]) for _ in range(3)]
+    assert xgr.BatchGrammarMatcher.batch_accept_string(batch, ["ab", "a", "b"]) == [True] * 3
+    xgr.BatchGrammarMatcher.batch_rollback(batch)
+    assert [len(m._history) for m in batch] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda b, ms: xgr.BatchGrammarMatcher.batch_accept_token(ms, [1]), ValueError,
+     "The size of matchers (2) and token_ids (1) should be the same."),
+    (lambda b, ms: xgr.BatchGrammarMatcher.batch_accept_string(ms, ["a", "b", "c"]), ValueError,
+     "The size of matchers (2) and strings (3) should be the same."),
+    (lambda b, ms: xgr.BatchGrammarMatcher.batch_rollback(ms, [1]), ValueError,
+     "The size of matchers (2) and num_tokens (1) should be the same."),
+    (lambda b, ms: xgr.BatchGrammarMatcher.batch_rollback(ms, [0, 2]), ValueError,
+     "num_tokens[1] = 2: matcher 1 can roll back 0 to 1 tokens"),
+    (lambda b, ms: b.batch_fill_next_token_bitmask(ms, xgr.allocate_token_bitmask(2, INFO.vocab_size), [0, 2]),
+     ValueError, "indices[1] = 2 is out of range for a bitmask with 2 rows"),
+    (lambda b, ms: b.batch_fill_next_token_bitmask(ms, xgr.allocate_token_bitmask(2, INFO.vocab_size), [1, 1]),
+     ValueError, "indices must be unique"),
+    (lambda b, ms: xgr.BatchGrammarMatcher.batch_accept_token(ms + ["m"], [1, 1, 1]), TypeError,
+     "matchers[2] is a str, not a GrammarMatcher"),
+    (lambda b, ms: xgr.BatchGrammarMatcher(max_threads=0), ValueError,
+     'max_threads must be a positive integer or "auto", got 0'),
+])
+def test_sizes_are_checked_before_any_matcher_moves(call, error, message):
+    matchers = [xgr.GrammarMatcher(COMPILED[1]) for _ in range(2)]
+    assert xgr.BatchGrammarMatcher.batch_accept_string(matchers, ["a", "b"]) == [True, True]
+    with pytest.raises(error) as err:
+        call(xgr.BatchGrammarMatcher(), matchers)
+    assert str(err.value) == message
+    assert [len(m._history) for m in matchers] == [1, 1]

@@ -1,0 +1,88 @@
+"""A batch of matchers stepped together (XGrammar §3.5: the masks of a batch are made on the CPU
+while the GPU runs the model; xgrammar's `BatchGrammarMatcher`).
+
+Each method is the per-matcher method applied row by row, so a batch gives exactly the results
+of one matcher per row:
+
+    batch_fill_next_token_bitmask(ms, mask, idx)  =  ms[k].fill_next_token_bitmask(mask, idx[k])
+    batch_accept_token(ms, tokens)                =  [ms[k].accept_token(tokens[k])]
+    batch_accept_string(ms, strings)              =  [ms[k].accept_string(strings[k])]
+    batch_rollback(ms, n)                         =  ms[k].rollback(n[k])
+
+The rows run one after the other in this thread: `max_threads` is accepted for xgrammar's
+signature. Sizes are checked before any matcher moves; a mismatch raises ValueError (xgrammar
+raises RuntimeError from C++).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+from .matcher import GrammarMatcher
+
+
+def _check_matchers(matchers) -> list:
+    matchers = list(matchers)
+    for k, m in enumerate(matchers):
+        if not isinstance(m, GrammarMatcher):
+            raise TypeError(f"matchers[{k}] is a {type(m).__name__}, not a GrammarMatcher")
+    return matchers
+
+
+def _same_size(matchers: list, values: list, name: str) -> None:
+    if len(matchers) != len(values):
+        raise ValueError(f"The size of matchers ({len(matchers)}) and {name} ({len(values)}) should be the same.")
+
+
+class BatchGrammarMatcher:
+    """Fill, accept and roll back many matchers in one call (module docstring)."""
+
+    def __init__(self, max_threads: Union[int, str] = "auto") -> None:
+        if max_threads != "auto" and (isinstance(max_threads, bool) or not isinstance(max_threads, int)
+                                      or max_threads < 1):
+            raise ValueError(f'max_threads must be a positive integer or "auto", got {max_threads!r}')
+        self.max_threads = max_threads
+
+    def batch_fill_next_token_bitmask(self, matchers: list, bitmask, indices: Optional[list] = None,
+                                      debug_print: bool = False) -> None:
+        """Row indices[k] (k by default) of `bitmask` gets the mask of matchers[k]."""
+        matchers = _check_matchers(matchers)
+        rows = list(range(len(matchers))) if indices is None else list(indices)
+        _same_size(matchers, rows, "indices")
+        if len(set(rows)) != len(rows):
+            raise ValueError("indices must be unique")
+        shape = tuple(bitmask.shape)
+        if len(shape) != 2:
+            raise ValueError(f"bitmask must be 2-D (batch, words), got shape {shape}")
+        for k, row in enumerate(rows):
+            if isinstance(row, bool) or not 0 <= row < shape[0]:
+                raise ValueError(f"indices[{k}] = {row} is out of range for a bitmask with {shape[0]} rows")
+        for m, row in zip(matchers, rows):
+            m.fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
+
+    @staticmethod
+    def batch_accept_token(matchers: list, tokens: list, debug_print: bool = False) -> list[bool]:
+        """Whether each matcher accepted its token (a rejected token leaves its matcher as it was)."""
+        matchers, tokens = _check_matchers(matchers), list(tokens)
+        _same_size(matchers, tokens, "token_ids")
+        return [m.accept_token(t, debug_print=debug_print) for m, t in zip(matchers, tokens)]
+
+    @staticmethod
+    def batch_accept_string(matchers: list, strings: list, debug_print: bool = False) -> list[bool]:
+        """Whether each matcher accepted its string."""
+        matchers, strings = _check_matchers(matchers), list(strings)
+        _same_size(matchers, strings, "strings")
+        return [m.accept_string(s, debug_print=debug_print) for m, s in zip(matchers, strings)]
+
+    @staticmethod
+    def batch_rollback(matchers: list, num_tokens: Union[list, int] = 1) -> None:
+        """Roll each matcher back by its number of tokens (one number: the same for all)."""
+        matchers = _check_matchers(matchers)
+        counts = [num_tokens] * len(matchers) if isinstance(num_tokens, int) else list(num_tokens)
+        _same_size(matchers, counts, "num_tokens")
+        for k, (m, n) in enumerate(zip(matchers, counts)):
+            steps = len(m._history)
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= steps:
+                raise ValueError(f"num_tokens[{k}] = {n!r}: matcher {k} can roll back 0 to {steps} tokens")
+        for m, n in zip(matchers, counts):
+            m.rollback(n)
