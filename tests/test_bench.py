@@ -203,3 +203,26 @@ def test_targets_bench_reports_both_targets():
     assert bench_targets("../shared/data", requests=1, warm_up=1, out=lines.append) == 0
     text = "\n".join(lines)
     assert "50 tools per request" in text and "maxLength-100" in text and "per-token mask" in text
+
+
+# ---- bench kernels ----------------------------------------------------------------------------
+
+
+def test_kernels_bench_checks_every_backend_then_times_it(monkeypatch):
+    pytest.importorskip("torch")
+    import numpy as np
+
+    from xg2ref import bench_kernels as BK
+
+    lines = []
+    assert BK.bench_kernels(out=lines.append, batches=(2,), vocabs=(1000,), repeats=5) == 0
+    text = "\n".join(lines)
+    assert "xg2ref cpu us" in text or "xg2ref cuda us" in text
+    assert "\n    2    1000 " in text and "WRONG" not in text
+
+    # a backend that writes the wrong logits is reported, and the run fails
+    real = BK._inputs
+    monkeypatch.setattr(BK, "_inputs", lambda *a, **k: (lambda L, B, W: (L, B, np.zeros_like(W)))(*real(*a, **k)))
+    lines.clear()
+    assert BK.bench_kernels(out=lines.append, batches=(1,), vocabs=(64,), repeats=3) == 1
+    assert "WRONG" in "\n".join(lines)

@@ -116,3 +116,7 @@ def test_scores_wider_than_the_vocabulary_are_masked_past_it(setup):
     allowed = np.flatnonzero(~torch.isinf(scores[0]).numpy())
     assert len(allowed) and allowed.max() < info.vocab_size
     assert all(bytes(info.decoded_vocab[t]).startswith(b"{") for t in allowed)
+
+
+def test_the_processor_is_reached_as_in_xgrammar():
+    assert xgr.contrib.hf.LogitsProcessor is LogitsProcessor

@@ -61,11 +61,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """`bitmask_dtype` is resolved on first use, so that importing xg2ref never imports torch."""
+    """`bitmask_dtype` and `contrib` are resolved on first use, so that importing xg2ref never
+    imports torch."""
     if name == "bitmask_dtype":
         from . import bitmask
 
         return bitmask.bitmask_dtype
+    if name == "contrib":  # xgr.contrib.hf.LogitsProcessor, as in xgrammar (torch loads only then)
+        import importlib
+
+        return importlib.import_module(".contrib", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

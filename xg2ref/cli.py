@@ -11,6 +11,7 @@
     xg2ref bench dynamic [--requests N]               static vs dynamic tool sets: reuse, compile time (Table 1, Fig. 6)
     xg2ref bench ablation [--sample N]                Baseline, +JIT, +cross-grammar cache, +repetition compression (Table 4)
     xg2ref bench targets [--requests N]               time to first mask (50 tools, dynamic; maxLength 100) vs xgrammar
+    xg2ref bench kernels                              bitmask applied to logits: each backend vs xgrammar's, GPU when present
     xg2ref cases                                      the bundled suite
 
 GRAMMAR is a path to an EBNF (.ebnf, .gbnf) file, the name of a bundled case (`json`,
@@ -287,6 +288,10 @@ def cmd_diff(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.what == "kernels":
+        from .bench_kernels import bench_kernels
+
+        return bench_kernels()
     if args.what == "dynamic":
         from .bench_dynamic import bench_dynamic
 
@@ -376,11 +381,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
-    p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets"),
+    p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
+                                    "kernels"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: dynamic 50-tool time to first mask and "
-                        "the maxLength-100 string schema, as ratios to xgrammar")
+                        "the maxLength-100 string schema, as ratios to xgrammar; kernels: the bitmask applied to "
+                        "logits by each backend, beside xgrammar's and the bandwidth bound on a GPU")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
                    help="folder holding json_mode_eval/ (default ../shared/data)")

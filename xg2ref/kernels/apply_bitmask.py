@@ -14,13 +14,13 @@ logit is never read or written, so the kernels move the bitmask once and only th
 
 The GPU kernel runs one thread per (row, token): the 32 threads of a warp read one bitmask word
 and write 32 adjacent logits, so reads are shared and writes coalesce. It is compiled on first
-use; with NUMBA_ENABLE_CUDASIM=1 it runs on numba's CUDA simulator over numpy arrays (tests).
+launch; with NUMBA_ENABLE_CUDASIM=1 it runs on numba's CUDA simulator over numpy arrays (tests).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import cuda, njit  # numba.cuda: CUDA simulator or device, found at launch
 
 # -inf as the integer that holds its bits, per float dtype name (IEEE 754 binary32 and binary16,
 # and bfloat16: the top half of binary32)
@@ -48,27 +48,16 @@ def apply_bitmask_rows(logits, bitmask, rows, vocab_size, neg_inf):
                     logits[r, base + b] = neg_inf
 
 
-_CUDA_KERNEL = None
-cuda = None  # numba.cuda, imported by `cuda_kernel`
-
-
-def cuda_kernel():
-    """The numba.cuda kernel, compiled on first use (importing numba.cuda is deferred too)."""
-    global _CUDA_KERNEL, cuda
-    if _CUDA_KERNEL is None:
-        from numba import cuda  # a module global: the simulator swaps it in the kernel's globals
-
-        @cuda.jit
-        def apply_bitmask_cuda(logits, bitmask, rows, vocab_size, neg_inf):
-            t = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-            if t >= vocab_size:
-                return
-            r = rows[cuda.blockIdx.y]
-            if (bitmask[r, t >> 5] >> (t & 31)) & 1 == 0:
-                logits[r, t] = neg_inf
-
-        _CUDA_KERNEL = apply_bitmask_cuda
-    return _CUDA_KERNEL
+@cuda.jit
+def apply_bitmask_cuda(logits, bitmask, rows, vocab_size, neg_inf):
+    """One thread per (row rows[blockIdx.y], token t): logits[r, t] = neg_inf when t's bit is 0.
+    Compiled on first launch, for the dtypes and layouts it meets."""
+    t = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if t >= vocab_size:
+        return
+    r = rows[cuda.blockIdx.y]
+    if (bitmask[r, t >> 5] >> (t & 31)) & 1 == 0:
+        logits[r, t] = neg_inf
 
 
 def launch_cuda(logits, bitmask, rows, vocab_size: int, neg_inf, stream=0) -> None:
@@ -77,4 +66,4 @@ def launch_cuda(logits, bitmask, rows, vocab_size: int, neg_inf, stream=0) -> No
     if vocab_size <= 0 or rows.shape[0] == 0:
         return
     blocks = ((vocab_size + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, rows.shape[0])
-    cuda_kernel()[blocks, THREADS_PER_BLOCK, stream](logits, bitmask, rows, vocab_size, neg_inf)
+    apply_bitmask_cuda[blocks, THREADS_PER_BLOCK, stream](logits, bitmask, rows, vocab_size, neg_inf)
