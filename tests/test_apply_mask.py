@@ -47,19 +47,19 @@ def cases(draw):
 
 
 def make_logits(batch, width, stride, seed, dtype: str, kind: str):
-    """Random logits as a (possibly strided) view, and their float64 values."""
+    """Random logits as a (possibly strided) view of a larger buffer: (view, buffer, the
+    buffer's float64 values, the view's index into the buffer)."""
     rng = np.random.default_rng(seed)
     shape = {"contiguous": (batch, width), "wide rows": (batch, width + 7), "every other row": (2 * batch, width)}[stride]
     base = torch.tensor(rng.normal(size=shape), dtype=TORCH_DTYPES[dtype])
-    view = {"contiguous": base, "wide rows": base[:, :width], "every other row": base[::2]}[stride]
-    values = view.to(torch.float64).numpy().copy()
     if kind == "numpy":
-        view = view.numpy()  # float32 and float16 only
-    return view, values
+        base = base.numpy()  # float32 and float16 only
+    where = {"contiguous": np.s_[:, :], "wide rows": np.s_[:, :width], "every other row": np.s_[::2, :]}[stride]
+    return base[where], base, to_float64(base).copy(), where
 
 
-def to_float64(view) -> np.ndarray:
-    return view.to(torch.float64).numpy() if isinstance(view, torch.Tensor) else view.astype(np.float64)
+def to_float64(x) -> np.ndarray:
+    return x.to(torch.float64).numpy() if isinstance(x, torch.Tensor) else x.astype(np.float64)
 
 
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -70,14 +70,15 @@ def to_float64(view) -> np.ndarray:
 def test_every_cpu_backend_matches_the_reference(case, backend_kind_dtype):
     batch, width, bitmask, rows, vocab_size, stride, seed = case
     backend, kind, dtype = backend_kind_dtype
-    view, values = make_logits(batch, width, stride, seed, dtype, kind)
+    view, base, values, where = make_logits(batch, width, stride, seed, dtype, kind)
     mask = torch.from_numpy(bitmask) if kind == "torch" else bitmask
     n = min(width, bitmask.shape[1] * 32) if vocab_size is None else vocab_size
-    want = reference(values, bitmask, range(batch) if rows is None else rows, n)
+    want = values.copy()  # the whole buffer: nothing outside the view may change
+    want[where] = reference(values[where], bitmask, range(batch) if rows is None else rows, n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a narrow bitmask warns (tested below)
         xgr.apply_token_bitmask_inplace(view, mask, vocab_size=vocab_size, indices=rows, backend=backend)
-    assert np.array_equal(to_float64(view), want)
+    assert np.array_equal(to_float64(base), want)
 
 
 def test_one_dimensional_logits_and_bitmask_are_one_row():
@@ -88,8 +89,9 @@ def test_one_dimensional_logits_and_bitmask_are_one_row():
 
 def test_a_narrow_bitmask_leaves_the_trailing_logits_with_a_warning():
     logits = torch.zeros(1, 40)
-    with pytest.warns(UserWarning, match=r"covers only 32 tokens but logits have 40"):
+    with pytest.warns(UserWarning, match=r"covers only 32 tokens but logits have 40") as caught:
         xgr.apply_token_bitmask_inplace(logits, torch.zeros(1, 1, dtype=torch.int32))
+    assert caught[0].filename == __file__  # it points at the caller
     assert torch.isinf(logits[0, :32]).all() and not torch.isinf(logits[0, 32:]).any()
 
 
@@ -128,6 +130,7 @@ def test_bad_input_raises_value_error_with_its_message(call, message):
     with pytest.raises(ValueError) as err:
         call()
     assert str(err.value) == message
+    assert isinstance(err.value, RuntimeError)  # as xgrammar's C++ checks raise
 
 
 def test_nothing_is_written_when_a_check_fails():
@@ -168,13 +171,24 @@ def test_the_cuda_kernel_on_the_simulator():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("indices", [None, [1, 3]])
-def test_the_cuda_backend_on_a_real_gpu(dtype, indices):
+@pytest.mark.parametrize("backend", ["cuda", "auto", "torch_native"])
+def test_the_gpu_backends_on_a_real_gpu(dtype, indices, backend):
     rng = np.random.default_rng(1)
+    stream = torch.cuda.Stream()
     for width in (1, 31, 32, 1000, 128256):
-        bitmask = rng.integers(-2**31, 2**31, size=(4, (width + 31) // 32)).astype(np.int32)
-        base = torch.tensor(rng.normal(size=(4, width + 5)), dtype=TORCH_DTYPES[dtype])
-        values = base[:, :width].to(torch.float64).numpy().copy()
-        logits = base.cuda()[:, :width]
-        xgr.apply_token_bitmask_inplace(logits, torch.from_numpy(bitmask).cuda(), indices=indices, backend="cuda")
-        want = reference(values, bitmask, range(4) if indices is None else indices, width)
-        assert np.array_equal(logits.cpu().to(torch.float64).numpy(), want)
+        for stride in ("wide rows", "every other row"):
+            bitmask = rng.integers(-2**31, 2**31, size=(4, (width + 31) // 32)).astype(np.int32)
+            shape = (4, width + 5) if stride == "wide rows" else (8, width)
+            where = np.s_[:, :width] if stride == "wide rows" else np.s_[::2, :]
+            base = torch.tensor(rng.normal(size=shape), dtype=TORCH_DTYPES[dtype]).cuda()
+            values = base.cpu().to(torch.float64).numpy()
+            want = values.copy()
+            want[where] = reference(values[where], bitmask, range(4) if indices is None else indices, width)
+            with torch.cuda.stream(stream):  # a stream of the caller's: the kernel runs on it
+                mask = torch.from_numpy(bitmask).cuda()
+                xgr.apply_token_bitmask_inplace(base[where], mask, indices=indices, backend=backend)
+                got = base.cpu()
+            assert np.array_equal(got.to(torch.float64).numpy(), want), (width, stride)
+    logits = torch.zeros(40, device="cuda")  # one row
+    xgr.apply_token_bitmask_inplace(logits, torch.tensor([0b101, 1], dtype=torch.int32, device="cuda"), backend=backend)
+    assert torch.isinf(logits).nonzero().flatten().tolist() == [1] + list(range(3, 32)) + list(range(33, 40))

@@ -36,6 +36,8 @@ def test_a_batch_steps_like_one_matcher_per_row(kinds, seed):
         rows = rng.sample(range(n + 2), len(live))  # a padded bitmask, rows in any order
         mask = xgr.allocate_token_bitmask(n + 2, INFO.vocab_size)
         runner.batch_fill_next_token_bitmask([batch[k] for k in live], mask, rows)
+        untouched = sorted(set(range(n + 2)) - set(rows))
+        assert (np.asarray(mask[untouched]) == -1).all()  # rows no matcher was given stay as allocated
         rows = [rows[live.index(k)] if k in live else n + 1 for k in range(n)]
         for m, row in zip(alone, rows):
             if m.is_terminated():
@@ -67,6 +69,20 @@ def test_one_rollback_count_serves_every_row():
     assert xgr.BatchGrammarMatcher.batch_accept_string(batch, ["ab", "a", "b"]) == [True] * 3
     xgr.BatchGrammarMatcher.batch_rollback(batch)
     assert [len(m._history) for m in batch] == [0, 0, 0]
+    assert xgr.BatchGrammarMatcher.batch_accept_string(batch, ["a", "b", "a"]) == [True] * 3
+    xgr.BatchGrammarMatcher.batch_rollback(batch, np.int64(1))  # numpy integers, as rollback takes them
+    xgr.BatchGrammarMatcher.batch_accept_string(batch, ["a", "a", "a"])
+    xgr.BatchGrammarMatcher.batch_rollback(batch, [np.int32(1), 0, 1])
+    assert [len(m._history) for m in batch] == [0, 1, 0]
+
+
+def test_a_terminated_matcher_stops_the_fill_before_any_row_is_written():
+    batch = [xgr.GrammarMatcher(COMPILED[1]) for _ in range(2)]
+    assert batch[1].accept_string("a1") and batch[1].accept_token(16) and batch[1].is_terminated()
+    mask = xgr.allocate_token_bitmask(2, INFO.vocab_size)
+    with pytest.raises(ValueError, match=r"matchers\[1\] has terminated"):
+        xgr.BatchGrammarMatcher().batch_fill_next_token_bitmask(batch, mask)
+    assert (np.asarray(mask) == -1).all()
 
 
 @pytest.mark.parametrize("call, error, message", [
@@ -84,6 +100,8 @@ def test_one_rollback_count_serves_every_row():
      ValueError, "indices must be unique"),
     (lambda b, ms: xgr.BatchGrammarMatcher.batch_accept_token(ms + ["m"], [1, 1, 1]), TypeError,
      "matchers[2] is a str, not a GrammarMatcher"),
+    (lambda b, ms: b.batch_fill_next_token_bitmask(ms, xgr.allocate_token_bitmask(1, INFO.vocab_size)), ValueError,
+     "2 matchers but the bitmask has 1 row"),
     (lambda b, ms: xgr.BatchGrammarMatcher(max_threads=0), ValueError,
      'max_threads must be a positive integer or "auto", got 0'),
 ])
@@ -93,4 +111,5 @@ def test_sizes_are_checked_before_any_matcher_moves(call, error, message):
     with pytest.raises(error) as err:
         call(xgr.BatchGrammarMatcher(), matchers)
     assert str(err.value) == message
+    assert error is TypeError or isinstance(err.value, RuntimeError)  # what xgrammar's C++ raises
     assert [len(m._history) for m in matchers] == [1, 1]

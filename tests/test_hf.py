@@ -4,6 +4,7 @@ Llama-3 vocabulary, sampling with a seed. Every finished output parses and valid
 unfinished one is a prefix xgrammar 0.2.8 accepts token by token."""
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -84,8 +85,9 @@ def test_generate_with_the_logits_processor_stays_in_the_grammar(setup):
                theirs.compile_json_schema(json.dumps(s), any_whitespace=False)) for s in SCHEMAS]
     for seed, (schema, ours, their) in enumerate(cases):
         processor = LogitsProcessor(ours)
+        start = time.perf_counter()
         rows = generate(model, info, processor, seed)
-        assert processor.mask_seconds > 0
+        assert 0 < processor.mask_seconds < time.perf_counter() - start
         finished += check_outputs(rows, info, their, schema)
     assert finished >= BATCH  # the small schemas end within the budget: the finished path is exercised
 
@@ -95,7 +97,9 @@ def test_one_grammar_per_row_and_bad_batches(setup):
     grammars = [compiler.compile_json_schema(s, any_whitespace=False) for s in SCHEMAS]
     processor = LogitsProcessor(grammars)
     rows = generate(model, info, processor, seed=7)
-    for row, grammar in zip(rows, grammars):
+    for row, grammar, schema in zip(rows, grammars, SCHEMAS):
+        if row[-1] in info.stop_token_ids:  # finished: valid for its own row's schema
+            jsonschema.validate(json.loads(b"".join(bytes(info.decoded_vocab[t]) for t in row[:-1])), schema)
         matcher = xgr.GrammarMatcher(grammar)
         assert all(matcher.accept_token(t) for t in row)
     with pytest.raises(ValueError, match="2 compiled grammars for a batch of 3 rows"):
@@ -120,3 +124,13 @@ def test_scores_wider_than_the_vocabulary_are_masked_past_it(setup):
 
 def test_the_processor_is_reached_as_in_xgrammar():
     assert xgr.contrib.hf.LogitsProcessor is LogitsProcessor
+
+
+def test_a_vocabulary_that_is_no_multiple_of_32_masks_its_last_word():
+    info = xgr.TokenizerInfo(["a", "b", "{", "}", "</s>", "c"], stop_token_ids=[4])
+    processor = LogitsProcessor(xgr.GrammarCompiler(info).compile_grammar('root ::= "{" [ab]* "}"'))
+    scores = torch.zeros((2, 40))  # wider than the vocabulary and than its bitmask's 32 bits
+    processor(torch.zeros((2, 1), dtype=torch.long), scores)
+    assert (~torch.isinf(scores)).nonzero().tolist() == [[0, 2], [1, 2]]  # "{" only
+    processor(torch.tensor([[0, 2], [0, 2]]), scores.zero_())
+    assert (~torch.isinf(scores[0])).nonzero().flatten().tolist() == [0, 1, 3]

@@ -12,10 +12,15 @@ The rows masked are all of them (logits and bitmask must then have as many rows)
 default min(logits width, 32 x bitmask words); a bitmask narrower than the logits then leaves
 the trailing logits alone, with a warning as in xgrammar. A 1-D logits or bitmask is one row.
 
-Inputs are checked before any write, and each problem raises ValueError with a message that
-names it. xgrammar's own messages are kept where its Python layer raises them; where its C++
-layer stops with a RuntimeError (row counts, indices, vocab_size) xg2ref raises ValueError.
-Left out: xgrammar's triton and torch_compile backends (named: a clear ValueError).
+Inputs are checked before any write, and each problem raises `BitmaskError` (a ValueError, and
+a RuntimeError as xgrammar's C++ checks raise) with a message that names it; xgrammar's own
+messages are kept where its Python layer raises them.
+
+The cuda backend compiles its kernel with numba.cuda, which needs the CUDA toolkit's NVVM (a
+conda `cudatoolkit`, `CUDA_HOME`, or the `numba-cuda[cu12]` package); torch's wheels do not
+carry it. Where it is missing, `auto` falls back to torch_native with one warning, and an
+explicit `cuda` raises BitmaskError saying so.
+Left out: xgrammar's triton and torch_compile backends (named: a clear BitmaskError).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .exceptions import BitmaskError
 from .kernels.apply_bitmask import NEG_INF_BITS, apply_bitmask_rows, launch_cuda
 
 BACKENDS = ("auto", "cpu", "cuda", "torch_native")
@@ -52,19 +58,19 @@ def _rows(logits_rows: int, mask_rows: int, indices) -> np.ndarray:
     """The rows to mask, checked (module docstring)."""
     if indices is None:
         if logits_rows != mask_rows:
-            raise ValueError(f"without indices, logits and bitmask need the same number of rows, got "
+            raise BitmaskError(f"without indices, logits and bitmask need the same number of rows, got "
                              f"{logits_rows} and {mask_rows}")
         return np.arange(logits_rows, dtype=np.int32)
     values = indices.tolist() if hasattr(indices, "tolist") else list(indices)
     bound = min(logits_rows, mask_rows)
     for k, i in enumerate(values):
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-            raise ValueError(f"indices must be integers, got {type(i).__name__} at position {k}")
+            raise BitmaskError(f"indices must be integers, got {type(i).__name__} at position {k}")
         if not 0 <= i < bound:
-            raise ValueError(f"index {i} is out of bounds: indices must be in [0, {bound}) for {logits_rows} "
+            raise BitmaskError(f"index {i} is out of bounds: indices must be in [0, {bound}) for {logits_rows} "
                              f"logits rows and {mask_rows} bitmask rows")
     if len(set(values)) != len(values):
-        raise ValueError("indices must be unique")
+        raise BitmaskError("indices must be unique")
     return np.asarray(values, dtype=np.int32).reshape(-1)
 
 
@@ -74,21 +80,21 @@ def _vocab_size(vocab_size: Optional[int], width: int, words: int) -> int:
         if covered < width:
             warnings.warn(f"The bitmask covers only {covered} tokens but logits have {width}, so "
                           f"logits[..., {covered}:] are left unmasked. Allocate the bitmask with the full "
-                          "vocab size, or pass vocab_size explicitly.", stacklevel=3)
+                          "vocab size, or pass vocab_size explicitly.", stacklevel=4)  # the caller of apply_token_bitmask_inplace
         return min(width, covered)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or vocab_size < 0:
-        raise ValueError(f"vocab_size must be a non-negative integer, got {vocab_size!r}")
+        raise BitmaskError(f"vocab_size must be a non-negative integer, got {vocab_size!r}")
     if vocab_size > width or vocab_size > covered:
-        raise ValueError(f"vocab_size {vocab_size} is larger than the logits ({width} per row) or the bitmask "
+        raise BitmaskError(f"vocab_size {vocab_size} is larger than the logits ({width} per row) or the bitmask "
                          f"covers ({covered} tokens per row)")
     return int(vocab_size)
 
 
 def _check_ranks(logits, bitmask) -> None:
     if logits.ndim not in (1, 2):
-        raise ValueError("logits should be 1D or 2D, but got {}D".format(logits.ndim))
+        raise BitmaskError("logits should be 1D or 2D, but got {}D".format(logits.ndim))
     if bitmask.ndim not in (1, 2):
-        raise ValueError("bitmask should be 1D or 2D, but got {}D".format(bitmask.ndim))
+        raise BitmaskError("bitmask should be 1D or 2D, but got {}D".format(bitmask.ndim))
 
 
 def _as_rows(x):
@@ -101,30 +107,31 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size: Optional[int] = 
     docstring). `logits`: float32, float16 or bfloat16, [batch, width] or [width]; `bitmask`:
     int32 [batch', words] or [words]."""
     if backend in ("triton", "torch_compile"):
-        raise ValueError(f"backend {backend!r} is one of xgrammar's that xg2ref leaves out; use one of "
+        raise BitmaskError(f"backend {backend!r} is one of xgrammar's that xg2ref leaves out; use one of "
                          + ", ".join(BACKENDS))
     if backend not in BACKENDS:
-        raise ValueError(f"Unknown backend: {backend}. The value should be one of them: "
+        raise BitmaskError(f"Unknown backend: {backend}. The value should be one of them: "
                          + "[" + ", ".join(f'"{b}"' for b in BACKENDS) + "]")
     if _is_tensor(logits) and _is_tensor(bitmask) and bitmask.device != logits.device:
-        raise ValueError("logits and bitmask should be on the same device. "
+        raise BitmaskError("logits and bitmask should be on the same device. "
                          + f"But got logits.device: {logits.device}, bitmask.device: {bitmask.device}")
-    if backend == "auto":
+    auto = backend == "auto"
+    if auto:
         device = _device(logits).split(":")[0]
         backend = "cpu" if device == "cpu" else "cuda" if device == "cuda" else "torch_native"
     if backend == "cpu":
         _apply_cpu(logits, bitmask, vocab_size, indices)
     elif backend == "cuda":
-        _apply_cuda(logits, bitmask, vocab_size, indices)
+        _apply_cuda(logits, bitmask, vocab_size, indices, fallback=auto)
     else:
         _apply_torch(logits, bitmask, vocab_size, indices)
 
 
 def _int_view(logits):
-    """(the logits as raw integers of their width, the bits of -inf), or ValueError."""
+    """(the logits as raw integers of their width, the bits of -inf), or BitmaskError."""
     name = _dtype_name(logits)
     if name not in NEG_INF_BITS:
-        raise ValueError("logits must be of type float32 or bfloat16/float16")
+        raise BitmaskError("logits must be of type float32 or bfloat16/float16")
     int_type, bits = NEG_INF_BITS[name]
     if _is_tensor(logits):
         torch = _torch()
@@ -135,14 +142,14 @@ def _int_view(logits):
 def _apply_cpu(logits, bitmask, vocab_size, indices) -> None:
     for name, x in (("logits", logits), ("bitmask", bitmask)):
         if not (isinstance(x, np.ndarray) or _is_tensor(x)):
-            raise ValueError(f"{name} must be a numpy array or a torch tensor, got {type(x).__name__}")
+            raise BitmaskError(f"{name} must be a numpy array or a torch tensor, got {type(x).__name__}")
         if _device(x) != "cpu":
-            raise ValueError(f"{name} must be on CPU")
+            raise BitmaskError(f"{name} must be on CPU")
     if _dtype_name(bitmask) != "int32":
-        raise ValueError("bitmask must be of type int32")
+        raise BitmaskError("bitmask must be of type int32")
     _check_ranks(logits, bitmask)
     if isinstance(logits, np.ndarray) and not logits.flags.writeable:
-        raise ValueError("logits is read-only")
+        raise BitmaskError("logits is read-only")
     raw, neg_inf = _int_view(logits)
     raw = _as_rows(raw.numpy() if _is_tensor(raw) else raw)
     mask = _as_rows(bitmask.detach().numpy() if _is_tensor(bitmask) else bitmask)
@@ -151,13 +158,22 @@ def _apply_cpu(logits, bitmask, vocab_size, indices) -> None:
     apply_bitmask_rows(raw, mask, rows, n, neg_inf)
 
 
-def _apply_cuda(logits, bitmask, vocab_size, indices) -> None:
+_CUDA_MISSING: list = []  # why numba.cuda cannot compile here, once found out
+
+
+def _cuda_support_errors() -> tuple:
+    from numba.cuda.cudadrv.error import CudaSupportError, NvvmError, NvvmSupportError
+
+    return CudaSupportError, NvvmError, NvvmSupportError, ImportError, OSError
+
+
+def _apply_cuda(logits, bitmask, vocab_size, indices, fallback: bool = False) -> None:
     torch = _torch()
     for name, x in (("logits", logits), ("bitmask", bitmask)):
         if not _is_tensor(x) or x.device.type != "cuda":
-            raise ValueError(f"{name} must be a torch tensor on a CUDA device for the cuda backend")
+            raise BitmaskError(f"{name} must be a torch tensor on a CUDA device for the cuda backend")
     if bitmask.dtype != torch.int32:
-        raise ValueError("bitmask must be of type int32")
+        raise BitmaskError("bitmask must be of type int32")
     _check_ranks(logits, bitmask)
     from numba import cuda
 
@@ -165,22 +181,35 @@ def _apply_cuda(logits, bitmask, vocab_size, indices) -> None:
     raw, mask = _as_rows(raw), _as_rows(bitmask)
     rows = _rows(raw.shape[0], mask.shape[0], indices)
     n = _vocab_size(vocab_size, raw.shape[1], mask.shape[1])
+    if _CUDA_MISSING and fallback:
+        return _apply_torch(logits, bitmask, vocab_size, indices)
     device_rows = torch.as_tensor(rows, device=logits.device)
-    with cuda.gpus[logits.device.index or 0]:
-        stream = cuda.external_stream(torch.cuda.current_stream(logits.device).cuda_stream)
-        launch_cuda(cuda.as_cuda_array(raw), cuda.as_cuda_array(mask.detach()), cuda.as_cuda_array(device_rows),
-                    n, neg_inf, stream)
+    try:
+        with cuda.gpus[logits.device.index or 0]:
+            stream = cuda.external_stream(torch.cuda.current_stream(logits.device).cuda_stream)
+            launch_cuda(cuda.as_cuda_array(raw), cuda.as_cuda_array(mask.detach()), cuda.as_cuda_array(device_rows),
+                        n, neg_inf, stream)
+    except _cuda_support_errors() as err:
+        why = f"{type(err).__name__}: {err}".strip()
+        if not fallback:
+            raise BitmaskError(f"the cuda backend cannot compile its kernel here ({why}); numba.cuda needs the CUDA "
+                               "toolkit's NVVM (install numba-cuda[cu12], or set CUDA_HOME)") from None
+        if not _CUDA_MISSING:
+            warnings.warn(f"numba.cuda cannot compile here ({why}); applying bitmasks with torch_native instead",
+                          stacklevel=3)
+            _CUDA_MISSING.append(why)
+        _apply_torch(logits, bitmask, vocab_size, indices)
 
 
 def _apply_torch(logits, bitmask, vocab_size, indices) -> None:
     torch = _torch()
     if not (_is_tensor(logits) and _is_tensor(bitmask)):
-        raise ValueError("the torch_native backend needs torch tensors")
+        raise BitmaskError("the torch_native backend needs torch tensors")
     if bitmask.dtype != torch.int32:
-        raise ValueError("bitmask must be of type int32")
+        raise BitmaskError("bitmask must be of type int32")
     _check_ranks(logits, bitmask)
     if _dtype_name(logits) not in NEG_INF_BITS:
-        raise ValueError("logits must be of type float32 or bfloat16/float16")
+        raise BitmaskError("logits must be of type float32 or bfloat16/float16")
     view, mask = _as_rows(logits), _as_rows(bitmask)
     rows = _rows(view.shape[0], mask.shape[0], indices)
     n = _vocab_size(vocab_size, view.shape[1], mask.shape[1])

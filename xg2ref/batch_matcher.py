@@ -10,14 +10,18 @@ of one matcher per row:
     batch_rollback(ms, n)                         =  ms[k].rollback(n[k])
 
 The rows run one after the other in this thread: `max_threads` is accepted for xgrammar's
-signature. Sizes are checked before any matcher moves; a mismatch raises ValueError (xgrammar
-raises RuntimeError from C++).
+signature. Sizes, indices and terminated matchers are checked before any row moves; a problem
+raises `BitmaskError` (a ValueError, and a RuntimeError as xgrammar's C++ raises). Left out:
+xgrammar's `batch_fill_temperature` (xg2ref's matchers have no sampling temperature).
 """
 
 from __future__ import annotations
 
 from typing import Optional, Union
 
+import numpy as np
+
+from .exceptions import BitmaskError
 from .matcher import GrammarMatcher
 
 
@@ -31,7 +35,7 @@ def _check_matchers(matchers) -> list:
 
 def _same_size(matchers: list, values: list, name: str) -> None:
     if len(matchers) != len(values):
-        raise ValueError(f"The size of matchers ({len(matchers)}) and {name} ({len(values)}) should be the same.")
+        raise BitmaskError(f"The size of matchers ({len(matchers)}) and {name} ({len(values)}) should be the same.")
 
 
 class BatchGrammarMatcher:
@@ -40,23 +44,33 @@ class BatchGrammarMatcher:
     def __init__(self, max_threads: Union[int, str] = "auto") -> None:
         if max_threads != "auto" and (isinstance(max_threads, bool) or not isinstance(max_threads, int)
                                       or max_threads < 1):
-            raise ValueError(f'max_threads must be a positive integer or "auto", got {max_threads!r}')
+            raise BitmaskError(f'max_threads must be a positive integer or "auto", got {max_threads!r}')
         self.max_threads = max_threads
 
     def batch_fill_next_token_bitmask(self, matchers: list, bitmask, indices: Optional[list] = None,
                                       debug_print: bool = False) -> None:
         """Row indices[k] (k by default) of `bitmask` gets the mask of matchers[k]."""
         matchers = _check_matchers(matchers)
-        rows = list(range(len(matchers))) if indices is None else list(indices)
-        _same_size(matchers, rows, "indices")
-        if len(set(rows)) != len(rows):
-            raise ValueError("indices must be unique")
         shape = tuple(bitmask.shape)
         if len(shape) != 2:
-            raise ValueError(f"bitmask must be 2-D (batch, words), got shape {shape}")
-        for k, row in enumerate(rows):
-            if isinstance(row, bool) or not 0 <= row < shape[0]:
-                raise ValueError(f"indices[{k}] = {row} is out of range for a bitmask with {shape[0]} rows")
+            raise BitmaskError(f"bitmask must be 2-D (batch, words), got shape {shape}")
+        if indices is None:
+            if len(matchers) > shape[0]:
+                raise BitmaskError(f"{len(matchers)} matchers but the bitmask has {shape[0]} "
+                                   f"row{'s' if shape[0] != 1 else ''}")
+            rows = list(range(len(matchers)))
+        else:
+            rows = list(indices)
+            _same_size(matchers, rows, "indices")
+            if len(set(rows)) != len(rows):
+                raise BitmaskError("indices must be unique")
+            for k, row in enumerate(rows):
+                if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not 0 <= row < shape[0]:
+                    raise BitmaskError(f"indices[{k}] = {row!r} is out of range for a bitmask with {shape[0]} rows")
+        for k, m in enumerate(matchers):
+            if m.is_terminated():
+                raise BitmaskError(f"matchers[{k}] has terminated: it has no next-token mask (leave it out of the "
+                                   "batch, or roll it back)")
         for m, row in zip(matchers, rows):
             m.fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
 
@@ -78,11 +92,12 @@ class BatchGrammarMatcher:
     def batch_rollback(matchers: list, num_tokens: Union[list, int] = 1) -> None:
         """Roll each matcher back by its number of tokens (one number: the same for all)."""
         matchers = _check_matchers(matchers)
-        counts = [num_tokens] * len(matchers) if isinstance(num_tokens, int) else list(num_tokens)
+        one = isinstance(num_tokens, (int, np.integer)) and not isinstance(num_tokens, bool)
+        counts = [int(num_tokens)] * len(matchers) if one else list(num_tokens)
         _same_size(matchers, counts, "num_tokens")
         for k, (m, n) in enumerate(zip(matchers, counts)):
             steps = len(m._history)
-            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= steps:
-                raise ValueError(f"num_tokens[{k}] = {n!r}: matcher {k} can roll back 0 to {steps} tokens")
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= steps:
+                raise BitmaskError(f"num_tokens[{k}] = {n!r}: matcher {k} can roll back 0 to {steps} tokens")
         for m, n in zip(matchers, counts):
-            m.rollback(n)
+            m.rollback(int(n))

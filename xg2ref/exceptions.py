@@ -52,6 +52,11 @@ class TokenizerError(XG2RefError):
     """A vocabulary or tokenizer file that cannot be read."""
 
 
+class BitmaskError(XG2RefError):
+    """Logits, a bitmask or a batch that do not fit together (shape, dtype, device, rows,
+    indices, sizes), or a mask backend that cannot run here."""
+
+
 def caret_excerpt(source: str, line: int, column: int) -> str:
     """The `line`-th line of `source` with a caret under `column` (both 1-based).
 

@@ -9,8 +9,11 @@ At each step transformers calls the processor with the tokens so far and the nex
                                    and applied to the scores (apply_token_bitmask_inplace)
 
 A row whose matcher has terminated is left unmasked: transformers pads it. One processor serves
-one `generate()` call (it keeps the matchers of that call). `mask_seconds` is the time the
-processor spent on masks (accepting, filling, applying): the masks' share of decode time.
+one `generate()` call (it keeps the matchers of that call), with sampling or greedy search: beam
+search, several return sequences per prompt and assisted decoding reorder or fork rows, which
+one matcher per row does not follow. `mask_seconds` is the host time the processor spent on
+masks (accepting, filling, launching the application; on a GPU the kernel itself runs on after
+the call returns): the masks' share of decode time.
 """
 
 from __future__ import annotations
@@ -63,8 +66,9 @@ class LogitsProcessor(transformers.LogitsProcessor):
             accepted = self._batch.batch_accept_token([self.matchers[k] for k in live], [last[k] for k in live])
             if not all(accepted):
                 bad = [live[j] for j, ok in enumerate(accepted) if not ok]
-                raise RuntimeError(f"the grammar rejected the token sampled for rows {bad}: were the scores "
-                                   "changed after this processor ran?")
+                raise RuntimeError(f"the grammar rejected the token sampled for rows {bad}: rows were reordered or "
+                                   "forked (beam search, num_return_sequences > 1, assisted decoding: not "
+                                   "supported), or the scores changed after this processor ran")
             live = [k for k in live if not self.matchers[k].is_terminated()]
         self.prefilled = True
         if live:

@@ -19,8 +19,11 @@ launch; with NUMBA_ENABLE_CUDASIM=1 it runs on numba's CUDA simulator over numpy
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from numba import cuda, njit  # numba.cuda: CUDA simulator or device, found at launch
+from numba.core.errors import NumbaPerformanceWarning
 
 # -inf as the integer that holds its bits, per float dtype name (IEEE 754 binary32 and binary16,
 # and bfloat16: the top half of binary32)
@@ -66,4 +69,6 @@ def launch_cuda(logits, bitmask, rows, vocab_size: int, neg_inf, stream=0) -> No
     if vocab_size <= 0 or rows.shape[0] == 0:
         return
     blocks = ((vocab_size + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, rows.shape[0])
-    apply_bitmask_cuda[blocks, THREADS_PER_BLOCK, stream](logits, bitmask, rows, vocab_size, neg_inf)
+    with warnings.catch_warnings():  # small batches make small grids, and numba says so each time
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        apply_bitmask_cuda[blocks, THREADS_PER_BLOCK, stream](logits, bitmask, rows, vocab_size, neg_inf)
