@@ -11,7 +11,7 @@ read, never when this module is imported.
 
 Departure from xgrammar: a row may have *more* words than vocab_size needs (xgrammar's
 `fill_next_token_bitmask` demands exactly ceil(vocab_size / 32)); the extra words are zeroed.
-Left out: applying a bitmask to logits (`xg2ref/kernels/`).
+Applying a bitmask to logits is `apply_token_bitmask_inplace` (xg2ref/apply_mask.py).
 """
 
 from __future__ import annotations
