@@ -31,6 +31,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .bitmask import _is_torch_tensor as _is_tensor
 from .exceptions import BitmaskError
 from .kernels.apply_bitmask import NEG_INF_BITS, apply_bitmask_rows, launch_cuda
 
@@ -39,11 +40,6 @@ BACKENDS = ("auto", "cpu", "cuda", "torch_native")
 
 def _torch():
     return sys.modules.get("torch")
-
-
-def _is_tensor(x: Any) -> bool:
-    torch = _torch()
-    return torch is not None and isinstance(x, torch.Tensor)
 
 
 def _device(x: Any) -> str:
@@ -80,7 +76,7 @@ def _vocab_size(vocab_size: Optional[int], width: int, words: int) -> int:
         if covered < width:
             warnings.warn(f"The bitmask covers only {covered} tokens but logits have {width}, so "
                           f"logits[..., {covered}:] are left unmasked. Allocate the bitmask with the full "
-                          "vocab size, or pass vocab_size explicitly.", stacklevel=4)  # the caller of apply_token_bitmask_inplace
+                          "vocab size, or pass vocab_size explicitly.", stacklevel=5)  # the caller of apply_token_bitmask_inplace
         return min(width, covered)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or vocab_size < 0:
         raise BitmaskError(f"vocab_size must be a non-negative integer, got {vocab_size!r}")
@@ -90,15 +86,24 @@ def _vocab_size(vocab_size: Optional[int], width: int, words: int) -> int:
     return int(vocab_size)
 
 
-def _check_ranks(logits, bitmask) -> None:
+def _as_rows(x):
+    return x.reshape(1, -1) if x.ndim == 1 else x
+
+
+def _checked(logits, bitmask, indices, vocab_size) -> tuple:
+    """What every backend checks once its containers and devices are right: (logits and
+    bitmask as rows, the rows to mask, the tokens to mask)."""
+    if _dtype_name(bitmask) != "int32":
+        raise BitmaskError("bitmask must be of type int32")
     if logits.ndim not in (1, 2):
         raise BitmaskError("logits should be 1D or 2D, but got {}D".format(logits.ndim))
     if bitmask.ndim not in (1, 2):
         raise BitmaskError("bitmask should be 1D or 2D, but got {}D".format(bitmask.ndim))
-
-
-def _as_rows(x):
-    return x.reshape(1, -1) if x.ndim == 1 else x
+    if _dtype_name(logits) not in NEG_INF_BITS:
+        raise BitmaskError("logits must be of type float32 or bfloat16/float16")
+    view, mask = _as_rows(logits), _as_rows(bitmask)
+    rows = _rows(view.shape[0], mask.shape[0], indices)
+    return view, mask, rows, _vocab_size(vocab_size, view.shape[1], mask.shape[1])
 
 
 def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size: Optional[int] = None, indices=None,
@@ -128,11 +133,8 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size: Optional[int] = 
 
 
 def _int_view(logits):
-    """(the logits as raw integers of their width, the bits of -inf), or BitmaskError."""
-    name = _dtype_name(logits)
-    if name not in NEG_INF_BITS:
-        raise BitmaskError("logits must be of type float32 or bfloat16/float16")
-    int_type, bits = NEG_INF_BITS[name]
+    """(checked logits as raw integers of their width, the bits of -inf)."""
+    int_type, bits = NEG_INF_BITS[_dtype_name(logits)]
     if _is_tensor(logits):
         torch = _torch()
         return logits.detach().view(torch.int32 if int_type is np.int32 else torch.int16), int_type(bits)
@@ -145,17 +147,12 @@ def _apply_cpu(logits, bitmask, vocab_size, indices) -> None:
             raise BitmaskError(f"{name} must be a numpy array or a torch tensor, got {type(x).__name__}")
         if _device(x) != "cpu":
             raise BitmaskError(f"{name} must be on CPU")
-    if _dtype_name(bitmask) != "int32":
-        raise BitmaskError("bitmask must be of type int32")
-    _check_ranks(logits, bitmask)
+    view, mask, rows, n = _checked(logits, bitmask, indices, vocab_size)
     if isinstance(logits, np.ndarray) and not logits.flags.writeable:
         raise BitmaskError("logits is read-only")
-    raw, neg_inf = _int_view(logits)
-    raw = _as_rows(raw.numpy() if _is_tensor(raw) else raw)
-    mask = _as_rows(bitmask.detach().numpy() if _is_tensor(bitmask) else bitmask)
-    rows = _rows(raw.shape[0], mask.shape[0], indices)
-    n = _vocab_size(vocab_size, raw.shape[1], mask.shape[1])
-    apply_bitmask_rows(raw, mask, rows, n, neg_inf)
+    raw, neg_inf = _int_view(view)
+    apply_bitmask_rows(raw.numpy() if _is_tensor(raw) else raw, mask.detach().numpy() if _is_tensor(mask) else mask,
+                       rows, n, neg_inf)
 
 
 _CUDA_MISSING: list = []  # why numba.cuda cannot compile here, once found out
@@ -172,17 +169,12 @@ def _apply_cuda(logits, bitmask, vocab_size, indices, fallback: bool = False) ->
     for name, x in (("logits", logits), ("bitmask", bitmask)):
         if not _is_tensor(x) or x.device.type != "cuda":
             raise BitmaskError(f"{name} must be a torch tensor on a CUDA device for the cuda backend")
-    if bitmask.dtype != torch.int32:
-        raise BitmaskError("bitmask must be of type int32")
-    _check_ranks(logits, bitmask)
+    view, mask, rows, n = _checked(logits, bitmask, indices, vocab_size)
+    if _CUDA_MISSING and fallback:
+        return _mask_with_torch(view, mask, rows, n)
     from numba import cuda
 
-    raw, neg_inf = _int_view(logits)
-    raw, mask = _as_rows(raw), _as_rows(bitmask)
-    rows = _rows(raw.shape[0], mask.shape[0], indices)
-    n = _vocab_size(vocab_size, raw.shape[1], mask.shape[1])
-    if _CUDA_MISSING and fallback:
-        return _apply_torch(logits, bitmask, vocab_size, indices)
+    raw, neg_inf = _int_view(view)
     device_rows = torch.as_tensor(rows, device=logits.device)
     try:
         with cuda.gpus[logits.device.index or 0]:
@@ -198,26 +190,23 @@ def _apply_cuda(logits, bitmask, vocab_size, indices, fallback: bool = False) ->
             warnings.warn(f"numba.cuda cannot compile here ({why}); applying bitmasks with torch_native instead",
                           stacklevel=3)
             _CUDA_MISSING.append(why)
-        _apply_torch(logits, bitmask, vocab_size, indices)
+        _mask_with_torch(view, mask, rows, n)
 
 
 def _apply_torch(logits, bitmask, vocab_size, indices) -> None:
-    torch = _torch()
     if not (_is_tensor(logits) and _is_tensor(bitmask)):
         raise BitmaskError("the torch_native backend needs torch tensors")
-    if bitmask.dtype != torch.int32:
-        raise BitmaskError("bitmask must be of type int32")
-    _check_ranks(logits, bitmask)
-    if _dtype_name(logits) not in NEG_INF_BITS:
-        raise BitmaskError("logits must be of type float32 or bfloat16/float16")
-    view, mask = _as_rows(logits), _as_rows(bitmask)
-    rows = _rows(view.shape[0], mask.shape[0], indices)
-    n = _vocab_size(vocab_size, view.shape[1], mask.shape[1])
+    _mask_with_torch(*_checked(logits, bitmask, indices, vocab_size))
+
+
+def _mask_with_torch(view, mask, rows: np.ndarray, n: int) -> None:
+    """The torch_native backend on checked rows: unpack the words with shifts, fill, write back."""
+    torch = _torch()
     if n == 0 or len(rows) == 0:
         return
     words = (n + 31) // 32
-    index = torch.as_tensor(rows, device=logits.device, dtype=torch.long)
-    shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
+    index = torch.as_tensor(rows, device=view.device, dtype=torch.long)
+    shifts = torch.arange(32, device=view.device, dtype=torch.int32)
     bits = (mask.index_select(0, index)[:, :words].unsqueeze(-1) >> shifts) & 1
     disallowed = (bits == 0).reshape(len(rows), words * 32)[:, :n]
     with torch.no_grad():
