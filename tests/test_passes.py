@@ -4,6 +4,7 @@ import itertools
 import sys
 
 import pytest
+import xg2ref as xgr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -194,8 +195,20 @@ def test_inline_table(before, after):
 
 def test_inline_respects_max_size():
     g = G(root=seq(ref("a"), ref("b")), a=seq("p", "q", "r"), b="s")
-    assert inline_small_rules(g, max_size=3) == G(root=seq(ref("a"), "s"), a=seq("p", "q", "r"))
-    assert inline_small_rules(g, max_size=4) == G(root=seq(seq("p", "q", "r"), "s"))
+    assert inline_small_rules(g, max_size=3, leaf_size=3) == G(root=seq(ref("a"), "s"), a=seq("p", "q", "r"))
+    assert inline_small_rules(g, max_size=4, leaf_size=3) == G(root=seq(seq("p", "q", "r"), "s"))
+    # a leaf (a rule referencing none) has its own, larger limit
+    assert inline_small_rules(g, max_size=3, leaf_size=4) == G(root=seq(seq("p", "q", "r"), "s"))
+    c = G(root=seq(ref("a"), ref("b")), a=seq("p", "q", "r"), b=seq(ref("a"), "s"))
+    assert inline_small_rules(c, max_size=3, leaf_size=4) == G(root=seq(seq("p", "q", "r"), ref("b")),
+                                                               b=seq(seq("p", "q", "r"), "s"))
+
+
+def test_json_string_characters_are_read_in_place():
+    # `json_char*` in a rule's own machine: its states read the string's bytes, no prediction per byte
+    compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([b"a", b'"', b"ab"]), cache_enabled=False)
+    fsms = compiled.compile_json_schema({"type": "string"}).fsms
+    assert "json_char" not in fsms.rule_names
 
 
 def test_inline_never_touches_recursive_root_or_lookahead_rules():

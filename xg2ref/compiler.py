@@ -22,6 +22,7 @@ from typing import NamedTuple, Optional, Union
 import numpy as np
 
 from .cross_grammar_cache import CrossGrammarCache
+from .exceptions import GrammarLimitError
 from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
 from .fsm.hashing import RuleHashes, hash_rules
 from .grammar.grammar import Grammar
@@ -32,6 +33,10 @@ from .linking import PartCache, link, stub_rule
 from .lookahead import LookaheadArrays, LookaheadReport, first_bytes, follow_bytes, lookahead_arrays
 from .mask_cache import AdaptiveTokenMaskCache
 from .tokenizer_info import TokenizerInfo
+
+
+# The default bound on one compiled grammar's memory (GrammarCompiler's max_grammar_bytes).
+DEFAULT_MAX_GRAMMAR_BYTES = 2 << 30
 
 
 class CompiledGrammar:
@@ -98,22 +103,26 @@ def analyse(ir: GrammarIR, *, shapes=None, repetition_threshold: Optional[int] =
 
 
 def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: bool = False,
-                       eager_entries: int = 0, pool: Optional[CrossGrammarCache] = None,
-                       repetition_threshold: Optional[int] = REPETITION_THRESHOLD) -> CompiledGrammar:
+                       eager_entries: Optional[int] = 0, pool: Optional[CrossGrammarCache] = None,
+                       repetition_threshold: Optional[int] = REPETITION_THRESHOLD,
+                       max_bytes: int = -1) -> CompiledGrammar:
     """Normalize, build the FSMs, flatten: no grammar-level caching. With `jit`, mask-cache
     entries are built when a mask first needs them, except the `eager_entries` estimated to
-    cost most (XGrammar-2 §3.5); with `pool`, entries go through the cross-grammar cache (§3.3);
+    cost most (XGrammar-2 §3.5; None: as many as the cost model chooses, mask_cache.auto_eager);
+    with `pool`, entries go through the cross-grammar cache (§3.3);
     repetitions of more than `repetition_threshold` copies are counted, not unrolled (§3.6;
-    None: every repetition is unrolled)."""
+    None: every repetition is unrolled); past `max_bytes` of FSM arrays and entries (negative: no
+    limit), GrammarLimitError."""
     a = analyse(grammar.ir, shapes=pool.shapes if pool is not None else None,
                 repetition_threshold=repetition_threshold, hashed=pool is not None)
     return _assemble(grammar, tokenizer_info, a.fsms, a.fsms.to_arrays(), a.first, a.follow, a.lookahead, a.report,
-                     a.hashes, jit, eager_entries, pool, None)
+                     a.hashes, jit, eager_entries, pool, None, max_bytes)
 
 
 def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, parts: PartCache, *, jit: bool = False,
-                           eager_entries: int = 0, pool: Optional[CrossGrammarCache] = None,
-                           repetition_threshold: Optional[int] = REPETITION_THRESHOLD) -> CompiledGrammar:
+                           eager_entries: Optional[int] = 0, pool: Optional[CrossGrammarCache] = None,
+                           repetition_threshold: Optional[int] = REPETITION_THRESHOLD,
+                           max_bytes: int = -1) -> CompiledGrammar:
     """`compile_ir_grammar` for a grammar assembled from sub-grammars (`grammar.parts`): each
     sub-grammar compiled once into `parts`, the top grammar compiled around stand-ins for them,
     then linked (xg2ref/linking.py)."""
@@ -128,11 +137,11 @@ def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, part
     stubs = {r: compiled[name][1] for r, name in enumerate(a.fsms.rule_names) if name in compiled}
     linked = link(a.fsms, a.first, a.follow, a.lookahead, a.report, a.hashes, stubs)
     return _assemble(grammar, tokenizer_info, linked.fsms, linked.arrays, linked.first, linked.follow, linked.lookahead,
-                     linked.report, linked.hashes, jit, eager_entries, pool, linked.state_classes)
+                     linked.report, linked.hashes, jit, eager_entries, pool, linked.state_classes, max_bytes)
 
 
 def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, report, hashes, jit, eager_entries,
-              pool, classes) -> CompiledGrammar:
+              pool, classes, max_bytes=-1) -> CompiledGrammar:
     """The mask cache over analysed machines, and the compiled grammar holding both (`classes`:
     the state classes of a linked grammar, from its pieces)."""
     for token_set in fsms.token_sets:
@@ -140,13 +149,18 @@ def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, r
             if t >= tokenizer_info.vocab_size:
                 raise ValueError(f"Token id {t} in the grammar is out of the vocabulary range "
                                  f"[0, {tokenizer_info.vocab_size})")
+    fsm_bytes = int(sum(a.nbytes for a in arrays))
+    if 0 <= max_bytes < fsm_bytes:
+        raise GrammarLimitError(f"the grammar's FSM arrays need {fsm_bytes:,} bytes, more than {max_bytes:,} "
+                                f"(GrammarCompiler's max_grammar_bytes)")
     view = None
     if pool is not None:
         pool.note_rules(hashes)
         view = pool.view(fsms, hashes, lookahead)
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
                                    lookahead=lookahead, follow=follow, jit=jit, pool=view,
-                                   eager_entries=eager_entries, first_rows=first, classes=classes)
+                                   eager_entries=eager_entries, first_rows=first, classes=classes,
+                                   max_bytes=max_bytes - fsm_bytes if max_bytes >= 0 else -1)
     compiled = CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
     compiled.rule_hashes = hashes
     return compiled
@@ -155,24 +169,36 @@ def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, r
 class GrammarCompiler:
     """Compiles grammars for one tokenizer, caching results (xgrammar's `GrammarCompiler`).
 
-    Two caches, as in xgrammar: whole grammars keyed by their printed form, and the
-    cross-grammar cache of mask entries (`cross_grammar_cache`, XGrammar-2 §3.3), shared by all
-    grammars this compiler compiles. `cache_limit_bytes` (negative: no limit) bounds both,
-    two thirds for grammars and one third for entries. Ablation switches (XGrammar-2 Table 4):
-    `jit` builds mask entries on first use, except the `jit_eager_entries` estimated to cost
-    most (§3.5); `cross_grammar_cache` shares entries between grammars (on when `cache_enabled`);
-    `repetition_compression` counts repetitions of more than `repetition_threshold` copies
-    instead of unrolling them (§3.6).
+    The defaults are XGrammar-2's, every mechanism on: mask entries built just in time (§3.5),
+    the few whose first visit would cost most built at compile time as the cost model chooses
+    (`mask_cache.auto_eager`), the cross-grammar cache (§3.3) with linked sub-grammars, and
+    repetition compression (§3.6). Two caches, as in xgrammar: whole grammars keyed by their
+    printed form (or a front end's input), and the cross-grammar cache of mask entries, shared by
+    all grammars this compiler compiles. `cache_limit_bytes` (negative: no limit) bounds both,
+    two thirds for grammars and one third for entries.
+
+    Switches, for the ablation (XGrammar-2 Table 4; masks are the same in every configuration):
+    `jit=False` builds every entry at compile time; `jit_eager_entries=K` builds the K estimated
+    to cost most instead of the cost model's choice; `cross_grammar_cache=False` keeps entries per
+    grammar (it follows `cache_enabled` otherwise); `repetition_compression=False` unrolls every
+    repetition instead of counting those of more than `repetition_threshold` copies.
+
+    Memory: `max_grammar_bytes` bounds one compiled grammar, its FSM arrays and its mask-cache
+    entries (DEFAULT_MAX_GRAMMAR_BYTES, 2 GiB; negative: no limit). Past it, compiling, or with
+    JIT the fill that builds the entry, raises GrammarLimitError; the FSM builder's own limits
+    (specs/02-fsm.md) bound the machines before they are built.
     """
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, max_threads: int = 8, cache_enabled: bool = True,
-                 cache_limit_bytes: int = -1, jit: bool = False, jit_eager_entries: int = 0,
+                 cache_limit_bytes: int = -1, jit: bool = True, jit_eager_entries: Optional[int] = None,
                  cross_grammar_cache: Optional[bool] = None, repetition_compression: bool = True,
-                 repetition_threshold: int = REPETITION_THRESHOLD):
+                 repetition_threshold: int = REPETITION_THRESHOLD, max_grammar_bytes: Optional[int] = None):
+        if max_grammar_bytes is None:
+            max_grammar_bytes = DEFAULT_MAX_GRAMMAR_BYTES
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"GrammarCompiler needs a TokenizerInfo, got {type(tokenizer_info).__name__}")
-        if jit_eager_entries < 0:
-            raise ValueError(f"jit_eager_entries must be >= 0, got {jit_eager_entries}")
+        if jit_eager_entries is not None and jit_eager_entries < 0:
+            raise ValueError(f"jit_eager_entries must be >= 0 or None (the cost model), got {jit_eager_entries}")
         if repetition_threshold < 1:
             raise ValueError(f"repetition_threshold must be >= 1, got {repetition_threshold}")
         self.tokenizer_info = tokenizer_info
@@ -182,6 +208,7 @@ class GrammarCompiler:
         self.jit = jit  # build mask-cache entries on first use (XGrammar-2 §3.5)
         self.jit_eager_entries = jit_eager_entries
         self.repetition_threshold = repetition_threshold if repetition_compression else None
+        self.max_grammar_bytes = max_grammar_bytes
         self._cache: "OrderedDict[str, CompiledGrammar]" = OrderedDict()
         self.grammar_cache_lookups = 0  # compile calls that consulted the grammar-level cache
         self.grammar_cache_hits = 0  # ... and found the whole grammar there
@@ -194,9 +221,11 @@ class GrammarCompiler:
         if grammar.parts is not None and self.parts is not None:
             return compile_linked_grammar(grammar, self.tokenizer_info, self.parts, jit=self.jit,
                                           eager_entries=self.jit_eager_entries, pool=self.pool,
-                                          repetition_threshold=self.repetition_threshold)
+                                          repetition_threshold=self.repetition_threshold,
+                                          max_bytes=self.max_grammar_bytes)
         return compile_ir_grammar(grammar, self.tokenizer_info, jit=self.jit, eager_entries=self.jit_eager_entries,
-                                  pool=self.pool, repetition_threshold=self.repetition_threshold)
+                                  pool=self.pool, repetition_threshold=self.repetition_threshold,
+                                  max_bytes=self.max_grammar_bytes)
 
     def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root") -> CompiledGrammar:
         """Compile EBNF text or a `Grammar`."""

@@ -42,6 +42,7 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 from .earley import EarleyParser, grown_chart
+from .exceptions import GrammarLimitError
 from .fsm.build import FSMArrays
 from .kernels import earley as K
 from .kernels import mask_cache as MK
@@ -52,10 +53,16 @@ from .tokenizer_info import VocabArrays
 from .util import bound_kernel
 
 KIND_ACCEPTED, KIND_REJECTED, KIND_BITSET = 0, 1, 2
-UNBUILT = -2  # state_entry of a state whose entry is not built yet (JIT)
+UNBUILT = MF.UNBUILT  # state_entry of a state whose entry is not built yet (JIT)
 KIND_NAMES = ("accepted list", "rejected list", "bitset")
 # States given a row of the pure-state DFA table while building entries (1 KiB each).
 MAX_PURE_ROWS = 16384
+# The cost model of JIT (XGrammar-2 §3.5) when the caller names no K: the classes whose estimated
+# cost is at least this share of the regular tokens are built at compile time, at most
+# AUTO_EAGER_MAX of them, costliest first (a string's content, free text: the entries whose
+# first visit would stall a token longest); every other entry waits for its first visit.
+AUTO_EAGER_SHARE = 0.2
+AUTO_EAGER_MAX = 2
 
 
 class MaskCacheArrays(NamedTuple):
@@ -269,9 +276,11 @@ class AdaptiveTokenMaskCache:
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int,
                  progress: Optional[Callable[[int, int], None]] = None, lookahead: Optional[LookaheadArrays] = None,
                  follow: Optional[np.ndarray] = None, share_entries: bool = True, jit: bool = False,
-                 pool=None, eager_entries: int = 0, first_rows: Optional[np.ndarray] = None,
-                 classes: Optional[Callable[[int], np.ndarray]] = None):
+                 pool=None, eager_entries: Optional[int] = 0, first_rows: Optional[np.ndarray] = None,
+                 classes: Optional[Callable[[int], np.ndarray]] = None, max_bytes: int = -1):
         start = time.perf_counter()
+        self.max_bytes = max_bytes  # entries past this many bytes raise GrammarLimitError (negative: no limit)
+        self._entry_bytes = 0
         self.vocab = vocab
         self.vocab_size = vocab_size
         self._words = (vocab_size + 31) // 32
@@ -322,6 +331,8 @@ class AdaptiveTokenMaskCache:
         self.build_seconds = time.perf_counter() - start  # grows with every entry built
         if not jit:
             self._build(range(n_classes), progress)
+        elif eager_entries is None:  # K chosen by the cost model
+            self._build(self.auto_eager(fsm, follow), progress)
         else:  # the K entries estimated to cost most are built now, the others when first met
             self._build(self.costliest(eager_entries, fsm, follow) if eager_entries > 0 else [], progress)
 
@@ -351,6 +362,16 @@ class AdaptiveTokenMaskCache:
         """The k classes of highest estimated cost, most expensive first."""
         costs = self.estimated_costs(fsm, follow)
         return np.argsort(-costs, kind="stable")[:k].tolist()
+
+    def auto_eager(self, fsm: FSMArrays, follow: Optional[np.ndarray] = None) -> list:
+        """The classes the cost model builds at compile time: estimated cost at least
+        AUTO_EAGER_SHARE of the regular tokens, at most AUTO_EAGER_MAX, costliest first."""
+        if not len(self._class_rep):
+            return []
+        costs = self.estimated_costs(fsm, follow)
+        bar = AUTO_EAGER_SHARE * len(self.vocab.sorted_ids)
+        order = np.argsort(-costs, kind="stable")[:AUTO_EAGER_MAX]
+        return [int(c) for c in order if costs[c] >= bar]
 
     def _build(self, classes, progress=None) -> None:
         """Build the entries of `classes` (class numbers, or (class, zone) pairs for a counted
@@ -400,6 +421,10 @@ class AdaptiveTokenMaskCache:
                 parts["list"].append(np.sort(vocab.sorted_ids[rejected]))
             parts["unc"].append(unc.copy())
             parts["state"].append(s)
+            self._entry_bytes += parts["list"][-1].nbytes + 4 * n_unc + (4 * words if kind == KIND_BITSET else 0) + 64
+            if 0 <= self.max_bytes < self._entry_bytes:
+                raise GrammarLimitError(f"the grammar's mask-cache entries need more than {self.max_bytes:,} bytes "
+                                        f"(what GrammarCompiler's max_grammar_bytes leaves after the FSM arrays)")
             e = len(parts["kind"]) - 1
             members = self._members(c)
             if zone == MF.ZONE_FREE:
@@ -530,17 +555,22 @@ class AdaptiveTokenMaskCache:
         Returns the number of uncertain tokens checked against the full chart, and whether
         every id is allowed.
         """
-        if self._unbuilt or self._counted:
-            c = parser.chart
-            k = int(c.meta[0]) - 1
-            items = slice(c.set_start[k], c.set_start[k + 1])
-            if self.ensure_entries(c.item_state[items], c.item_count[items]):
-                self._fill = None  # the arrays changed: bind again
         args = (parser.arrays, parser.chart, self.arrays, self.vocab, self._state_mark, self._scratch, self._cand,
                 self._cand_tmp, not_regular, stop_ids, words)
         if self._fill is None:
             self._fill = bound_kernel(MF.fill_mask, *args)
+            self._fill_layout = _layout(self.arrays)
         status, j, n_cand, full = self._fill(*args)
+        if status == MF.NEED_ENTRY:  # JIT (§3.5): build what this set needs, then fill
+            c = parser.chart
+            k = int(c.meta[0]) - 1
+            items = slice(c.set_start[k], c.set_start[k + 1])
+            self.ensure_entries(c.item_state[items], c.item_count[items])
+            args = args[:2] + (self.arrays,) + args[3:6] + (self._cand, self._cand_tmp) + args[8:]
+            if _layout(self.arrays) != self._fill_layout:  # the bound entry takes these types only
+                self._fill = bound_kernel(MF.fill_mask, *args)
+                self._fill_layout = _layout(self.arrays)
+            status, j, n_cand, full = self._fill(*args)
         if status != K.OK:
             v = self.vocab
             while status != K.OK:
@@ -550,6 +580,11 @@ class AdaptiveTokenMaskCache:
             MF.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)
             full = MF.all_allowed(words, self.vocab_size)
         return n_cand, bool(full)
+
+
+def _layout(arrays: MaskCacheArrays) -> tuple:
+    """What a bound kernel entry's types depend on: each array's dtype, rank and layout."""
+    return tuple((a.dtype, a.ndim, a.flags.c_contiguous, a.flags.writeable) for a in arrays)
 
 
 def _indptr(parts: list) -> np.ndarray:

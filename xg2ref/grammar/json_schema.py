@@ -535,13 +535,23 @@ MAX_ENUMERATED_MULTIPLES = 64
 def _multiples(conv, k: Any, lo: Optional[int], hi: Optional[int], path: str) -> Expr:
     """Integers in lo..hi divisible by k (k a positive integer): a few are listed; otherwise
     the range's numerals meet the remainder automaton of k (regular.divisible_numerals), one
-    rule per state of the product."""
+    rule per state of the product. Without bounds, k = c * 10^z (z >= 1) is exact at any size:
+
+        multiples of c * 10^z  =  0 | -0 | -? (positive multiples of c) 0^z
+
+    Past the automaton's size limit otherwise: InvalidJSONError, naming the limit."""
     if isinstance(k, float) and k.is_integer():
-        k = int(k)
+        k = int(Decimal(repr(k)))  # the decimal as written: 1e30 is 10^30, not the nearest double
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         raise InvalidJSONError(f"{path}.multipleOf: only a positive integer is supported, got {k!r}")
     if k == 1:
         return integer_range(lo, hi)
+    if lo is None and hi is None and k % 10 == 0:
+        digits = str(k)
+        c, z = int(digits.rstrip("0")), len(digits) - len(digits.rstrip("0"))
+        positive = _multiples(conv, c, 1, None, path)
+        return choice(ByteString(b"0"), ByteString(b"-0"),
+                      seq(Repeat(ByteString(b"-"), 0, 1), positive, ByteString(b"0" * z)))
     if lo is not None and hi is not None and (hi - lo) // k <= MAX_ENUMERATED_MULTIPLES:
         first = -(-lo // k) * k
         return choice(*(ByteString(str(v).encode()) for v in range(first, hi + 1, k)))

@@ -35,6 +35,11 @@ T = TypeVar("T")
 
 # Bodies of at most this many nodes (repetitions counted unrolled, see `unrolled_size`) are inlined.
 DEFAULT_INLINE_SIZE = 16
+# A leaf rule (one that references no rule) is inlined up to this size: read through a reference,
+# each of its bytes costs an Earley prediction and completion, and the mask cache must expand
+# the context of every token that runs past its end (a JSON string's `json_char*`: about 40x
+# slower to classify as a rule than in place).
+LEAF_INLINE_SIZE = 48
 # References under a repetition of more copies than this are not inlined.
 MAX_INLINE_COPIES = 16
 
@@ -344,7 +349,8 @@ def _strongly_connected(graph: dict[str, list[str]]) -> list[list[str]]:
     return components
 
 
-def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> GrammarIR:
+def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE,
+                       leaf_size: int = LEAF_INLINE_SIZE) -> GrammarIR:
     """Replace references to small rules by their bodies, then drop those rules (RuleInliner).
 
         root ::= a b   a ::= "x" c   b ::= "y" b | ""   c ::= [0-9]
@@ -353,7 +359,8 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> Gr
 
     A rule is inlined when it is not the root, has no lookahead assertion, is not recursive
     (it cannot reach itself through body references, directly or via other rules) and its
-    body, after its own references were inlined, has `unrolled_size` <= `max_size`.
+    body, after its own references were inlined, has `unrolled_size` <= `max_size` (or <=
+    `leaf_size` when it references no rule at all: a JSON string's character).
     Substituting a rule's body for a reference to it is one step of a derivation, so every
     language is unchanged and masks stay exact; fewer rules mean fewer Earley predictions.
 
@@ -402,9 +409,10 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE) -> Gr
             recursive = len(component) > 1 or component[0] in graph[component[0]]
             for name in component:
                 bodies[name] = body = substitute_body(bodies[name])
+                limit = max(max_size, leaf_size) if not graph[name] else max_size
                 if (not recursive and name != ir.root and defined[name].lookahead is None and name not in named
                         and not defined[name].options
-                        and unrolled_size(body) <= max_size):
+                        and unrolled_size(body) <= limit):
                     inlined[name] = body
         lookaheads = {r.name: None if r.lookahead is None else map_expr(r.lookahead, substitute) for r in ir.rules}
         kept = {r.name for r in ir.rules if r.name not in inlined}

@@ -214,7 +214,9 @@ def divisible_numerals(k: int):
     digits without a leading zero) whose value is a multiple of k >= 1: one state per
     remainder, reading digit d from remainder r goes to (10 r + d) mod k (the numeral's value
     so far, mod k), and remainder 0 accepts. States: 0 start, 1 after `-`, 2 after a lone `0`,
-    3 + r remainder r."""
+    3 + r remainder r. Raises TooLarge when k passes MAX_PRODUCT_STATES."""
+    if k > MAX_PRODUCT_STATES:
+        raise TooLarge(f"a remainder automaton of {k} states (more than {MAX_PRODUCT_STATES})")
     edges: list[list] = [[], [], []] + [[] for _ in range(k)]
     for start in (0, 1):
         edges[start].append((((ord("0"), ord("0")),), 2))

@@ -31,6 +31,7 @@ which is exact for every range and builds at most 2L + 2 entries per state whate
 
 from __future__ import annotations
 
+from ..exceptions import GrammarLimitError
 from .ir import Expr, GrammarIR, Repeat, Rule, RuleRef, children, referenced_rules
 from .passes import _with_children, is_nullable, nullable_rules, remove_dead_rules, unrolled_size
 
@@ -39,6 +40,10 @@ from .passes import _with_children, is_nullable, nullable_rules, remove_dead_rul
 REPETITION_THRESHOLD = 32
 COUNTED = "counted"  # the rule option that marks a counted repetition
 MAX_PLACED_SIZE = 256  # a referenced rule this small (unrolled_size) is put in place in a counted body
+# The largest copy count an Earley item holds (int32). The parser's positions are int32 too, so no
+# input it can hold has more than MAX_COUNT copies of a body that is never empty: an upper bound
+# past it is no bound (the same language over every such input), a lower bound past it is refused.
+MAX_COUNT = (1 << 31) - 2
 
 
 def is_counted(rule: Rule) -> bool:
@@ -78,7 +83,11 @@ def compress_repetitions(ir: GrammarIR, threshold: int = REPETITION_THRESHOLD) -
             nullable = nullable_rules(ir)
         if is_nullable(node.body, nullable):
             return Repeat(node.body, 0, node.max) if node.min else node
-        node = Repeat(leaf_body(node.body), node.min, node.max)
+        if node.min > MAX_COUNT:
+            raise GrammarLimitError(f"a repetition of at least {node.min} copies: the parser counts and reads at "
+                                    f"most {MAX_COUNT}")
+        hi = node.max if node.max is not None and node.max <= MAX_COUNT else None
+        node = Repeat(leaf_body(node.body), node.min, hi)
         name = made.get(node)
         if name is None:
             name = f"{owner}_repeat"

@@ -29,6 +29,10 @@ from .token_reads import read_token
 
 ZONE_FREE = -1
 ZONE_NOEXIT = -2
+# fill_mask's status when an item of the current set needs an entry not built yet (JIT, or a
+# counted repetition's zone met for the first time): the caller builds it and calls again.
+NEED_ENTRY = 16
+UNBUILT = -2  # state_entry / item_entry of a state whose entry is not built yet
 
 
 @njit(cache=True, _nrt=False)
@@ -96,12 +100,20 @@ def gather_cached_mask(fsm, chart, state_entry, noexit_entry, ex_key, ex_entry, 
     `state_mark` (int64[S]), `scratch` (int32[W]) and `cand_tmp` (like `cand`) are caller-owned
     scratch; state_mark[0:] holds generation marks and the generation counter lives in
     state_mark[-1]. An item of a counted repetition takes the entry of its count's zone
-    (`item_entry`), which the caller has built. Returns the number of candidates, deduplicated
-    and sorted, with those already accepted removed.
+    (`item_entry`). Returns the number of candidates, deduplicated and sorted, with those
+    already accepted removed; -1 when some item's entry is not built yet (nothing is written
+    then: the caller builds the entries and calls again).
     """
+    k = chart.meta[0] - 1
+    for p in range(chart.set_start[k], chart.set_start[k + 1]):
+        s = chart.item_state[p]
+        if state_entry[s] == UNBUILT:
+            return -1
+        if fsm.rule_rep_lo[fsm.state_rule[s]] >= 0 and state_entry[s] >= 0 and item_entry(
+                fsm, state_entry, noexit_entry, ex_key, ex_entry, slack, s, chart.item_count[p]) == UNBUILT:
+            return -1
     gen = state_mark[state_mark.shape[0] - 1] + 1
     state_mark[state_mark.shape[0] - 1] = gen
-    k = chart.meta[0] - 1
     n_cand = 0
     n_entries = 0
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
@@ -228,12 +240,15 @@ def fill_mask(fsm, chart, cache, vocab, state_mark, scratch, cand, cand_tmp, not
 
     `cache` is a MaskCacheArrays, `vocab` a VocabArrays. Returns (status, j, n_cand, full):
     `full` is `all_allowed` of the result (status OK only). On a NEED_* status the caller grows
-    the chart, goes on with `check_candidates` from candidate j and then calls `finish_mask`.
+    the chart, goes on with `check_candidates` from candidate j and then calls `finish_mask`;
+    on NEED_ENTRY it builds the missing entries and calls again.
     """
     n_cand = gather_cached_mask(fsm, chart, cache.state_entry, cache.noexit_entry, cache.ex_key, cache.ex_entry,
                                 cache.count_slack[0], cache.entry_kind, cache.list_indptr, cache.list_ids,
                                 cache.bitset_offset, cache.bitset_words, cache.unc_indptr, cache.unc_sorted,
                                 cache.regular_words, vocab.sorted_ids, state_mark, scratch, cand, cand_tmp, words)
+    if n_cand < 0:
+        return NEED_ENTRY, 0, 0, False
     status, j = check_candidates(fsm, chart, vocab.token_bytes, vocab.token_offsets, vocab.sorted_ids, cand,
                                  n_cand, 0, words)
     full = False

@@ -1,0 +1,81 @@
+"""Masks are the same in every configuration of `GrammarCompiler` (XGrammar-2's mechanisms on by
+default; each switch kept for the ablation): JIT or eager entries, K chosen by the cost model or
+by the caller, the cross-grammar cache on or off, repetitions counted or unrolled.
+
+Two random grammars are compiled one after the other on one compiler (so that the second meets
+entries and rule machines the first left in the cross-grammar cache); at every byte of a random
+sentence of each, the mask equals the every-token Earley mask and, for short prefixes, the
+brute-force oracle's.
+"""
+
+import random
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xg2ref as xgr
+from xg2ref.grammar.grammar import Grammar
+from xg2ref.grammar.printer import print_grammar
+from xg2ref.oracle.brute_force import brute_force_mask
+from xg2ref.oracle.recognizer import Recognizer
+from xg2ref.oracle.strategies import grammars, sentences, vocabularies
+
+from hypothesis_budget import examples
+
+configurations = st.fixed_dictionaries({
+    "jit": st.booleans(),
+    "jit_eager_entries": st.sampled_from([None, 0, 1, 3]),
+    "cache_enabled": st.booleans(),
+    "cross_grammar_cache": st.sampled_from([None, True, False]),
+    "repetition_compression": st.booleans(),
+    "repetition_threshold": st.sampled_from([1, 2, 32]),  # small: the random grammars' repetitions get counted
+})
+
+
+def test_the_defaults_are_xgrammar_2s():
+    info = xgr.TokenizerInfo([b"a", b"b"])
+    compiler = xgr.GrammarCompiler(info)
+    assert compiler.jit and compiler.jit_eager_entries is None  # K from the cost model
+    assert compiler.pool is not None and compiler.parts is not None  # cross-grammar cache and linking
+    assert compiler.repetition_threshold is not None  # repetition compression
+
+
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(max_rules=3), grammars(max_rules=3), vocabularies(b"abc", 12), configurations,
+       st.integers(0, 2**16))
+def test_masks_are_the_same_in_every_configuration(first, second, vocab_spec, config, seed):
+    vocab, stop_ids, _ = vocab_spec
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=list(stop_ids))
+    compiler = xgr.GrammarCompiler(info, **config)
+    rng = random.Random(seed)
+    for ir in (first, second):
+        matcher = xgr.GrammarMatcher(compiler.compile_grammar(Grammar.from_ir(ir)))
+        oracle = Recognizer(ir)
+        text = sentences(ir, rng) or b""
+        for k in range(min(len(text), 10) + 1):
+            if k:
+                assert matcher.accept_string(text[k - 1:k])
+            have = matcher.compute_bool_mask()
+            assert np.array_equal(have, matcher._every_token_bool_mask()), (config, print_grammar(ir), text[:k])
+            if k <= 5:
+                want = brute_force_mask(oracle, text[:k], vocab, stop_token_ids=stop_ids,
+                                        special_token_ids=info.special_token_ids, vocab_size=info.vocab_size)
+                assert np.array_equal(have, want), (config, print_grammar(ir), text[:k], vocab)
+
+
+def test_the_cost_model_builds_the_costliest_entries_at_compile_time():
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
+              "required": ["a", "b"]}
+    cache = xgr.GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema).mask_cache
+    costs = cache.estimated_costs(cache._fsm)
+    built = cache.arrays.entry_state.tolist()
+    # a string's content reads almost every token: its entry is built now; `true` and `false` wait
+    assert 1 <= len(built) <= 2 and cache.unbuilt_entries > 10
+    chosen = [int(np.flatnonzero(cache._class_rep == s)[0]) for s in built]
+    assert all(costs[c] >= 0.2 * len(info.vocab_arrays().sorted_ids) for c in chosen)
+    assert max(costs[c] for c in chosen) == costs.max()
+    # nothing costs that much in `true | false`: no entry is built before the first mask
+    small = xgr.GrammarCompiler(info, cache_enabled=False).compile_json_schema({"type": "boolean"}).mask_cache
+    assert small.stats.entries == 0
