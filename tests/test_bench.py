@@ -195,14 +195,20 @@ def test_ablation_table_gives_changes_against_the_row_above():
 
 @pytest.mark.jit_only
 @pytest.mark.xgrammar
-def test_targets_bench_reports_both_targets():
+def test_targets_bench_reports_every_row_on_the_default_path():
     pytest.importorskip("xgrammar")
-    from xg2ref.bench_dynamic import bench_targets
+    from xg2ref.bench_targets import bench_targets
 
     lines = []
-    assert bench_targets("../shared/data", requests=1, warm_up=1, out=lines.append) == 0
+    assert bench_targets("../shared/data", requests=2, items=2, cliff_tokens=120, out=lines.append) == 0
     text = "\n".join(lines)
-    assert "50 tools per request" in text and "maxLength-100" in text and "per-token mask" in text
+    for row in ("50 tools: mean time to first mask", "50 tools: the first request",
+                "json-mode-eval schemas: median time to first mask", "builtin JSON grammar: time to first mask",
+                "builtin JSON along gold completions: time between masks p99", "schema along gold completions",
+                "string maxLength 100: time to first mask", "string maxLength 100000", "string minLength 200",
+                "text without X then X", "must not grow"):
+        assert row in text, row
+    assert "GrammarCompiler(info)" in text
 
 
 # ---- bench kernels ----------------------------------------------------------------------------

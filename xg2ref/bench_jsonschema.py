@@ -15,7 +15,9 @@ first meets its state; `--eager` builds them all up front, as xgrammar 0.2.8 doe
 has, per subset: schemas, compiled by xgrammar and by xg2ref, xg2ref compiles stopped after
 `--timeout` seconds, walks finished (a walk also stops after `--timeout` seconds), valid, invalid,
 and the validity rate (valid / finished). Then the classes of compile failures (the
-error message with names and numbers blanked) and every invalid output with its reason.
+error message with names and numbers blanked), the peak memory per schema (tracemalloc: the
+arrays and objects xg2ref holds while it compiles the schema and walks it; p50, p99 and the
+largest, recorded per schema) and every invalid output with its reason.
 
 The whole benchmark (9,557 schemas) is long: `--jobs N` spreads the schemas over N worker
 processes (each engine still one thread per compile), and `--results PATH` appends one JSON
@@ -33,6 +35,7 @@ import random
 import re
 import signal
 import time
+import tracemalloc
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -145,6 +148,8 @@ class _Worker:
 
         info = TokenizerInfo.from_quicktok(vocab)
         self.timeout, self.seed = timeout, seed
+        if not tracemalloc.is_tracing():
+            tracemalloc.start()  # the peak memory of each schema (Python objects and numpy arrays)
         self.compiler = GrammarCompiler(info, cache_enabled=False, jit=jit)
         try:
             xgr = import_xgrammar()
@@ -169,6 +174,7 @@ class _Worker:
 
         rec = {"subset": subset, "uid": uid, "theirs": None, "ours": False, "timed_out": False, "failure": None,
                "finished": False, "valid": None, "text": None, "why": None}
+        tracemalloc.reset_peak()
         start = time.perf_counter()
         if self.xcompiler is not None:
             try:
@@ -210,6 +216,7 @@ class _Worker:
 
 def _finish(rec: dict, start: float) -> dict:
     rec["seconds"] = round(time.perf_counter() - start, 3)
+    rec["peak_mib"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)  # xg2ref's arrays and objects
     return rec
 
 
@@ -358,6 +365,13 @@ def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=N
         out("\nxg2ref compile failures by class:")
         for text, n in failures.most_common():
             out(f"  {n:5d}  {text}")
+    peaks = [(rec["peak_mib"], rec["subset"], rec["uid"]) for rec in records if rec.get("peak_mib") is not None]
+    if peaks:
+        values = np.array([p[0] for p in peaks])
+        top = max(peaks)
+        out(f"\npeak traced memory per schema (tracemalloc: xg2ref's numpy arrays and Python objects through "
+            f"the compile and the walk; xgrammar's C++ heap is not traced): p50 {np.percentile(values, 50):.1f} MiB, p99 {np.percentile(values, 99):.1f} MiB, "
+            f"max {top[0]:.1f} MiB ({top[1]} {top[2]})")
     bad = [(row.name, *b) for row in rows for b in row.bad_outputs]
     if bad:
         out("\ninvalid outputs:")

@@ -12,6 +12,7 @@
     xg2ref bench ablation [--sample N]                Baseline, +JIT, +cross-grammar cache, +repetition compression (Table 4)
     xg2ref bench targets [--requests N]               time to first mask (50 tools, dynamic; maxLength 100) vs xgrammar
     xg2ref bench kernels                              bitmask applied to logits: each backend vs xgrammar's, GPU when present
+    xg2ref bench maskbench [--sample N]               time to first mask and between masks: xg2ref, xgrammar, llguidance
     xg2ref cases                                      the bundled suite
 
 GRAMMAR is a path to an EBNF (.ebnf, .gbnf) file, the name of a bundled case (`json`,
@@ -298,7 +299,7 @@ def cmd_bench(args) -> int:
         return bench_dynamic(args.data, vocab=args.vocab, requests=args.requests, tool_counts=args.tools,
                              fmt=args.format, plot=args.plot)
     if args.what == "targets":
-        from .bench_dynamic import bench_targets
+        from .bench_targets import bench_targets
 
         return bench_targets(args.data, vocab=args.vocab, requests=args.requests, fmt=args.format)
     if args.what == "ablation":
@@ -310,6 +311,12 @@ def cmd_bench(args) -> int:
         from .bench_tagdispatch import bench_tagdispatch
 
         return bench_tagdispatch(args.data, vocab=args.vocab)
+    if args.what == "maskbench":
+        from .bench_maskbench import bench_maskbench
+
+        plot = args.plot if args.plot != DYNAMIC_PLOT else os.path.join("benchmarks", "maskbench", "cdf.png")
+        return bench_maskbench(args.data, sample=args.sample or 5, vocab=args.vocab, results=args.results,
+                               plot=plot, progress=not args.no_progress)
     if args.what == "jsonschemabench":
         from .bench_jsonschema import bench_jsonschemabench
 
@@ -323,6 +330,9 @@ def cmd_bench(args) -> int:
 
 
 # ---- the parser -------------------------------------------------------------------------------
+
+
+DYNAMIC_PLOT = os.path.join("benchmarks", "dynamic", "figure6.png")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -382,18 +392,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
     p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
-                                    "kernels"),
+                                    "kernels", "maskbench"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: dynamic 50-tool time to first mask and "
                         "the maxLength-100 string schema, as ratios to xgrammar; kernels: the bitmask applied to "
-                        "logits by each backend, beside xgrammar's and the bandwidth bound on a GPU")
+                        "logits by each backend, beside xgrammar's and the bandwidth bound on a GPU; maskbench: "
+                        "time to first mask and between masks on a JSONSchemaBench and json-mode-eval sample, "
+                        "beside xgrammar and llguidance")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
                    help="folder holding json_mode_eval/ (default ../shared/data)")
     p.add_argument("--cases", nargs="+", metavar="NAME", help="workloads: json and suite case names (default: all)")
     p.add_argument("--limit", type=int, help="json-mode-eval completions used (default: all 100)")
-    p.add_argument("--sample", type=int, metavar="N", help="jsonschemabench: N seeded schemas per subset (default: all; ablation: 3)")
+    p.add_argument("--sample", type=int, metavar="N",
+                   help="jsonschemabench: N seeded schemas per subset (default: all; ablation: 3; maskbench: 5)")
     p.add_argument("--subsets", nargs="+", metavar="NAME", help="jsonschemabench, ablation: subsets (default: all ten)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="jsonschemabench: stop an xg2ref compile after S seconds (default 60)")
@@ -402,7 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1,
                    help="jsonschemabench: worker processes, each one thread (default 1)")
     p.add_argument("--results", metavar="PATH",
-                   help="jsonschemabench: one JSON line per schema; schemas already there are not run again")
+                   help="jsonschemabench: one JSON line per schema; schemas already there are not run again; "
+                        "maskbench: one JSON line per schema (written anew)")
     p.add_argument("--rerun", choices=("failures", "invalid", "both"),
                    help="jsonschemabench: run again the schemas --results records as xg2ref compile failures "
                         "or timeouts, as invalid outputs, or both (the new record replaces the old)")
@@ -413,8 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", type=int, nargs="+", default=[5, 20, 50], metavar="N",
                    help="dynamic: tools per request, one workload pair each (default 5 20 50)")
     p.add_argument("--format", default="llama", help="dynamic: the model format of the tool-calling structural tag")
-    p.add_argument("--plot", default=os.path.join("benchmarks", "dynamic", "figure6.png"), metavar="PATH",
-                   help="dynamic: where Figure 6 goes, as PNG (the numbers beside it as .json)")
+    p.add_argument("--plot", default=DYNAMIC_PLOT, metavar="PATH",
+                   help="dynamic: where Figure 6 goes, as PNG (the numbers beside it as .json); maskbench: the "
+                        "per-token CDF (default benchmarks/maskbench/cdf.png)")
     p.add_argument("--tokens", type=int, default=40, help="ablation: tokens replayed per schema (default 40)")
     return parser
 
