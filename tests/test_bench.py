@@ -2,6 +2,7 @@
 
 import pytest
 
+import xg2ref as xgr
 from xg2ref.bench import Row, bench_mask, format_table
 
 
@@ -232,3 +233,60 @@ def test_kernels_bench_checks_every_backend_then_times_it(monkeypatch):
     lines.clear()
     assert BK.bench_kernels(out=lines.append, batches=(1,), vocabs=(64,), repeats=3) == 1
     assert "WRONG" in "\n".join(lines)
+
+
+# ---- bench maskbench --------------------------------------------------------------------------
+
+
+@pytest.mark.jit_only
+@pytest.mark.xgrammar
+def test_maskbench_compares_masks_then_times_every_engine(tmp_path):
+    pytest.importorskip("xgrammar")
+    import json
+
+    from xg2ref.bench_jsonschema import SUBSETS
+    from xg2ref.bench_maskbench import JSON_MODE_EVAL, bench_maskbench
+
+    lines = []
+    records_path, plot = tmp_path / "records.jsonl", tmp_path / "cdf.png"
+    status = bench_maskbench("../shared/data", sample=1, results=str(records_path), plot=str(plot), progress=False,
+                             out=lines.append)
+    text = "\n".join(lines)
+    records = [json.loads(line) for line in records_path.read_text().splitlines()]
+    assert {r["subset"] for r in records} == set(SUBSETS) | {JSON_MODE_EVAL} and len(records) == 11
+    undocumented = [r for r in records if r["mask_check"] and r["mask_check"].get("undocumented")]
+    assert status == (1 if undocumented else 0)
+    checked = [r for r in records if r["mask_check"] and "steps" in r["mask_check"]]
+    assert checked and all(r["mask_check"]["steps"] >= 1 for r in checked)
+    for engine in ("xg2ref", "xgrammar", "llguidance"):
+        assert any(line.startswith(engine) for line in text.splitlines()), engine
+    assert "ttfm p50" in text and "p99.9" in text and plot.stat().st_size > 0
+
+
+def test_mask_differences_are_told_apart_by_specs_05():
+    import numpy as np
+
+    from xg2ref.bench_maskbench import difference_kind, documented_keywords
+    from xg2ref.bitmask import allocate_token_bitmask
+
+    info = xgr.TokenizerInfo([b"a", b"\\n", b"\x01", b"d8", b"q"])
+
+    def mask(*ids):
+        words = np.asarray(allocate_token_bitmask(1, info.vocab_size)).copy()
+        words[:] = 0
+        for t in ids:
+            words[0, 0] |= 1 << t
+        return words
+
+    assert difference_kind(mask(0, 1), mask(0, 1), info, [], b"") == (None, [])
+    # difference 3: an escape only xg2ref takes, a raw control character only xgrammar takes
+    assert difference_kind(mask(0, 1), mask(0, 2), info, [], b'"')[0] == "documented"
+    # difference 8: after \u, a lone surrogate only xgrammar takes
+    assert difference_kind(mask(0), mask(0, 3), info, [], b'"\\u')[0] == "documented"
+    assert difference_kind(mask(0), mask(0, 3), info, [], b'"')[0] == "undocumented"
+    # another token: attributed when the schema uses a listed keyword, else undocumented
+    kind, only = difference_kind(mask(0, 4), mask(0), info, ["pattern"], b"")
+    assert kind == "attributed" and only == [("xg2ref", "q")]
+    assert difference_kind(mask(0, 4), mask(0), info, [], b"")[0] == "undocumented"
+    assert documented_keywords({"properties": {"a": {"type": "string", "format": "date"}}}) == \
+        {"format", "properties without type"}

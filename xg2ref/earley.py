@@ -28,6 +28,7 @@ from .fsm.build import TOKEN_SYMBOL_BASE, FSMArrays, GrammarFSMs
 from .fsm.fsm import format_byte_range
 from .kernels import earley as K
 from .kernels import token_reads as T
+from .util import bound_kernel
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,7 @@ class EarleyParser:
         self.arrays = arrays if arrays is not None else fsms.to_arrays()
         self._global_to_local = fsms.state_offsets()
         self.chart = K.new_chart()
+        self._advance_bytes = None  # advance_bytes' compiled entry, bound on first use (util.bound_kernel)
         self.reset()
 
     # ---- chart management ---------------------------------------------------------------
@@ -152,6 +154,7 @@ class EarleyParser:
         """An independent parser in the same state (for `GrammarMatcher.fork`)."""
         other = object.__new__(EarleyParser)
         other.fsms, other.arrays, other._global_to_local = self.fsms, self.arrays, self._global_to_local
+        other._advance_bytes = self._advance_bytes
         other.chart = K.Chart(*(a.copy() for a in self.chart))
         return other
 
@@ -168,9 +171,11 @@ class EarleyParser:
             return False  # the current set is empty: only an empty language gets here
         start = self.chart.meta[0]
         buf = np.frombuffer(bytes(data), dtype=np.uint8)
+        if self._advance_bytes is None:  # the dispatcher would type the two NamedTuples on every call
+            self._advance_bytes = bound_kernel(T.advance_bytes, self.arrays, self.chart, buf)
         done = 0
         while done < len(buf):
-            status, n = T.advance_bytes(self.arrays, self.chart, buf[done:])
+            status, n = self._advance_bytes(self.arrays, self.chart, buf[done:])
             done += n
             if status == K.OK:
                 break

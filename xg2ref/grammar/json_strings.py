@@ -50,8 +50,9 @@ def string_expr(conv, schema: dict, path: str) -> Expr:
     if content == NOTHING:
         return NOTHING
     string = seq(ByteString(b'"'), content, ByteString(b'"'))
-    if isinstance(content, Repeat) and max(content.min, content.max or 0) > SHARED_STRING_LENGTH:
-        return conv.rule(("string", content), f"json_string_{content.min}_{content.max}",
+    if isinstance(content, Repeat) and (content.max is None or max(content.min, content.max) > SHARED_STRING_LENGTH):
+        name = f"json_string_{content.min}_{content.max}" if content.max is not None else "json_string"
+        return conv.rule(("string", content), name if content.min or content.max is not None else "json_string",
                          lambda: string)
     return string
 
