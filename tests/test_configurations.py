@@ -64,18 +64,20 @@ def test_masks_are_the_same_in_every_configuration(first, second, vocab_spec, co
                 assert np.array_equal(have, want), (config, print_grammar(ir), text[:k], vocab)
 
 
-def test_the_cost_model_builds_the_costliest_entries_at_compile_time():
+def test_the_cost_model_builds_the_costliest_entries_that_fit_its_budget():
+    from xg2ref.mask_cache import AUTO_EAGER_MAX, SECONDS_PER_COST
+
     info = xgr.TokenizerInfo.from_quicktok("llama3")
     schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
               "required": ["a", "b"]}
     cache = xgr.GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema).mask_cache
+    assert cache.stats.entries <= AUTO_EAGER_MAX and cache.unbuilt_entries > 10  # the rest waits for JIT
     costs = cache.estimated_costs(cache._fsm)
-    built = cache.arrays.entry_state.tolist()
-    # a string's content reads almost every token: its entry is built now; `true` and `false` wait
-    assert 1 <= len(built) <= 2 and cache.unbuilt_entries > 10
-    chosen = [int(np.flatnonzero(cache._class_rep == s)[0]) for s in built]
-    assert all(costs[c] >= 0.2 * len(info.vocab_arrays().sorted_ids) for c in chosen)
-    assert max(costs[c] for c in chosen) == costs.max()
-    # nothing costs that much in `true | false`: no entry is built before the first mask
-    small = xgr.GrammarCompiler(info, cache_enabled=False).compile_json_schema({"type": "boolean"}).mask_cache
-    assert small.stats.entries == 0
+    order = np.argsort(-costs, kind="stable")
+    assert cache.auto_eager(cache._fsm, None, 0.0) == []
+    # room for the costliest (a string's content, which reads almost every token) and no more
+    room = costs[order[0]] * SECONDS_PER_COST
+    assert cache.auto_eager(cache._fsm, None, room * 1.001) == [int(order[0])]
+    assert costs[order[0]] >= 0.2 * len(info.vocab_arrays().sorted_ids)
+    # a generous budget: the AUTO_EAGER_MAX costliest, costliest first
+    assert cache.auto_eager(cache._fsm, None, 1e9) == [int(c) for c in order[:AUTO_EAGER_MAX]]

@@ -16,6 +16,7 @@ What it leaves out: `max_threads` is accepted and ignored (one thread).
 from __future__ import annotations
 
 import json
+import time
 from collections import OrderedDict
 from typing import NamedTuple, Optional, Union
 
@@ -113,10 +114,11 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
     repetitions of more than `repetition_threshold` copies are counted, not unrolled (§3.6;
     None: every repetition is unrolled); past `max_bytes` of FSM arrays and entries (negative: no
     limit), GrammarLimitError."""
+    start = time.perf_counter()
     a = analyse(grammar.ir, shapes=pool.shapes if pool is not None else None,
                 repetition_threshold=repetition_threshold, hashed=pool is not None)
     return _assemble(grammar, tokenizer_info, a.fsms, a.fsms.to_arrays(), a.first, a.follow, a.lookahead, a.report,
-                     a.hashes, jit, eager_entries, pool, None, max_bytes)
+                     a.hashes, jit, eager_entries, pool, None, max_bytes, start)
 
 
 def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, parts: PartCache, *, jit: bool = False,
@@ -126,6 +128,7 @@ def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, part
     """`compile_ir_grammar` for a grammar assembled from sub-grammars (`grammar.parts`): each
     sub-grammar compiled once into `parts`, the top grammar compiled around stand-ins for them,
     then linked (xg2ref/linking.py)."""
+    start = time.perf_counter()
     top, subgrammars = grammar.parts
     shapes = pool.shapes if pool is not None else None
     compiled = {sub.name: (k, parts.get(sub.key, sub.make, shapes, repetition_threshold))
@@ -137,13 +140,14 @@ def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, part
     stubs = {r: compiled[name][1] for r, name in enumerate(a.fsms.rule_names) if name in compiled}
     linked = link(a.fsms, a.first, a.follow, a.lookahead, a.report, a.hashes, stubs)
     return _assemble(grammar, tokenizer_info, linked.fsms, linked.arrays, linked.first, linked.follow, linked.lookahead,
-                     linked.report, linked.hashes, jit, eager_entries, pool, linked.state_classes, max_bytes)
+                     linked.report, linked.hashes, jit, eager_entries, pool, linked.state_classes, max_bytes, start)
 
 
 def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, report, hashes, jit, eager_entries,
-              pool, classes, max_bytes=-1) -> CompiledGrammar:
+              pool, classes, max_bytes=-1, start=None) -> CompiledGrammar:
     """The mask cache over analysed machines, and the compiled grammar holding both (`classes`:
-    the state classes of a linked grammar, from its pieces)."""
+    the state classes of a linked grammar, from its pieces; `start`: when compiling began, for
+    the cost model's budget)."""
     for token_set in fsms.token_sets:
         for t in token_set.ids:
             if t >= tokenizer_info.vocab_size:
@@ -160,7 +164,8 @@ def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, r
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
                                    lookahead=lookahead, follow=follow, jit=jit, pool=view,
                                    eager_entries=eager_entries, first_rows=first, classes=classes,
-                                   max_bytes=max_bytes - fsm_bytes if max_bytes >= 0 else -1)
+                                   max_bytes=max_bytes - fsm_bytes if max_bytes >= 0 else -1,
+                                   compile_seconds=time.perf_counter() - start if start is not None else 0.0)
     compiled = CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
     compiled.rule_hashes = hashes
     return compiled

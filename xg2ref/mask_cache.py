@@ -57,12 +57,18 @@ UNBUILT = MF.UNBUILT  # state_entry of a state whose entry is not built yet (JIT
 KIND_NAMES = ("accepted list", "rejected list", "bitset")
 # States given a row of the pure-state DFA table while building entries (1 KiB each).
 MAX_PURE_ROWS = 16384
-# The cost model of JIT (XGrammar-2 §3.5) when the caller names no K: the classes whose estimated
-# cost is at least this share of the regular tokens are built at compile time, at most
-# AUTO_EAGER_MAX of them, costliest first (a string's content, free text: the entries whose
-# first visit would stall a token longest); every other entry waits for its first visit.
-AUTO_EAGER_SHARE = 0.2
+# The cost model of JIT (XGrammar-2 §3.5) when the caller names no K. §3.5 builds the K costliest
+# entries while the model prefills; with no prefill to hide behind, the budget is a share of the
+# grammar's own compile time: the costliest classes are built now, at most AUTO_EAGER_MAX, while
+# their predicted build time (estimated cost times SECONDS_PER_COST, the slow end of what entries
+# take on the Llama-3 vocabulary: 0.02-0.4 us per unit) fits in AUTO_EAGER_SHARE of that time.
+# The others wait for their first visit. So compile time and first mask grow by at most half.
+# Only entries whose estimate is at least MIN_EAGER_COST of the regular tokens are worth building
+# early (a cheaper one costs a step little); a budget too small for one is not even estimated.
+AUTO_EAGER_SHARE = 0.5
 AUTO_EAGER_MAX = 2
+SECONDS_PER_COST = 4e-7
+MIN_EAGER_COST = 0.2
 
 
 class MaskCacheArrays(NamedTuple):
@@ -277,7 +283,8 @@ class AdaptiveTokenMaskCache:
                  progress: Optional[Callable[[int, int], None]] = None, lookahead: Optional[LookaheadArrays] = None,
                  follow: Optional[np.ndarray] = None, share_entries: bool = True, jit: bool = False,
                  pool=None, eager_entries: Optional[int] = 0, first_rows: Optional[np.ndarray] = None,
-                 classes: Optional[Callable[[int], np.ndarray]] = None, max_bytes: int = -1):
+                 classes: Optional[Callable[[int], np.ndarray]] = None, max_bytes: int = -1,
+                 compile_seconds: float = 0.0):
         start = time.perf_counter()
         self.max_bytes = max_bytes  # entries past this many bytes raise GrammarLimitError (negative: no limit)
         self._entry_bytes = 0
@@ -332,7 +339,7 @@ class AdaptiveTokenMaskCache:
         if not jit:
             self._build(range(n_classes), progress)
         elif eager_entries is None:  # K chosen by the cost model
-            self._build(self.auto_eager(fsm, follow), progress)
+            self._build(self.auto_eager(fsm, follow, AUTO_EAGER_SHARE * compile_seconds), progress)
         else:  # the K entries estimated to cost most are built now, the others when first met
             self._build(self.costliest(eager_entries, fsm, follow) if eager_entries > 0 else [], progress)
 
@@ -363,15 +370,21 @@ class AdaptiveTokenMaskCache:
         costs = self.estimated_costs(fsm, follow)
         return np.argsort(-costs, kind="stable")[:k].tolist()
 
-    def auto_eager(self, fsm: FSMArrays, follow: Optional[np.ndarray] = None) -> list:
-        """The classes the cost model builds at compile time: estimated cost at least
-        AUTO_EAGER_SHARE of the regular tokens, at most AUTO_EAGER_MAX, costliest first."""
-        if not len(self._class_rep):
+    def auto_eager(self, fsm: FSMArrays, follow: Optional[np.ndarray], budget: float) -> list:
+        """The classes the cost model builds at compile time: costliest first, at most
+        AUTO_EAGER_MAX, each estimated at MIN_EAGER_COST of the vocabulary or more, while their
+        predicted build time fits in `budget` seconds."""
+        floor = MIN_EAGER_COST * len(self.vocab.sorted_ids)
+        if not len(self._class_rep) or budget < floor * SECONDS_PER_COST:
             return []
         costs = self.estimated_costs(fsm, follow)
-        bar = AUTO_EAGER_SHARE * len(self.vocab.sorted_ids)
-        order = np.argsort(-costs, kind="stable")[:AUTO_EAGER_MAX]
-        return [int(c) for c in order if costs[c] >= bar]
+        chosen = []
+        for c in np.argsort(-costs, kind="stable")[:AUTO_EAGER_MAX].tolist():
+            predicted = costs[c] * SECONDS_PER_COST
+            if costs[c] >= floor and predicted <= budget:
+                chosen.append(int(c))
+                budget -= predicted
+        return chosen
 
     def _build(self, classes, progress=None) -> None:
         """Build the entries of `classes` (class numbers, or (class, zone) pairs for a counted
