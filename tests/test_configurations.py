@@ -81,3 +81,37 @@ def test_the_cost_model_builds_the_costliest_entries_that_fit_its_budget():
     assert costs[order[0]] >= 0.2 * len(info.vocab_arrays().sorted_ids)
     # a generous budget: the AUTO_EAGER_MAX costliest, costliest first
     assert cache.auto_eager(cache._fsm, None, 1e9) == [int(c) for c in order[:AUTO_EAGER_MAX]]
+
+
+def test_estimated_costs_are_the_per_state_sums():
+    """The vectorized estimate equals the definition, state by state: the regular tokens whose
+    first byte the state may read (byte edges, FIRST of rule edges, FOLLOW when final), a quarter
+    of that for a pure state."""
+    from xg2ref.kernels import mask_cache as MK
+
+    info = xgr.TokenizerInfo([b"a", b"ab", b"{", b'"', b"1", b"12", b" ", b"x}", b"true"])
+    for grammar in (xgr.Grammar.builtin_json_grammar(),
+                    xgr.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}),
+                    xgr.Grammar.from_ebnf('root ::= "[" item ("," item)* "]"\nitem ::= [a-z]+ | root')):
+        compiled = xgr.GrammarCompiler(info, cache_enabled=False, jit_eager_entries=0).compile_grammar(grammar)
+        cache, fsm = compiled.mask_cache, compiled.arrays
+        v = info.vocab_arrays()
+        heads = np.zeros(256)
+        for t in v.sorted_ids.tolist():
+            data = v.token_bytes[v.token_offsets[t]:v.token_offsets[t + 1]]
+            if len(data):
+                heads[data[0]] += 1
+        first, follow = cache._first, compiled.mask_cache._classifier.follow1 != 0
+        pure = np.full(len(fsm.state_rule), -1, dtype=np.int32)
+        MK.mark_pure_states(fsm, 0, len(pure), 0, len(pure), pure)
+        want = []
+        for s in cache._class_rep.tolist():
+            readable = np.zeros(256, dtype=np.bool_)
+            for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
+                readable[fsm.byte_lo[e]:fsm.byte_hi[e] + 1] = True
+            for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
+                readable |= first[fsm.ref_rule[e]]
+            if fsm.is_final[s]:
+                readable |= follow[fsm.state_rule[s]]
+            want.append(heads[readable].sum() * (0.25 if pure[s] >= 0 else 1.0))
+        assert np.allclose(cache.estimated_costs(fsm, follow), want)

@@ -4,6 +4,7 @@ entries (§3.5): shared entries equal the entries a grammar builds alone."""
 import random
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -195,3 +196,28 @@ def test_rule_machines_are_reused_under_other_names():
             assert (m.compute_bool_mask() == p.compute_bool_mask()).all(), (text, k)
             if k < len(text):
                 assert m.accept_string(text[k]) == p.accept_string(text[k])
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_rule_shared_in_another_context_gets_that_contexts_mask(jit):
+    # json_string ends inside `"]` and `"]]`; in the object schema nothing after it reads `]`, so
+    # both are rejected there (`"]]` under the rejected prefix `"]`); the pool must record that the
+    # class came from the context, not from json_string, and in the nested array, where `]]`
+    # follows it, both are allowed
+    vocab = ["a", '"', '"]', '"]\n', '"}', '"]]', "[", "{", "}", "]", "\n", '"a"', ":", "</s>"]
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=[13])
+    first = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    second = {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}
+    compiler = xgr.GrammarCompiler(info, jit=jit)
+    m = xgr.GrammarMatcher(compiler.compile_json_schema(first))
+    for text in ("", "{", '"a"', ":", '"', "a"):  # (with JIT, the entries of json_string are built here)
+        assert m.accept_string(text)
+        m.compute_bool_mask()
+    shared = xgr.GrammarMatcher(compiler.compile_json_schema(second))
+    alone = xgr.GrammarMatcher(xgr.GrammarCompiler(info, cross_grammar_cache=False, jit=jit).compile_json_schema(second))
+    for text in ("", "[", "[", '"', "a"):
+        assert shared.accept_string(text) and alone.accept_string(text)
+        want = alone.compute_bool_mask()
+        assert (shared.compute_bool_mask() == want).all(), text
+    assert compiler.cache_stats.perfect + compiler.cache_stats.partial > 0  # json_string's entries were found
+    assert want[vocab.index('"]')] and want[vocab.index('"]]')] and not want[vocab.index('"}')]

@@ -145,22 +145,33 @@ def pack_ids(ids: np.ndarray, words: np.ndarray) -> None:
     words |= np.packbits(bits, bitorder="little").view(np.int32)
 
 
-_TRIES: dict = {}  # id(sorted_offsets) -> (weak reference to it, identity, subtree ends)
+_TRIES: dict = {}  # id(sorted_offsets) -> (weak reference to it, VocabFacts)
 
 
-def _vocab_trie(vocab: VocabArrays) -> tuple[np.ndarray, np.ndarray]:
-    """(0..m-1, end of each sorted token's trie subtree) of a vocabulary, computed once per
-    vocabulary (the arrays are read-only)."""
+class VocabFacts(NamedTuple):
+    """What every mask cache over one vocabulary reads, computed once per vocabulary."""
+
+    identity: np.ndarray  # 0..m-1 (the sorted tokens' own positions)
+    subtree_end: np.ndarray  # end of each sorted token's trie subtree (MK.trie_subtree_end)
+    longest: int  # bytes of the longest token
+    heads: np.ndarray  # float64[256]: the regular tokens whose first byte is b (cost estimates)
+
+
+def _vocab_facts(vocab: VocabArrays) -> VocabFacts:
+    """The `VocabFacts` of a vocabulary, computed once (its arrays are read-only)."""
     key = id(vocab.sorted_offsets)
     held = _TRIES.get(key)
     if held is None or held[0]() is not vocab.sorted_offsets:
         identity = np.arange(len(vocab.sorted_ids), dtype=np.int32)
-        held = (weakref.ref(vocab.sorted_offsets), identity,
-                MK.trie_subtree_end(vocab.sorted_offsets, identity, vocab.sorted_lcp))
+        first = vocab.sorted_bytes[vocab.sorted_offsets[:-1][np.diff(vocab.sorted_offsets) > 0]]
+        facts = VocabFacts(identity, MK.trie_subtree_end(vocab.sorted_offsets, identity, vocab.sorted_lcp),
+                           int(np.diff(vocab.token_offsets).max(initial=0)),
+                           np.bincount(first, minlength=256).astype(np.float64))
+        held = (weakref.ref(vocab.sorted_offsets), facts)
         for k in [k for k, v in _TRIES.items() if v[0]() is None]:
             del _TRIES[k]
         _TRIES[key] = held
-    return held[1], held[2]
+    return held[1]
 
 
 class _Classifier:
@@ -173,9 +184,8 @@ class _Classifier:
         self.occ_indptr, self.occ_dst = rule_occurrences(fsm)
         # the kernel walks the vocabulary in sorted order: give it the bytes in that order, with
         # sorted position k as the token's "id", so memory is read front to back
-        self.identity, self.subtree_end = _vocab_trie(vocab)
-        lengths = np.diff(vocab.token_offsets)
-        longest = int(lengths.max(initial=0))
+        facts = _vocab_facts(vocab)
+        self.identity, self.subtree_end, longest = facts.identity, facts.subtree_end, facts.longest
         self.comp = np.zeros(longest + 2, dtype=np.int8)
         self.work = np.zeros(2 * MK.MAX_CONTEXT_RUNS + 2 * (longest + 2) + 4, dtype=np.int64)
         self.seen = np.zeros(len(fsm.rule_start) * (longest + 1) + 1, dtype=np.int64)
@@ -292,7 +302,7 @@ class AdaptiveTokenMaskCache:
         self.vocab_size = vocab_size
         self._words = (vocab_size + 31) // 32
         scannable = np.flatnonzero(np.diff(fsm.byte_indptr) > 0).astype(np.int32)
-        longest = int(np.diff(vocab.token_offsets).max(initial=0))
+        longest = _vocab_facts(vocab).longest
         if share_entries and len(scannable):
             # one entry per class of states that read every token alike (xg2ref/state_classes.py)
             # (`classes(steps)`: the same partition from a caller that holds it in pieces, linking.py)
@@ -329,6 +339,16 @@ class AdaptiveTokenMaskCache:
         pack_ids(vocab.sorted_ids, self._regular_words)
         self._buffer = np.zeros(len(vocab.sorted_ids), dtype=np.int32)
         self._parts: dict[str, list] = {"state": [], "kind": [], "list": [], "bitset": [], "unc": [], "count": []}
+        self._packed = 0  # entries already in the flat arrays (`_pack` appends the others)
+        self._columns = {"state": _Column(np.int32), "kind": _Column(np.int8), "list_indptr": _Column(np.int64),
+                         "list_ids": _Column(np.int32), "bitset_offset": _Column(np.int64),
+                         "bitset_words": _Column(np.int32), "unc_indptr": _Column(np.int64),
+                         "unc_sorted": _Column(np.int32), "counts": _Column(np.int64, 3)}
+        self._columns["list_indptr"].extend([0])
+        self._columns["unc_indptr"].extend([0])
+        self._exact_packed = (-1, None)
+        self._cand = np.zeros(1, dtype=np.int32)  # the fill kernel's candidates (room for every uncertain id)
+        self._cand_tmp = np.zeros_like(self._cand)
         self._unbuilt = n_classes
         self._state_mark = np.zeros(len(fsm.state_rule) + 1, dtype=np.int64)
         self._scratch = np.zeros(self._words, dtype=np.int32)
@@ -347,22 +367,31 @@ class AdaptiveTokenMaskCache:
         """The estimated cost of each class's entry (XGrammar-2 §3.5): the regular tokens whose
         first byte its state may read (its byte edges, FIRST of its rule edges, and what may
         follow its rule when the state is final), a quarter for a pure state (a table walk)."""
-        v = self.vocab
-        heads = v.sorted_bytes[v.sorted_offsets[:-1][np.diff(v.sorted_offsets) > 0]]
-        per_byte = np.bincount(heads, minlength=256).astype(np.float64)
+        per_byte = _vocab_facts(self.vocab).heads
         first = self._first if self._first is not None else np.zeros((len(fsm.rule_start), 256), dtype=np.bool_)
         pure = np.full(len(fsm.state_rule), -1, dtype=np.int32)
         MK.mark_pure_states(fsm, 0, len(pure), 0, len(pure), pure)
-        costs = np.zeros(len(self._class_rep))
-        for c, s in enumerate(self._class_rep.tolist()):
-            readable = np.zeros(256, dtype=np.bool_)
-            for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
-                readable[fsm.byte_lo[e]:fsm.byte_hi[e] + 1] = True
-            for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
-                readable |= first[fsm.ref_rule[e]]
-            if fsm.is_final[s] and follow is not None:
-                readable |= follow[fsm.state_rule[s]]
-            costs[c] = per_byte[readable].sum() * (0.25 if pure[s] >= 0 else 1.0)
+        reps = self._class_rep.astype(np.int64)
+        n = len(reps)
+        # byte edges: +1 at lo, -1 after hi, per class row; a running sum > 0 marks the bytes read
+        starts, ends = fsm.byte_indptr[reps], fsm.byte_indptr[reps + 1]
+        count = (ends - starts).astype(np.int64)
+        edges = np.repeat(starts - np.concatenate([[0], np.cumsum(count)[:-1]]), count) + np.arange(count.sum())
+        rows = np.repeat(np.arange(n), count)
+        marks = np.zeros((n, 257), dtype=np.int64)
+        np.add.at(marks, (rows, fsm.byte_lo[edges].astype(np.int64)), 1)
+        np.add.at(marks, (rows, fsm.byte_hi[edges].astype(np.int64) + 1), -1)
+        readable = np.cumsum(marks, axis=1)[:, :256] > 0
+        # rule edges: FIRST of the referenced rule
+        starts, ends = fsm.ref_indptr[reps], fsm.ref_indptr[reps + 1]
+        count = (ends - starts).astype(np.int64)
+        edges = np.repeat(starts - np.concatenate([[0], np.cumsum(count)[:-1]]), count) + np.arange(count.sum())
+        np.logical_or.at(readable, np.repeat(np.arange(n), count), first[fsm.ref_rule[edges]])
+        if follow is not None:  # a final state: what may follow its rule
+            final = np.flatnonzero(fsm.is_final[reps])
+            readable[final] |= follow[fsm.state_rule[reps[final]]]
+        costs = readable.astype(np.float64) @ per_byte
+        costs[pure[reps] >= 0] *= 0.25
         return costs
 
     def costliest(self, k: int, fsm: FSMArrays, follow: Optional[np.ndarray] = None) -> list:
@@ -438,7 +467,7 @@ class AdaptiveTokenMaskCache:
             if 0 <= self.max_bytes < self._entry_bytes:
                 raise GrammarLimitError(f"the grammar's mask-cache entries need more than {self.max_bytes:,} bytes "
                                         f"(what GrammarCompiler's max_grammar_bytes leaves after the FSM arrays)")
-            e = len(parts["kind"]) - 1
+            e = self._packed + len(parts["kind"]) - 1
             members = self._members(c)
             if zone == MF.ZONE_FREE:
                 self._state_entry[members] = e
@@ -498,35 +527,45 @@ class AdaptiveTokenMaskCache:
         return np.flatnonzero(fits).astype(np.int32), np.flatnonzero(unc).astype(np.int32)
 
     def _pack(self) -> None:
-        parts, words = self._parts, self._words
-        n = len(parts["kind"])
-        kinds = np.array(parts["kind"], dtype=np.int8)
-        bitset_offset = np.full(n, -1, dtype=np.int64)
-        is_bitset = kinds == KIND_BITSET
-        bitset_offset[is_bitset] = np.arange(int(is_bitset.sum()), dtype=np.int64) * words
+        """Append the entries built since the last call to the flat arrays (amortized: a JIT
+        build costs its own entry, not a copy of every entry before it)."""
+        parts, cols = self._parts, self._columns
+        for k, kind in enumerate(parts["kind"]):
+            cols["state"].extend([parts["state"][k]])
+            cols["kind"].extend([kind])
+            cols["list_ids"].extend(parts["list"][k])
+            cols["list_indptr"].extend([cols["list_ids"].n])
+            cols["bitset_offset"].extend([cols["bitset_words"].n if kind == KIND_BITSET else -1])
+            if kind == KIND_BITSET:
+                cols["bitset_words"].extend(parts["bitset"].pop(0))
+            cols["unc_sorted"].extend(parts["unc"][k])
+            cols["unc_indptr"].extend([cols["unc_sorted"].n])
+            cols["counts"].extend([parts["count"][k]])
+        self._packed += len(parts["kind"])
+        for key in parts:
+            parts[key].clear()
+        if self._exact_packed[0] != len(self._exact):
+            order = sorted(self._exact)
+            self._exact_packed = (len(self._exact), (np.array(order, dtype=np.int64),
+                                                     np.array([self._exact[k] for k in order], dtype=np.int32)))
+        ex_key, ex_entry = self._exact_packed[1]
         self.arrays = MaskCacheArrays(
-            state_entry=self._state_entry,
-            entry_state=np.array(parts["state"], dtype=np.int32),
-            entry_kind=kinds,
-            list_indptr=_indptr(parts["list"]),
-            list_ids=_concat(parts["list"]),
-            bitset_offset=bitset_offset,
-            bitset_words=np.concatenate(parts["bitset"]) if parts["bitset"] else np.zeros(0, np.int32),
-            unc_indptr=_indptr(parts["unc"]),
-            unc_sorted=_concat(parts["unc"]),
-            regular_words=self._regular_words,
-            counts=np.array(parts["count"], dtype=np.int64).reshape(n, 3),
-            noexit_entry=self._noexit_entry,
-            ex_key=np.array(sorted(self._exact), dtype=np.int64),
-            ex_entry=np.array([self._exact[k] for k in sorted(self._exact)], dtype=np.int32),
-            count_slack=np.array([self._slack], dtype=np.int64),
+            state_entry=self._state_entry, entry_state=cols["state"].view(), entry_kind=cols["kind"].view(),
+            list_indptr=cols["list_indptr"].view(), list_ids=cols["list_ids"].view(),
+            bitset_offset=cols["bitset_offset"].view(), bitset_words=cols["bitset_words"].view(),
+            unc_indptr=cols["unc_indptr"].view(), unc_sorted=cols["unc_sorted"].view(),
+            regular_words=self._regular_words, counts=cols["counts"].view(), noexit_entry=self._noexit_entry,
+            ex_key=ex_key, ex_entry=ex_entry, count_slack=np.array([self._slack], dtype=np.int64),
         )
+        n = self._packed
+        kinds = self.arrays.entry_kind
         totals = self.arrays.counts.sum(axis=0) if n else np.zeros(3, np.int64)
         self.stats = CacheStats(n, int(totals[0]), int(totals[1]), int(totals[2]),
                                 tuple(int((kinds == k).sum()) for k in range(3)),
                                 self.build_seconds, self.memory_size_bytes)
-        self._cand = np.zeros(max(len(self.arrays.unc_sorted), 1), dtype=np.int32)
-        self._cand_tmp = np.zeros_like(self._cand)
+        if len(self._cand) < max(len(self.arrays.unc_sorted), 1):
+            self._cand = np.zeros(max(len(self.arrays.unc_sorted), 2 * len(self._cand)), dtype=np.int32)
+            self._cand_tmp = np.zeros_like(self._cand)
 
     @property
     def unbuilt_entries(self) -> int:
@@ -595,19 +634,31 @@ class AdaptiveTokenMaskCache:
         return n_cand, bool(full)
 
 
+class _Column:
+    """A numpy array grown by appending (its capacity doubles); `view()` is the filled part, a
+    C-contiguous view, so kernels bound to the type stay valid as it grows."""
+
+    def __init__(self, dtype, width: Optional[int] = None):
+        self.buf = np.zeros((16,) if width is None else (16, width), dtype=dtype)
+        self.n = 0
+
+    def extend(self, values) -> None:
+        values = np.asarray(values, dtype=self.buf.dtype)
+        k = len(values)
+        if self.n + k > len(self.buf):
+            grown = np.zeros((max(2 * len(self.buf), self.n + k),) + self.buf.shape[1:], dtype=self.buf.dtype)
+            grown[:self.n] = self.buf[:self.n]
+            self.buf = grown
+        self.buf[self.n:self.n + k] = values
+        self.n += k
+
+    def view(self) -> np.ndarray:
+        return self.buf[:self.n]
+
+
 def _layout(arrays: MaskCacheArrays) -> tuple:
     """What a bound kernel entry's types depend on: each array's dtype, rank and layout."""
     return tuple((a.dtype, a.ndim, a.flags.c_contiguous, a.flags.writeable) for a in arrays)
-
-
-def _indptr(parts: list) -> np.ndarray:
-    out = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in parts], out=out[1:])
-    return out
-
-
-def _concat(parts: list) -> np.ndarray:
-    return np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, np.int32)
 
 
 def _shallow_counted_rules(fsm: FSMArrays) -> np.ndarray:

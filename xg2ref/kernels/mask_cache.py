@@ -472,7 +472,10 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
         elif cls == UNCERTAIN:
             unc_idx[n_list[1]] = j
             n_list[1] += 1
-        j = _reject(out, subtree_end, j, length, fail_len, only_marked) if cls == REJECTED else j + 1
+        # the tokens under a rejected prefix are rejected here too, but when A may end inside the
+        # prefix their record (D_ENDS) is not A's alone: with `record` they are classified one by one
+        jump = cls == REJECTED and fail_class == REJECTED
+        j = _reject(out, subtree_end, j, length, fail_len, only_marked) if jump else j + 1
     chart.meta[0] = n0
     return OK, n, 0
 
