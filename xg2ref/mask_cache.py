@@ -350,7 +350,7 @@ class AdaptiveTokenMaskCache:
         self._cand = np.zeros(1, dtype=np.int32)  # the fill kernel's candidates (room for every uncertain id)
         self._cand_tmp = np.zeros_like(self._cand)
         self._unbuilt = n_classes
-        self._state_mark = np.zeros(len(fsm.state_rule) + 1, dtype=np.int64)
+        self._entry_mark = np.zeros(1, dtype=np.int64)  # the fill kernel's marks, one per entry + a counter
         self._scratch = np.zeros(self._words, dtype=np.int32)
         self._fill = None  # the fill kernel's entry, bound on first use
         self._state_class = np.full(len(fsm.state_rule), -1, dtype=np.int64)  # class of each state
@@ -563,6 +563,10 @@ class AdaptiveTokenMaskCache:
         self.stats = CacheStats(n, int(totals[0]), int(totals[1]), int(totals[2]),
                                 tuple(int((kinds == k).sum()) for k in range(3)),
                                 self.build_seconds, self.memory_size_bytes)
+        if len(self._entry_mark) < n + 1:  # room for the new entries' marks; the counter goes last
+            marks = np.zeros(max(n + 1, 2 * len(self._entry_mark)), dtype=np.int64)
+            marks[-1] = self._entry_mark[-1]
+            self._entry_mark = marks
         if len(self._cand) < max(len(self.arrays.unc_sorted), 1):
             self._cand = np.zeros(max(len(self.arrays.unc_sorted), 2 * len(self._cand)), dtype=np.int32)
             self._cand_tmp = np.zeros_like(self._cand)
@@ -598,6 +602,10 @@ class AdaptiveTokenMaskCache:
         """Bytes of the entries (every array of `MaskCacheArrays`)."""
         return int(sum(a.nbytes for a in self.arrays))
 
+    def _fill_args(self, parser: EarleyParser, not_regular, stop_ids, words) -> tuple:
+        return (parser.arrays, parser.chart, self.arrays, self.vocab, self._entry_mark, self._scratch, self._cand,
+                self._cand_tmp, not_regular, stop_ids, words)
+
     def fill(self, parser: EarleyParser, words: np.ndarray, not_regular: np.ndarray,
              stop_ids: np.ndarray) -> tuple[int, bool]:
         """Write the tokens allowed now into int32 `words` (cleared first): the regular tokens
@@ -607,8 +615,7 @@ class AdaptiveTokenMaskCache:
         Returns the number of uncertain tokens checked against the full chart, and whether
         every id is allowed.
         """
-        args = (parser.arrays, parser.chart, self.arrays, self.vocab, self._state_mark, self._scratch, self._cand,
-                self._cand_tmp, not_regular, stop_ids, words)
+        args = self._fill_args(parser, not_regular, stop_ids, words)
         if self._fill is None:
             self._fill = bound_kernel(MF.fill_mask, *args)
             self._fill_layout = _layout(self.arrays)
@@ -618,7 +625,7 @@ class AdaptiveTokenMaskCache:
             k = int(c.meta[0]) - 1
             items = slice(c.set_start[k], c.set_start[k + 1])
             self.ensure_entries(c.item_state[items], c.item_count[items])
-            args = args[:2] + (self.arrays,) + args[3:6] + (self._cand, self._cand_tmp) + args[8:]
+            args = self._fill_args(parser, not_regular, stop_ids, words)
             if _layout(self.arrays) != self._fill_layout:  # the bound entry takes these types only
                 self._fill = bound_kernel(MF.fill_mask, *args)
                 self._fill_layout = _layout(self.arrays)

@@ -253,14 +253,17 @@ def _filter_walk(la_next, la_final, row, token_bytes, lo, hi):
 
 
 @njit(cache=True, _nrt=False)
-def _reject(out, subtree_end, j, length, fail_len, only_marked):
+def _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail):
     """Mark sorted token j rejected; when token j is itself the rejected prefix (its length
     is fail_len), the whole trie subtree under it too (`only_marked`: the marked ones among
-    them are met one by one). Returns the next token to classify."""
+    them are met one by one), recording `fail_detail` for them when it is not D_REJECTED (the
+    rule may end inside the prefix: their class is the context's). Returns the next token."""
     out[j] = REJECTED
     if length == fail_len and subtree_end[j] > j + 1 and not only_marked:
         for q in range(j + 1, subtree_end[j]):
             out[q] = REJECTED
+            if fail_detail != D_REJECTED:
+                detail[q] = fail_detail
         return subtree_end[j]
     return j + 1
 
@@ -313,6 +316,7 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                 loop[b] = True
     fail_len = 0
     fail_class = REJECTED
+    fail_detail = D_REJECTED  # what the tokens under the rejected prefix owe (`record`)
     j = j_start
     run_lcp = 1 << 30  # common prefix with the last token parsed, across tokens not classified
     while j < n:
@@ -328,7 +332,9 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
         length = token_offsets[tid + 1] - begin
         if fail_len > 0 and lcp >= fail_len and fail_class == REJECTED:
             # the whole trie subtree under the rejected prefix: jump when the prefix is a token
-            j = _reject(out, subtree_end, j, length, fail_len, only_marked)
+            if fail_detail != D_REJECTED:
+                detail[j] = fail_detail
+            j = _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail)
             continue
         if pure_row[state] >= 0:
             # PURE WALK: from a pure state the Earley sets are single items, so the parse is a
@@ -340,7 +346,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                 chart.meta[0] = n0 + (lcp if lcp < depth else depth)
                 fail_len = walked + 1
                 fail_class = REJECTED
-                j = _reject(out, subtree_end, j, length, fail_len, only_marked)
+                fail_detail = D_REJECTED
+                j = _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail)
                 continue
             inside = walked == length
         else:
@@ -458,12 +465,14 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             elif far - begin > fail_len:
                 fail_len = far - begin  # every token sharing the bytes looked at is rejected too
         fail_class = cls  # only a rejected prefix lets the tokens under it be skipped
+        fail_detail = D_REJECTED
         if record:
             for d in range(reached + 1):
                 if comp[d] == 1 and d < length:
-                    # A may end inside t: what follows decides, so the class is not A's alone
+                    # A may end inside t: what follows decides, so the class is not A's alone; the
+                    # same holds for every token under the rejected prefix (A ends at the same d)
                     detail[j] = D_ENDS if agrees else D_ENDS_LOOKAHEAD_REJECTS
-                    fail_class = UNCERTAIN
+                    fail_detail = D_ENDS
                     break
         out[j] = cls
         if cls == ACCEPTED:
@@ -472,10 +481,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
         elif cls == UNCERTAIN:
             unc_idx[n_list[1]] = j
             n_list[1] += 1
-        # the tokens under a rejected prefix are rejected here too, but when A may end inside the
-        # prefix their record (D_ENDS) is not A's alone: with `record` they are classified one by one
-        jump = cls == REJECTED and fail_class == REJECTED
-        j = _reject(out, subtree_end, j, length, fail_len, only_marked) if jump else j + 1
+        j = _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail) if cls == REJECTED \
+            else j + 1
     chart.meta[0] = n0
     return OK, n, 0
 

@@ -93,13 +93,15 @@ def _merge_runs(cand, mid, end, tmp):
 @njit(cache=True, _nrt=False)
 def gather_cached_mask(fsm, chart, state_entry, noexit_entry, ex_key, ex_entry, slack, entry_kind, list_indptr,
                        list_ids, bitset_offset, bitset_words, unc_indptr, unc_sorted, regular_words, sorted_ids,
-                       state_mark, scratch, cand, cand_tmp, words):
-    """Algorithm 1, first half: OR the accepted sets of the current set's scannable states into
-    `words` and collect their uncertain tokens (sorted indices) into `cand`.
+                       entry_mark, scratch, cand, cand_tmp, words):
+    """Algorithm 1, first half: OR the accepted sets of the entries serving the current set's
+    items into `words` and collect their uncertain tokens (sorted indices) into `cand`.
 
-    `state_mark` (int64[S]), `scratch` (int32[W]) and `cand_tmp` (like `cand`) are caller-owned
-    scratch; state_mark[0:] holds generation marks and the generation counter lives in
-    state_mark[-1]. An item of a counted repetition takes the entry of its count's zone
+    `entry_mark` (int64[E + 1]), `scratch` (int32[W]) and `cand_tmp` (like `cand`) are
+    caller-owned scratch; entry_mark[:E] holds generation marks and the generation counter lives
+    in entry_mark[E]. Each entry is merged once, however many items it serves (states of one
+    class, a counted repetition's items with counts in one zone): `cand` needs room for every
+    uncertain id once. An item of a counted repetition takes the entry of its count's zone
     (`item_entry`). Returns the number of candidates, deduplicated and sorted, with those
     already accepted removed; -1 when some item's entry is not built yet (nothing is written
     then: the caller builds the entries and calls again).
@@ -112,21 +114,20 @@ def gather_cached_mask(fsm, chart, state_entry, noexit_entry, ex_key, ex_entry, 
         if fsm.rule_rep_lo[fsm.state_rule[s]] >= 0 and state_entry[s] >= 0 and item_entry(
                 fsm, state_entry, noexit_entry, ex_key, ex_entry, slack, s, chart.item_count[p]) == UNBUILT:
             return -1
-    gen = state_mark[state_mark.shape[0] - 1] + 1
-    state_mark[state_mark.shape[0] - 1] = gen
+    last = entry_mark.shape[0] - 1
+    gen = entry_mark[last] + 1
+    entry_mark[last] = gen
     n_cand = 0
     n_entries = 0
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
         if fsm.rule_rep_lo[fsm.state_rule[s]] >= 0:  # items of one state may differ in count
             e = item_entry(fsm, state_entry, noexit_entry, ex_key, ex_entry, slack, s, chart.item_count[p])
-            if e < 0:
-                continue
         else:
             e = state_entry[s]
-            if e < 0 or state_mark[s] == gen:
-                continue
-            state_mark[s] = gen
+        if e < 0 or entry_mark[e] == gen:
+            continue
+        entry_mark[e] = gen
         kind = entry_kind[e]
         # the first entry writes `words`, the others are OR-ed in (through `scratch`)
         acc = words if n_entries == 0 else scratch
@@ -235,7 +236,7 @@ def all_allowed(words, vocab_size):
 
 
 @njit(cache=True, _nrt=False)
-def fill_mask(fsm, chart, cache, vocab, state_mark, scratch, cand, cand_tmp, not_regular, stop_ids, words):
+def fill_mask(fsm, chart, cache, vocab, entry_mark, scratch, cand, cand_tmp, not_regular, stop_ids, words):
     """Algorithm 1 in one call: `gather_cached_mask`, `check_candidates`, `finish_mask`.
 
     `cache` is a MaskCacheArrays, `vocab` a VocabArrays. Returns (status, j, n_cand, full):
@@ -246,7 +247,7 @@ def fill_mask(fsm, chart, cache, vocab, state_mark, scratch, cand, cand_tmp, not
     n_cand = gather_cached_mask(fsm, chart, cache.state_entry, cache.noexit_entry, cache.ex_key, cache.ex_entry,
                                 cache.count_slack[0], cache.entry_kind, cache.list_indptr, cache.list_ids,
                                 cache.bitset_offset, cache.bitset_words, cache.unc_indptr, cache.unc_sorted,
-                                cache.regular_words, vocab.sorted_ids, state_mark, scratch, cand, cand_tmp, words)
+                                cache.regular_words, vocab.sorted_ids, entry_mark, scratch, cand, cand_tmp, words)
     if n_cand < 0:
         return NEED_ENTRY, 0, 0, False
     status, j = check_candidates(fsm, chart, vocab.token_bytes, vocab.token_offsets, vocab.sorted_ids, cand,
