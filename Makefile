@@ -19,10 +19,15 @@ run: $(STAMP)
 	$(BIN)/xg2ref diff --against xgrammar
 
 # The suite runs twice: compiled, then as plain Python (NUMBA_DISABLE_JIT=1: the same kernels
-# interpreted; `jit_only` tests, full-vocabulary work, are skipped there).
+# interpreted; `jit_only` tests, full-vocabulary work, are skipped there). Then the kernels'
+# property tests once more with every array index checked (NUMBA_BOUNDSCHECK=1, compiled afresh
+# in a scratch cache): an index out of bounds raises there instead of corrupting memory.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider
+	cache=$$(mktemp -d) && NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$$cache $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/test_repetition.py tests/test_mask_cache.py tests/test_properties.py tests/test_configurations.py; \
+		status=$$?; rm -rf $$cache; exit $$status
 
 clean:
 	rm -rf $(VENV) build *.egg-info

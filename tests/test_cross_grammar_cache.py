@@ -128,6 +128,8 @@ def test_index_sets_round_trip():
         s = IndexSet(idx, n)
         assert s.indices().tolist() == idx.tolist()
         assert s.nbytes <= max(4 * k, (n + 7) // 8)
+        more = rng.choice(n, size=min(40, n), replace=False).astype(np.int32)
+        assert s.union(more).tolist() == np.union1d(idx, more).tolist()
 
 
 @settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])

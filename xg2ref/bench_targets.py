@@ -101,11 +101,11 @@ class Report:
     def _line(what, ours, theirs, unit, target) -> str:
         scale = 1e3 if unit == "ms" else 1e6
         ratio = ours / theirs if theirs else float("inf")
+        shown = f"1/{1 / ratio:.0f}" if 0 < ratio < 0.1 else f"{ratio:.2f}x"
         verdict = "" if target is None else ("  target <= " + (f"1/{1 / target:.0f}" if target < 0.2 else
                                                                f"{target:g}x") + (": met" if ratio <= target
                                                                                   else ": NOT met"))
-        return (f"{what:<62} {ours * scale:>10.1f} / {theirs * scale:>9.1f} {unit}  = "
-                f"{ratio:6.2f}x{verdict}")
+        return f"{what:<62} {ours * scale:>10.1f} / {theirs * scale:>9.1f} {unit}  = {shown:>7}{verdict}"
 
     def table(self) -> str:
         head = f"{'workload (defaults on both sides, cold requests included)':<62} {'xg2ref / xgrammar':>25}"
