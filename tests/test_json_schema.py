@@ -464,3 +464,11 @@ def test_a_schema_converts_to_the_same_text_every_time():
               "required": ["a"]}
     texts = {str(xgr.Grammar.from_json_schema(schema)) for _ in range(3)}
     assert len(texts) == 1
+
+
+def test_an_empty_properties_map_declares_an_object_with_no_members_in_strict_mode():
+    # as xgrammar 0.2.8: `properties: {}` is a declaration (`{}` only); no `properties`: any object
+    assert accepts({"type": "object", "properties": {}}, "{}")
+    assert not accepts({"type": "object", "properties": {}}, '{"a": 1}')
+    assert accepts({"type": "object"}, '{"a": 1}')
+    assert accepts({"type": "object", "properties": {}, "additionalProperties": True}, '{"a": 1}')

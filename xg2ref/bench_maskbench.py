@@ -14,7 +14,7 @@ specs/05's difference 3 or 8 by its tokens (every token only xg2ref allows holds
 every token only xgrammar allows a byte below 0x20; or after `\\u` xgrammar alone takes a lone
 surrogate), or *attributed* when the schema uses a keyword of another difference specs/05 lists
 (`pattern`; `properties` without `type`; number bounds; `patternProperties`, `propertyNames`,
-`enum`, `const`, `multipleOf`; `format`); any other is
+`enum`, `const`, `multipleOf`; `format`; `oneOf`, `anyOf`); any other is
 *undocumented*, printed with its tokens, and makes the exit status 1. Attributed ones are
 recorded with the keywords that explain them, so that a reader can check them one by one.
 
@@ -224,7 +224,8 @@ def difference_kind(ours: np.ndarray, theirs: np.ndarray, info, keywords, prefix
 
 # keywords of the differences specs/05 lists (other than difference 3, recognized by its tokens)
 DIFFERENCE_KEYWORDS = frozenset({"pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                                 "patternProperties", "propertyNames", "enum", "const", "multipleOf"})
+                                 "patternProperties", "propertyNames", "enum", "const", "multipleOf", "oneOf",
+                                 "anyOf"})
 
 
 def documented_keywords(schema) -> set:
