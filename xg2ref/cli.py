@@ -315,7 +315,9 @@ def cmd_bench(args) -> int:
         from .bench_maskbench import bench_maskbench
 
         plot = args.plot if args.plot != DYNAMIC_PLOT else os.path.join("benchmarks", "maskbench", "cdf.png")
-        return bench_maskbench(args.data, sample=args.sample or 5, vocab=args.vocab, results=args.results,
+        results = args.results or os.path.join("benchmarks", "maskbench", "records.jsonl")
+        os.makedirs(os.path.dirname(results) or ".", exist_ok=True)
+        return bench_maskbench(args.data, sample=args.sample or 5, vocab=args.vocab, results=results,
                                plot=plot, progress=not args.no_progress)
     if args.what == "jsonschemabench":
         from .bench_jsonschema import bench_jsonschemabench
@@ -416,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jsonschemabench: worker processes, each one thread (default 1)")
     p.add_argument("--results", metavar="PATH",
                    help="jsonschemabench: one JSON line per schema; schemas already there are not run again; "
-                        "maskbench: one JSON line per schema (written anew)")
+                        "maskbench: one JSON line per schema, written anew (default benchmarks/maskbench/records.jsonl)")
     p.add_argument("--rerun", choices=("failures", "invalid", "both"),
                    help="jsonschemabench: run again the schemas --results records as xg2ref compile failures "
                         "or timeouts, as invalid outputs, or both (the new record replaces the old)")
