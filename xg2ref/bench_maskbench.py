@@ -41,6 +41,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .bench_jsonschema import SUBSETS, load_schemas, random_walk, validation_error
+from .bitmask import unpack_bitmask
 from .diff_report import ProgressBar
 
 JSON_MODE_EVAL = "json-mode-eval"
@@ -208,7 +209,7 @@ def difference_kind(ours: np.ndarray, theirs: np.ndarray, info, keywords, prefix
     the escape of a lone surrogate, `d800`-`dfff`), "attributed" when the schema uses a keyword of
     another listed difference, else "undocumented"."""
     v, n = info.vocab_arrays(), info.vocab_size
-    mine, other = _bits(ours, n), _bits(theirs, n)
+    mine, other = unpack_bitmask(ours.reshape(-1), n), unpack_bitmask(theirs.reshape(-1), n)
     diff = np.flatnonzero(mine != other)
     if not len(diff):
         return None, []
@@ -242,10 +243,6 @@ def documented_keywords(schema) -> set:
         elif isinstance(node, list):
             stack.extend(node)
     return found
-
-
-def _bits(words: np.ndarray, n: int) -> np.ndarray:
-    return np.unpackbits(words.reshape(-1).view(np.uint8), bitorder="little")[:n].astype(np.bool_)
 
 
 def time_schema(engines: _Engines, compilers: dict, schema_text: str, tokens: Optional[list]) -> dict:
