@@ -115,6 +115,18 @@ def random_walk(matcher, decoded: list, stops: np.ndarray, rng: random.Random, f
     return None
 
 
+def walk_tables(info) -> tuple:
+    """(stops, closers, lengths) of a vocabulary, as `random_walk` takes them: stop tokens, the
+    tokens starting with `"`, `}` or `]`, and each token's length in bytes."""
+    v = info.vocab_arrays()
+    lengths = np.diff(v.token_offsets)
+    first = v.token_bytes[np.minimum(v.token_offsets[:-1], len(v.token_bytes) - 1)]
+    closers = (lengths > 0) & np.isin(first, np.frombuffer(b'"}]', dtype=np.uint8))
+    stops = np.zeros(info.vocab_size, dtype=np.bool_)
+    stops[info.stop_token_ids] = True
+    return stops, closers, lengths
+
+
 class TimedOut(Exception):
     pass
 
@@ -159,13 +171,8 @@ class _Worker:
             self.xgrammar_error = None
         except EngineUnavailable as err:
             self.xcompiler, self.xgrammar_error = None, str(err)
-        v = info.vocab_arrays()
-        self.lengths = np.diff(v.token_offsets)
-        first = v.token_bytes[np.minimum(v.token_offsets[:-1], len(v.token_bytes) - 1)]
-        self.first_bytes = (self.lengths > 0) & np.isin(first, np.frombuffer(b'"}]', dtype=np.uint8))
         self.decoded = info.decoded_vocab
-        self.stops = np.zeros(info.vocab_size, dtype=np.bool_)
-        self.stops[info.stop_token_ids] = True
+        self.stops, self.first_bytes, self.lengths = walk_tables(info)
 
     def run(self, subset: str, uid: str, schema) -> dict:
         """One schema: both compiles, one walk, its validation; a JSON-ready record."""

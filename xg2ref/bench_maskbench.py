@@ -40,7 +40,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .bench_jsonschema import SUBSETS, load_schemas, random_walk, validation_error
+from .bench_jsonschema import SUBSETS, load_schemas, random_walk, validation_error, walk_tables
 from .bitmask import unpack_bitmask
 from .diff_report import ProgressBar
 
@@ -77,6 +77,7 @@ class _Engines:
         self.xgr = xgrammar
         self.xinfo = _xgrammar_info(xgrammar, self.info)
         self.lltok = self._llguidance_tokenizer()
+        self.walk_tables = walk_tables(self.info)  # for the instances' random walks
 
     def _llguidance_tokenizer(self):
         """llguidance's tokenizer over the same tokens, encoding with the same encoder."""
@@ -150,12 +151,7 @@ def make_instance(engines: _Engines, uid: str, schema, seed: int) -> Optional[st
     from .matcher import GrammarMatcher
 
     info = engines.info
-    v = info.vocab_arrays()
-    lengths = np.diff(v.token_offsets)
-    first = v.token_bytes[np.minimum(v.token_offsets[:-1], len(v.token_bytes) - 1)]
-    closers = (lengths > 0) & np.isin(first, np.frombuffer(b'"}]', dtype=np.uint8))
-    stops = np.zeros(info.vocab_size, dtype=np.bool_)
-    stops[info.stop_token_ids] = True
+    stops, closers, lengths = engines.walk_tables
     try:
         compiled = GrammarCompiler(info, cache_enabled=False).compile_json_schema(json.dumps(schema))
         text = random_walk(GrammarMatcher(compiled), info.decoded_vocab, stops, random.Random(f"{seed}/{uid}"),
