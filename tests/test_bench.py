@@ -93,6 +93,12 @@ def test_jsonschemabench_records_and_resumes(tmp_path, monkeypatch):
     assert records["enum"]["valid"] and not records["bad"]["ours"] and "InvalidJSONError" in records["bad"]["failure"]
     table = "\n".join(lines)
     assert "Glaiveai2K" in table and "compile failures by class" in table
+    assert all(r["peak_mib"] > 0 for r in records.values())
+    # the per-schema peak memory is traced during the run only: tracing left on slows every
+    # allocation of the process after it
+    import tracemalloc
+
+    assert not tracemalloc.is_tracing()
 
     def refuse(*args):
         raise AssertionError("a schema with a record was run again")

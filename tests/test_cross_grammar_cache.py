@@ -103,13 +103,15 @@ def test_a_hash_collision_is_a_miss(monkeypatch):
 def test_byte_limit_clear_and_size():
     info = xgr.TokenizerInfo.from_quicktok("llama3")
     schemas = [{"type": "object", "properties": {f"p{i}": {"type": "string", "maxLength": 5 + i}}} for i in range(3)]
-    unbounded = xgr.GrammarCompiler(info)
+    # every entry built at compile time (jit=False): under the defaults the cost model decides from
+    # measured compile times how many to build, and the pool's contents would depend on the clock
+    unbounded = xgr.GrammarCompiler(info, jit=False)
     for s in schemas:
         unbounded.compile_json_schema(s)
     pool_bytes = unbounded.pool.size_bytes()
     assert pool_bytes > 0 and unbounded.get_cache_size_bytes() > pool_bytes
     limit = 3 * (pool_bytes // 2)  # a third of it for the pool: half of what it held
-    bounded = xgr.GrammarCompiler(info, cache_limit_bytes=limit)
+    bounded = xgr.GrammarCompiler(info, jit=False, cache_limit_bytes=limit)
     for s in schemas:
         bounded.compile_json_schema(s)
         assert bounded.pool.size_bytes() <= limit // 3

@@ -160,8 +160,11 @@ class _Worker:
 
         info = TokenizerInfo.from_quicktok(vocab)
         self.timeout, self.seed = timeout, seed
-        if not tracemalloc.is_tracing():
-            tracemalloc.start()  # the peak memory of each schema (Python objects and numpy arrays)
+        # the peak memory of each schema (Python objects and numpy arrays); tracing slows every
+        # allocation of the process, so whoever starts it stops it (`close`)
+        self.owns_tracing = not tracemalloc.is_tracing()
+        if self.owns_tracing:
+            tracemalloc.start()
         self.compiler = GrammarCompiler(info, cache_enabled=False, jit=jit)
         try:
             xgr = import_xgrammar()
@@ -173,6 +176,12 @@ class _Worker:
             self.xcompiler, self.xgrammar_error = None, str(err)
         self.decoded = info.decoded_vocab
         self.stops, self.first_bytes, self.lengths = walk_tables(info)
+
+    def close(self) -> None:
+        """Stop the memory tracing this worker started."""
+        if self.owns_tracing:
+            tracemalloc.stop()
+            self.owns_tracing = False
 
     def run(self, subset: str, uid: str, schema) -> dict:
         """One schema: both compiles, one walk, its validation; a JSON-ready record."""
@@ -300,8 +309,11 @@ def _records(jobs: list, n_procs: int, vocab: str, jit: bool, timeout: Optional[
         worker = _Worker(vocab, jit, timeout, seed)
         if worker.xcompiler is None:
             out(f"xgrammar not installed, its column stays empty ({worker.xgrammar_error})")
-        for job in jobs:
-            yield worker.run(*job)
+        try:
+            for job in jobs:
+                yield worker.run(*job)
+        finally:
+            worker.close()
         return
     import multiprocessing
 
