@@ -145,3 +145,30 @@ def test_cached_masks_match_every_token_masks_on_a_word_vocabulary(ebnf):
             assert np.array_equal(m.compute_bool_mask(), m._every_token_bool_mask())
             if not m.accept_string(ch):
                 break
+
+
+@pytest.mark.jit_only
+def test_bound_kernel_entries_follow_the_argument_layout():
+    """`util.bound_kernel` remembers entries per layout key: the same layout gives the same entry;
+    a different dtype, a read-only array or a different tuple gives another, and each computes
+    with the types it was compiled for."""
+    import numba
+
+    from xg2ref.util import bound_kernel
+
+    @numba.njit
+    def total(a, pair):
+        return a.sum() + pair[0] + pair[1]
+
+    x = np.arange(4, dtype=np.int64)
+    one = bound_kernel(total, x, (1, 2))
+    assert bound_kernel(total, np.zeros(9, dtype=np.int64), (5, 6)) is one
+    assert one(x, (1, 2)) == 9
+    floats = bound_kernel(total, x.astype(np.float64), (1, 2))
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    readonly = bound_kernel(total, frozen, (1, 2))
+    mixed = bound_kernel(total, x, (1, 2.5))
+    assert len({id(one), id(floats), id(readonly), id(mixed)}) == 4
+    assert floats(x.astype(np.float64) / 2, (1, 2)) == 6.0 and readonly(frozen, (0, 0)) == 6
+    assert mixed(x, (1, 2.5)) == 9.5

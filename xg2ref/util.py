@@ -30,11 +30,36 @@ def bound_kernel(kernel, *example_args):
     arrays) binds the entry once and calls it directly. Under NUMBA_DISABLE_JIT=1 (no
     dispatcher) the plain function is returned. The entry point does not check types: callers
     must pass exactly the types of `example_args`.
+
+    Numba's own inference of those types costs milliseconds for the mask kernels' arguments
+    (every grammar binds its entries anew), so entries are remembered per `_layout_key`: the
+    few facts Numba's type of each argument depends on.
     """
     if not hasattr(kernel, "overloads"):
         return kernel
-    from numba import typeof
+    key = (id(kernel), tuple(_layout_key(a) for a in example_args))
+    entry = _ENTRIES.get(key)
+    if entry is None or entry[0] is not kernel:
+        from numba import typeof
 
-    signature = tuple(typeof(a) for a in example_args)
-    kernel.compile(signature)
-    return kernel.overloads[signature].entry_point
+        signature = tuple(typeof(a) for a in example_args)
+        kernel.compile(signature)
+        entry = _ENTRIES[key] = (kernel, kernel.overloads[signature].entry_point)
+    return entry[1]
+
+
+_ENTRIES: dict = {}  # (id(kernel), layout keys) -> (kernel, its compiled entry point)
+
+
+def _layout_key(value):
+    """What Numba's type of `value` depends on, cheaply: an array's dtype, rank, layout,
+    writability and alignment; a tuple's class and its items' keys; otherwise the class (Python
+    and NumPy scalars type by class alone)."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        f = value.flags
+        return (value.dtype.str, value.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+    if isinstance(value, tuple):
+        return (type(value), tuple(_layout_key(v) for v in value))
+    return type(value)
