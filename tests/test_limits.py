@@ -35,7 +35,10 @@ def test_eager_entries_past_the_bound_raise_at_compile_time():
 
 @pytest.mark.jit_only
 def test_jit_entries_past_the_bound_raise_when_a_mask_needs_them():
-    compiled = xgr.GrammarCompiler(LLAMA, max_grammar_bytes=40_000).compile_json_schema(SIX_STRINGS)
+    # no entry at compile time (jit_eager_entries=0; the cost model's choice depends on the clock);
+    # the walk builds about 25 kB of entries by its fifth step
+    compiled = xgr.GrammarCompiler(LLAMA, jit_eager_entries=0, max_grammar_bytes=20_000).compile_json_schema(SIX_STRINGS)
+    assert compiled.mask_cache.stats.entries == 0
     matcher = xgr.GrammarMatcher(compiled)
     bitmask = xgr.allocate_token_bitmask(1, LLAMA.vocab_size)
     with pytest.raises(GrammarLimitError, match="max_grammar_bytes"):
@@ -105,3 +108,19 @@ def test_a_chain_of_2000_rules_each_naming_the_next_twice_compiles_in_seconds(co
 def test_a_ref_that_is_not_a_string_is_invalid_json_schema(schema):
     with pytest.raises(InvalidJSONError, match=r"\$ref: must be a string"):
         xgr.GrammarCompiler(SMALL).compile_json_schema(schema)
+
+
+def test_a_chart_past_its_limit_is_a_clear_error(monkeypatch):
+    """The Earley chart grows on demand up to `earley.MAX_CHART_ITEMS`; a parse that needs more
+    raises GrammarLimitError (never takes the machine's memory). The matcher is unchanged by
+    the refused input."""
+    from xg2ref import earley
+
+    monkeypatch.setattr(earley, "MAX_CHART_ITEMS", 1 << 12)
+    # every split of a run of a's into s's: the sets hold items from every earlier position
+    matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(SMALL).compile_grammar('root ::= s\ns ::= s s | "a"'))
+    with pytest.raises(GrammarLimitError, match="MAX_CHART_ITEMS"):
+        matcher.accept_string("a" * 400)
+    assert matcher._parser.position == 0
+    monkeypatch.setattr(earley, "MAX_CHART_ITEMS", 1 << 25)
+    assert matcher.accept_string("aa") and matcher._parser.position == 2 and matcher.is_completed()

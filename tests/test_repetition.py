@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import xg2ref as xgr
 from xg2ref.compiler import compile_ir_grammar
 from xg2ref.grammar.grammar import Grammar
-from xg2ref.grammar.ir import GrammarIR, Repeat, Rule
+from xg2ref.grammar.ir import GrammarIR, Repeat, Rule, RuleRef
 from xg2ref.grammar.passes import map_expr
 from xg2ref.grammar.repetition import compress_repetitions
 from xg2ref.oracle.brute_force import brute_force_mask
@@ -89,6 +89,26 @@ def test_compression_makes_counted_rules_and_shares_equal_ones():
     counted = [r for r in out.rules if r.option("counted")]
     assert len(counted) == 2  # [a-z]{0,500} twice is one rule; {3,200} the other
     assert compress_repetitions(ir, 1000) is ir  # nothing above the threshold
+
+
+@pytest.mark.parametrize("ebnf", ['root ::= ("a"{0,2}){0,2}', 'root ::= ("a"{0,3} "b"?){2,4} "c"'])
+def test_a_repetition_of_a_counted_repetition_that_may_be_empty(ebnf):
+    """The inner repetition, counted first, may be empty: the outer one's body is then nullable
+    and is not counted (a counted body that reads nothing would loop without end, growing the
+    chart until memory runs out)."""
+    ir = Grammar.from_ebnf(ebnf).ir
+    out = compress_repetitions(ir, 1)
+    inner = [r for r in out.rules if r.option("counted") and r.body.min == 0]
+    assert inner and not any(r.option("counted") and r.body.body == RuleRef(inner[0].name) for r in out.rules)
+    info = xgr.TokenizerInfo([b"a", b"b", b"c", b"aa", b"ab", b"</s>"], stop_token_ids=[5])
+    oracle = Recognizer(ir)
+    for text in (b"", b"a", b"aa", b"aaa", b"ab", b"abab"):
+        matcher = xgr.GrammarMatcher(compile_ir_grammar(Grammar.from_ir(ir), info, jit=True, repetition_threshold=1))
+        if matcher.accept_string(text):
+            want = brute_force_mask(oracle, text, info.decoded_vocab, stop_token_ids=[5], vocab_size=info.vocab_size)
+            assert np.array_equal(matcher.compute_bool_mask(), want), (ebnf, text)
+        else:
+            assert not oracle.is_prefix(text)
 
 
 @pytest.mark.parametrize("lo,hi", [(0, 1000), (999, 1000)])

@@ -25,6 +25,7 @@ from typing import Optional
 import numpy as np
 
 from .fsm.build import TOKEN_SYMBOL_BASE, FSMArrays, GrammarFSMs
+from .exceptions import GrammarLimitError
 from .fsm.fsm import format_byte_range
 from .kernels import earley as K
 from .kernels import token_reads as T
@@ -95,8 +96,18 @@ class ItemPrinter:
         return f"{lhs}{before + ' ' if before else ''}• {nxt}  @{item.origin}"
 
 
+# A chart never grows past this many items (about 20 bytes each) or dedup-table slots (24
+# bytes each): a parse that needs more raises GrammarLimitError instead of taking the machine's
+# memory (the grammar's ambiguity or an input far longer than any generation).
+MAX_CHART_ITEMS = 1 << 25
+
+
 def grown_chart(c: K.Chart, status: int) -> K.Chart:
     """A copy of chart `c` with room for what a kernel's NEED_TABLE / NEED_ITEMS asked for."""
+    needed = len(c.tbl_key) * 4 if status == K.NEED_TABLE else len(c.item_state) * 2
+    if needed > MAX_CHART_ITEMS:
+        raise GrammarLimitError(f"the Earley chart needs more than {MAX_CHART_ITEMS:,} "
+                                f"{'dedup-table slots' if status == K.NEED_TABLE else 'items'} (MAX_CHART_ITEMS)")
     if status == K.NEED_TABLE:
         size = len(c.tbl_key) * 4
         return c._replace(tbl_key=np.zeros(size, np.int64), tbl_gen=np.zeros(size, np.int64),
@@ -182,7 +193,11 @@ class EarleyParser:
             if status == K.EMPTY:
                 self.chart.meta[0] = start
                 return False
-            self._grow(status)
+            try:
+                self._grow(status)
+            except GrammarLimitError:  # all or nothing: the sets read so far are dropped
+                self.chart.meta[0] = start
+                raise
         return True
 
     def advance_token(self, data: bytes, member: np.ndarray) -> bool:

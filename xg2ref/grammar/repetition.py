@@ -80,7 +80,9 @@ def compress_repetitions(ir: GrammarIR, threshold: int = REPETITION_THRESHOLD) -
         if not isinstance(node, Repeat) or not large(node):
             return node
         if nullable is None:
-            nullable = nullable_rules(ir)
+            nullable = set(nullable_rules(ir))
+        # (counted rules made below this node are in `nullable` when their minimum is 0: an
+        # outer repetition of one, `(a{0,2}){0,2}`, has a body that may be empty)
         if is_nullable(node.body, nullable):
             return Repeat(node.body, 0, node.max) if node.min else node
         if node.min > MAX_COUNT:
@@ -98,6 +100,8 @@ def compress_repetitions(ir: GrammarIR, threshold: int = REPETITION_THRESHOLD) -
             taken.add(name)
             made[node] = name
             new_rules.append(Rule(name, node, None, ((COUNTED, True),)))
+            if node.min == 0:
+                nullable.add(name)
         return RuleRef(name)
 
     rules = []
