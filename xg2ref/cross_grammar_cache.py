@@ -210,6 +210,7 @@ class PoolView:
         self.state_rule = np.repeat(np.arange(len(fsms.fsms)), np.diff(self.offsets))
         self._verified: dict = {}  # (rule, id of the witness's grammar, witness rule) -> bool
         self._la_keys: dict = {}
+        self._split = np.zeros((3, 0), dtype=np.int32)  # MK.split_detail's three outputs
 
     def key(self, state: int, count: int = 0) -> Optional[tuple]:
         """(hash of the state's rule, its canonical number, seed count), None when the rule has
@@ -256,10 +257,11 @@ class PoolView:
             counts["misses"] += 1
             classifier.classify(state, record=True, count=count)
             d = classifier.detail
-            entry = PoolEntry(IndexSet(np.flatnonzero(d == MK.D_ACCEPTED), len(d)),
-                              np.flatnonzero(d >= MK.D_ENDS_LOOKAHEAD_REJECTS).astype(np.int32),
-                              {la: np.flatnonzero(d == MK.D_ENDS).astype(np.int32)},
-                              (self.fsms, self.hashes, rule))
+            if self._split.shape[1] != len(d):
+                self._split = np.zeros((3, len(d)), dtype=np.int32)
+            na, ne, npass = MK.split_detail(d, self._split[0], self._split[1], self._split[2])
+            entry = PoolEntry(IndexSet(self._split[0, :na], len(d)), self._split[1, :ne].copy(),
+                              {la: self._split[2, :npass].copy()}, (self.fsms, self.hashes, rule))
             keys = [k for k in (self.key(int(s), count) for s in members) if k is not None]
             self.pool.add([key] + [k for k in keys if k != key], entry)
             return classifier.accepted().copy(), classifier.uncertain().copy()

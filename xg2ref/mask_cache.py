@@ -210,6 +210,7 @@ class _Classifier:
         self.acc_idx = np.zeros(m, dtype=np.int32)
         self.unc_idx = np.zeros(m, dtype=np.int32)
         self.n_list = np.zeros(2, dtype=np.int64)
+        self._kernel = None  # classify_tokens' entry for these argument types (util.bound_kernel)
 
     def classify(self, state: int, marked: Optional[np.ndarray] = None, record: bool = False,
                  count: int = 0) -> np.ndarray:
@@ -231,17 +232,19 @@ class _Classifier:
         self.loops = np.full(len(v.sorted_ids) if track else 1, -1, dtype=np.int32)
         self.exits = np.zeros(len(v.sorted_ids) if track else 1, dtype=np.int8)
         self.n_list[:] = 0
+        state, count, only_marked, record, track = int(state), int(count), marked is not None, bool(record), bool(track)
         while (status := MK.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
             self.chart = grown_chart(self.chart, status)
         j = 0
         while True:
-            status, j, which = MK.classify_tokens(self.fsm, self.chart, self.ctx_chart, state, self.occ_indptr,
-                                                  self.occ_dst, v.sorted_bytes, v.sorted_offsets, self.identity,
-                                                  v.sorted_lcp, self.subtree_end, j, self.comp, self.work,
-                                                  self.seen, self.follow1, self.loop, self.pure_row,
-                                                  self.pure_next, *self.lookahead, out, self.acc_idx, self.unc_idx,
-                                                  self.n_list, marked is not None, record, self.detail,
-                                                  track, self.loops, self.exits)
+            args = (self.fsm, self.chart, self.ctx_chart, state, self.occ_indptr, self.occ_dst, v.sorted_bytes,
+                    v.sorted_offsets, self.identity, v.sorted_lcp, self.subtree_end, j, self.comp, self.work,
+                    self.seen, self.follow1, self.loop, self.pure_row, self.pure_next, *self.lookahead, out,
+                    self.acc_idx, self.unc_idx, self.n_list, only_marked, record, self.detail, track, self.loops,
+                    self.exits)
+            if self._kernel is None:  # every call passes these types (its own arrays, ints and bools)
+                self._kernel = bound_kernel(MK.classify_tokens, *args)
+            status, j, which = self._kernel(*args)
             if status == K.OK:
                 return out
             if which == 0:
@@ -340,6 +343,7 @@ class AdaptiveTokenMaskCache:
         self._buffer = np.zeros(len(vocab.sorted_ids), dtype=np.int32)
         self._parts: dict[str, list] = {"state": [], "kind": [], "list": [], "bitset": [], "unc": [], "count": []}
         self._packed = 0  # entries already in the flat arrays (`_pack` appends the others)
+        self._tallies = [0, 0, 0, 0, 0, 0]  # accepted, rejected, uncertain; entries of each kind
         self._columns = {"state": _Column(np.int32), "kind": _Column(np.int8), "list_indptr": _Column(np.int64),
                          "list_ids": _Column(np.int32), "bitset_offset": _Column(np.int64),
                          "bitset_words": _Column(np.int32), "unc_indptr": _Column(np.int64),
@@ -530,7 +534,11 @@ class AdaptiveTokenMaskCache:
         """Append the entries built since the last call to the flat arrays (amortized: a JIT
         build costs its own entry, not a copy of every entry before it)."""
         parts, cols = self._parts, self._columns
+        tallies = self._tallies
         for k, kind in enumerate(parts["kind"]):
+            for i, c in enumerate(parts["count"][k]):
+                tallies[i] += c
+            tallies[3 + kind] += 1
             cols["state"].extend([parts["state"][k]])
             cols["kind"].extend([kind])
             cols["list_ids"].extend(parts["list"][k])
@@ -558,11 +566,7 @@ class AdaptiveTokenMaskCache:
             ex_key=ex_key, ex_entry=ex_entry, count_slack=np.array([self._slack], dtype=np.int64),
         )
         n = self._packed
-        kinds = self.arrays.entry_kind
-        totals = self.arrays.counts.sum(axis=0) if n else np.zeros(3, np.int64)
-        self.stats = CacheStats(n, int(totals[0]), int(totals[1]), int(totals[2]),
-                                tuple(int((kinds == k).sum()) for k in range(3)),
-                                self.build_seconds, self.memory_size_bytes)
+        self.stats = CacheStats(n, *tallies[:3], tuple(tallies[3:]), self.build_seconds, self.memory_size_bytes)
         if len(self._entry_mark) < n + 1:  # room for the new entries' marks; the counter goes last
             marks = np.zeros(max(n + 1, 2 * len(self._entry_mark)), dtype=np.int64)
             marks[-1] = self._entry_mark[-1]

@@ -52,6 +52,28 @@ D_ACCEPTED = 1  # read inside A: accepted in every context
 D_ENDS_LOOKAHEAD_REJECTS = 2  # A may end inside t; no rest agrees with A's lookahead
 D_ENDS = 3  # A may end inside t and the lookahead (if any) agrees: the context decides
 
+@njit(cache=True, _nrt=False)
+def split_detail(detail, accepted, ends, passes):
+    """One pass over `detail` (D_* per sorted token, a pool MISS's record): the sorted indices
+    with D_ACCEPTED into `accepted`, with D_ENDS_LOOKAHEAD_REJECTS or D_ENDS into `ends`, with
+    D_ENDS into `passes` (each as long as `detail`). Returns the three lengths."""
+    na = 0
+    ne = 0
+    npass = 0
+    for j in range(detail.shape[0]):
+        d = detail[j]
+        if d == D_ACCEPTED:
+            accepted[na] = j
+            na += 1
+        elif d >= D_ENDS_LOOKAHEAD_REJECTS:
+            ends[ne] = j
+            ne += 1
+            if d == D_ENDS:
+                passes[npass] = j
+                npass += 1
+    return na, ne, npass
+
+
 # Context expansion gives up (the token stays uncertain) after this many occurrence runs.
 MAX_CONTEXT_RUNS = 4096
 # ACCEPT-CTX is tried for rules with at most this many occurrences.
@@ -257,12 +279,14 @@ def _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_det
     """Mark sorted token j rejected; when token j is itself the rejected prefix (its length
     is fail_len), the whole trie subtree under it too (`only_marked`: the marked ones among
     them are met one by one), recording `fail_detail` for them when it is not D_REJECTED (the
-    rule may end inside the prefix: their class is the context's). Returns the next token."""
+    rule may end inside the prefix: their class is the context's). Returns the next token.
+    The subtree's tokens are not written: `out` holds REJECTED (0) where nothing was written
+    (`classify_tokens`), and a loop over them would cost one write per token of the vocabulary
+    for a state that rejects most first bytes."""
     out[j] = REJECTED
     if length == fail_len and subtree_end[j] > j + 1 and not only_marked:
-        for q in range(j + 1, subtree_end[j]):
-            out[q] = REJECTED
-            if fail_detail != D_REJECTED:
+        if fail_detail != D_REJECTED:
+            for q in range(j + 1, subtree_end[j]):
                 detail[q] = fail_detail
         return subtree_end[j]
     return j + 1
@@ -274,6 +298,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
                     pure_row, pure_next, la_start, la_next, la_final, out, acc_idx, unc_idx, n_list,
                     only_marked, record, detail, track, loops, exits):
     """out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state `state`.
+    `out` must hold REJECTED (0) on the first call (TODO marks aside, with `only_marked`): the
+    tokens of a rejected trie subtree keep it unwritten (`_reject`).
 
     `comp` (int8, longer than the longest token), `work` (int64), `seen` (int64, at least
     rules x (longest token + 1) + 1) and `loop` (bool[256]) are scratch; `follow1`
