@@ -166,3 +166,29 @@ def test_masks_equal_xgrammar_on_a_byte_vocabulary(grammar):
             assert ok == theirs.accept_token(b)
             if not ok:
                 break
+
+
+def test_the_mask_lands_in_every_kind_of_row(info, compiled):
+    """The fill kernel writes a contiguous int32 row in place and anything else through a copy;
+    either way the row holds exactly the mask, its words past the vocabulary zeroed, and the
+    other rows untouched."""
+    torch = pytest.importorskip("torch")
+    words = (len(VOCAB) + 31) // 32
+    m = xgr.GrammarMatcher(compiled)
+    assert m.accept_string("a")
+    want = m.compute_bool_mask()
+    rows = {
+        "numpy, wider, dirty": np.full((3, words + 2), -1, dtype=np.int32),
+        "torch, wider, dirty": torch.full((3, words + 2), -1, dtype=torch.int32),
+        "numpy, exact": np.zeros((3, words), dtype=np.int32),
+        "numpy, 1-D": np.full(words + 1, 7, dtype=np.int32),
+    }
+    for name, bitmask in rows.items():
+        index = 0 if bitmask.ndim == 1 else 1
+        for _ in range(2):  # the second call meets the remembered row
+            m.fill_next_token_bitmask(bitmask, index)
+            row = np.asarray(bitmask)[index] if bitmask.ndim == 2 else np.asarray(bitmask)
+            assert np.array_equal(bitmask_to_bool_mask(row, len(VOCAB)), want), name
+            assert not row[words:].any(), name
+            if bitmask.ndim == 2:
+                assert (np.asarray(bitmask)[[0, 2]] == (-1 if "dirty" in name else 0)).all(), name

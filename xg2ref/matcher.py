@@ -230,11 +230,13 @@ class GrammarMatcher:
         self._enforce_pending = True
         return mask
 
-    def _fill_words(self) -> bool:
-        """The allowed tokens now, into `self._words` (exactly ceil(vocab_size / 32) int32).
-        Returns whether every id is allowed."""
-        words = self._words
-        enforced = self._budget_mask()
+    def _fill_words(self, words: Optional[np.ndarray] = None) -> bool:
+        """The allowed tokens now, into `words` (default `self._words`; exactly
+        ceil(vocab_size / 32) int32 of its layout: the fill kernel is bound to it). Returns whether
+        every id is allowed."""
+        if words is None:
+            words = self._words
+        enforced = self._budget_mask() if self._budgets else None
         if enforced is None and self._char_budgets:
             enforced = self._every_token_mask()
         if enforced is not None:
@@ -256,16 +258,21 @@ class GrammarMatcher:
                 full = bool(MF.all_allowed(words, self._vocab_size))
         return full
 
-    def _row_view(self, bitmask, index: int) -> np.ndarray:
-        """`bitmask_row_view`, remembered for the last bitmask while it keeps its memory and
-        shape (a decoding loop passes the same one at every step)."""
+    def _row_view(self, bitmask, index: int) -> tuple:
+        """`bitmask_row_view`, and its first ceil(vocab_size / 32) words when the fill kernel
+        may write them in place (the layout of `self._words`; else None). Remembered for the last
+        bitmask while it keeps its memory and shape (a decoding loop passes the same one at every
+        step)."""
         torch_like = hasattr(bitmask, "data_ptr")
         key = (bitmask, index, bitmask.data_ptr(), tuple(bitmask.shape)) if torch_like else None
         if key is not None and self._row_key is not None and self._row_key[0] is bitmask and self._row_key[1:] == key[1:]:
             return self._row
         row = bitmask_row_view(bitmask, index, self._vocab_size)
-        self._row_key, self._row = key, (row if key is not None else None)
-        return row
+        head = row[:len(self._words)]
+        f = head.flags
+        direct = head if (head.dtype == np.int32 and f.c_contiguous and f.writeable and f.aligned) else None
+        self._row_key, self._row = key, ((row, direct) if key is not None else None)
+        return row, direct
 
     def compute_bool_mask(self) -> np.ndarray:
         """bool[vocab_size]: the allowed tokens now (a fresh array)."""
@@ -295,12 +302,16 @@ class GrammarMatcher:
 
         Returns True when some token is masked out (the bitmask must be applied).
         """
-        row = self._row_view(bitmask, index)
+        row, direct = self._row_view(bitmask, index)
         self._check_terminated()
         n = len(self._words)
-        full = self._fill_words()
-        row[:n] = self._words
-        row[n:] = 0
+        if direct is not None:  # the kernel writes the row itself: no copy
+            full = self._fill_words(direct)
+        else:
+            full = self._fill_words()
+            row[:n] = self._words
+        if len(row) > n:
+            row[n:] = 0
         return not full
 
     def find_jump_forward_string(self) -> str:
