@@ -187,6 +187,7 @@ class _Classifier:
         facts = _vocab_facts(vocab)
         self.identity, self.subtree_end, longest = facts.identity, facts.subtree_end, facts.longest
         self.comp = np.zeros(longest + 2, dtype=np.int8)
+        self.path = np.zeros(longest + 2, dtype=np.int32)  # the pure walk's states (TRIE-SHARE)
         self.work = np.zeros(2 * MK.MAX_CONTEXT_RUNS + 2 * (longest + 2) + 4, dtype=np.int64)
         self.seen = np.zeros(len(fsm.rule_start) * (longest + 1) + 1, dtype=np.int64)
         # FOLLOW1: -1 = ask context expansion, 0 = the byte never follows the rule (grammar analysis)
@@ -241,7 +242,7 @@ class _Classifier:
                     v.sorted_offsets, self.identity, v.sorted_lcp, self.subtree_end, j, self.comp, self.work,
                     self.seen, self.follow1, self.loop, self.pure_row, self.pure_next, *self.lookahead, out,
                     self.acc_idx, self.unc_idx, self.n_list, only_marked, record, self.detail, track, self.loops,
-                    self.exits)
+                    self.exits, self.path)
             if self._kernel is None:  # every call passes these types (its own arrays, ints and bools)
                 self._kernel = bound_kernel(MK.classify_tokens, *args)
             status, j, which = self._kernel(*args)

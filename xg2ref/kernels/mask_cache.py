@@ -243,18 +243,22 @@ def fill_pure_next(fsm, lo, hi, pure_row, pure_next):
 
 
 @njit(cache=True, _nrt=False)
-def _dfa_walk(pure_row, pure_next, state, token_bytes, begin, length):
-    """Read a token from pure state `state` through pure states only. Returns (d, q): d bytes
-    were read and q is the state reached (q == -1: byte d has no edge; d < length and q >= 0:
-    q is not pure, the general parse must decide)."""
-    q = state
-    for d in range(length):
+def _dfa_walk(pure_row, pure_next, path, start, token_bytes, begin, length):
+    """Read a token through pure states only, from path[start]: the state after its first
+    `start` bytes (path[0] is the state the walk begins in; the caller's sorted neighbours
+    share those bytes, TRIE-SHARE). Returns (d, q): d bytes were read and q is the state
+    reached (q == -1: byte d has no edge; d < length and q >= 0: q is not pure, the general
+    parse must decide). Afterwards path[k] holds the state after k bytes for every k <= d."""
+    q = path[start]
+    for d in range(start, length):
         r = pure_row[q]
         if r < 0:
             return d, q
-        q = pure_next[r, token_bytes[begin + d]]
-        if q < 0:
-            return d, q
+        nxt = pure_next[r, token_bytes[begin + d]]
+        if nxt < 0:
+            return d, nxt
+        q = nxt
+        path[d + 1] = q
     return length, q
 
 
@@ -296,7 +300,7 @@ def _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_det
 def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_bytes, token_offsets,
                     sorted_ids, sorted_lcp, subtree_end, j_start, comp, work, seen, follow1, loop,
                     pure_row, pure_next, la_start, la_next, la_final, out, acc_idx, unc_idx, n_list,
-                    only_marked, record, detail, track, loops, exits):
+                    only_marked, record, detail, track, loops, exits, path):
     """out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state `state`.
     `out` must hold REJECTED (0) on the first call (TODO marks aside, with `only_marked`): the
     tokens of a rejected trie subtree keep it unwritten (`_reject`).
@@ -305,7 +309,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
     rules x (longest token + 1) + 1) and `loop` (bool[256]) are scratch; `follow1`
     (int8[rules, 256], -1 = unknown) is filled in as a side effect and kept across states;
     `pure_row`, `pure_next` are the pure-state table (`mark_pure_states`, `fill_pure_next`),
-    `la_*` the lookahead filters (xg2ref/lookahead.py, `LookaheadArrays`).
+    `la_*` the lookahead filters (xg2ref/lookahead.py, `LookaheadArrays`), `path` (int32, longer
+    than the longest token) scratch for the pure walk's states.
     The accepted and the uncertain sorted indices are also listed, in order, in
     acc_idx[:n_list[0]] and unc_idx[:n_list[1]] (the rejected are the rest).
     `chart` must hold the sets of `init_chart_at_state(state)` on the first call (j_start == 0).
@@ -343,6 +348,8 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
     fail_len = 0
     fail_class = REJECTED
     fail_detail = D_REJECTED  # what the tokens under the rejected prefix owe (`record`)
+    path[0] = state
+    path_valid = 0  # path[:path_valid + 1] holds the states of the last token walked
     j = j_start
     run_lcp = 1 << 30  # common prefix with the last token parsed, across tokens not classified
     while j < n:
@@ -366,7 +373,10 @@ def classify_tokens(fsm, chart, ctx_chart, state, occ_indptr, occ_dst, token_byt
             # PURE WALK: from a pure state the Earley sets are single items, so the parse is a
             # DFA walk. All bytes read |- accepted; a missing edge at byte d |- t[:d+1] rejected
             # (no state on the way was final: A cannot have ended, nothing else can follow)
-            walked, q = _dfa_walk(pure_row, pure_next, state, token_bytes, begin, length)
+            # TRIE-SHARE: the bytes this token shares with the last one walked are not read again
+            start = lcp if lcp < path_valid else path_valid
+            walked, q = _dfa_walk(pure_row, pure_next, path, start, token_bytes, begin, length)
+            path_valid = walked
             if walked < length and q < 0:
                 depth = chart.meta[0] - n0
                 chart.meta[0] = n0 + (lcp if lcp < depth else depth)
