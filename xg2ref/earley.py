@@ -24,8 +24,8 @@ from typing import Optional
 
 import numpy as np
 
-from .fsm.build import TOKEN_SYMBOL_BASE, FSMArrays, GrammarFSMs
 from .exceptions import GrammarLimitError
+from .fsm.build import TOKEN_SYMBOL_BASE, FSMArrays, GrammarFSMs
 from .fsm.fsm import format_byte_range
 from .kernels import earley as K
 from .kernels import token_reads as T
@@ -109,9 +109,8 @@ def grown_chart(c: K.Chart, status: int) -> K.Chart:
         raise GrammarLimitError(f"the Earley chart needs more than {MAX_CHART_ITEMS:,} "
                                 f"{'dedup-table slots' if status == K.NEED_TABLE else 'items'} (MAX_CHART_ITEMS)")
     if status == K.NEED_TABLE:
-        size = len(c.tbl_key) * 4
-        return c._replace(tbl_key=np.zeros(size, np.int64), tbl_gen=np.zeros(size, np.int64),
-                          tbl_cnt=np.zeros(size, np.int64))
+        return c._replace(tbl_key=np.zeros(needed, np.int64), tbl_gen=np.zeros(needed, np.int64),
+                          tbl_cnt=np.zeros(needed, np.int64))
     if status != K.NEED_ITEMS:
         raise AssertionError(f"unexpected kernel status {status}")
     cap, sets = len(c.item_state) * 2, len(c.set_start) * 2

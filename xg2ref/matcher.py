@@ -54,6 +54,7 @@ from .compiler import CompiledGrammar
 from .earley import EarleyParser
 from .exceptions import MatcherError
 from .kernels import mask_fill as MF
+from .util import layout_key
 
 _STOP_STEP = -1  # history marker: a stop token (no bytes)
 
@@ -236,7 +237,7 @@ class GrammarMatcher:
         every id is allowed."""
         if words is None:
             words = self._words
-        enforced = self._budget_mask() if self._budgets else None
+        enforced = self._budget_mask()
         if enforced is None and self._char_budgets:
             enforced = self._every_token_mask()
         if enforced is not None:
@@ -269,8 +270,7 @@ class GrammarMatcher:
             return self._row
         row = bitmask_row_view(bitmask, index, self._vocab_size)
         head = row[:len(self._words)]
-        f = head.flags
-        direct = head if (head.dtype == np.int32 and f.c_contiguous and f.writeable and f.aligned) else None
+        direct = head if layout_key(head) == layout_key(self._words) else None
         self._row_key, self._row = key, ((row, direct) if key is not None else None)
         return row, direct
 

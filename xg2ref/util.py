@@ -32,12 +32,12 @@ def bound_kernel(kernel, *example_args):
     must pass exactly the types of `example_args`.
 
     Numba's own inference of those types costs milliseconds for the mask kernels' arguments
-    (every grammar binds its entries anew), so entries are remembered per `_layout_key`: the
+    (every grammar binds its entries anew), so entries are remembered per `layout_key`: the
     few facts Numba's type of each argument depends on.
     """
     if not hasattr(kernel, "overloads"):
         return kernel
-    key = (id(kernel), tuple(_layout_key(a) for a in example_args))
+    key = (id(kernel), tuple(layout_key(a) for a in example_args))
     entry = _ENTRIES.get(key)
     if entry is None or entry[0] is not kernel:
         from numba import typeof
@@ -51,7 +51,7 @@ def bound_kernel(kernel, *example_args):
 _ENTRIES: dict = {}  # (id(kernel), layout keys) -> (kernel, its compiled entry point)
 
 
-def _layout_key(value):
+def layout_key(value):
     """What Numba's type of `value` depends on, cheaply: an array's dtype, rank, layout,
     writability and alignment; a tuple's class and its items' keys; otherwise the class (Python
     and NumPy scalars type by class alone)."""
@@ -61,5 +61,5 @@ def _layout_key(value):
         f = value.flags
         return (value.dtype.str, value.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
     if isinstance(value, tuple):
-        return (type(value), tuple(_layout_key(v) for v in value))
+        return (type(value), tuple(layout_key(v) for v in value))
     return type(value)

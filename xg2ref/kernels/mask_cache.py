@@ -52,6 +52,7 @@ D_ACCEPTED = 1  # read inside A: accepted in every context
 D_ENDS_LOOKAHEAD_REJECTS = 2  # A may end inside t; no rest agrees with A's lookahead
 D_ENDS = 3  # A may end inside t and the lookahead (if any) agrees: the context decides
 
+
 @njit(cache=True, _nrt=False)
 def split_detail(detail, accepted, ends, passes):
     """One pass over `detail` (D_* per sorted token, a pool MISS's record): the sorted indices
