@@ -259,7 +259,7 @@ def test_structural_tag_dumps_and_reads_json():
     filled = xgr.StructuralTag.from_json({"format": {"type": "triggered_tags", "triggers": ["<"], "tags": []}})
     assert filled.model_dump()["format"] == {"type": "triggered_tags", "triggers": ["<"], "tags": [],
                                              "at_least_one": False, "stop_after_first": False, "excludes": []}
-    with pytest.raises(ValueError, match="'value'"):
+    with pytest.raises(ValueError, match="value"):  # pydantic names the missing field's path
         xgr.StructuralTag.from_json({"format": {"type": "const_string"}})
     with pytest.raises(ValueError):
         xgr.StructuralTag.from_json('{"type": "something_else", "format": {}}')
@@ -331,3 +331,32 @@ def test_compiler_takes_the_structural_tag_object():
     matcher = xgr.GrammarMatcher(compiled)
     assert matcher.accept_string("a a")
     assert not matcher.accept_string("<think>")
+
+
+PER_MODEL_GETTERS = sorted(n for n in dir(bst) if n.startswith("get_") and n.endswith("_structural_tag")
+                           and n not in ("get_builtin_structural_tag", "get_model_structural_tag"))
+
+
+def test_per_model_getters_are_the_registered_builders():
+    assert len(PER_MODEL_GETTERS) == 18
+    for name in PER_MODEL_GETTERS:
+        model = name[len("get_"):-len("_structural_tag")]
+        st = getattr(bst, name)(tools=[WEATHER], tool_choice="required", reasoning="disabled")
+        assert isinstance(st, xgr.StructuralTag)
+        assert st == xgr.get_model_structural_tag(model, [WEATHER], tool_choice="required", reasoning="disabled")
+    with pytest.raises(ValueError, match="tool_choice"):
+        bst.get_llama_structural_tag(tools=[WEATHER], tool_choice="none")
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("name", PER_MODEL_GETTERS)
+def test_per_model_getters_agree_with_xgrammar(name):
+    xgrammar = pytest.importorskip("xgrammar")
+    from xgrammar import builtin_structural_tag as theirs
+    from xgrammar.openai_tool_call_schema import FunctionToolParam
+
+    for kwargs in ({}, {"tool_choice": "required"}, {"reasoning": "disabled"}, {"reasoning": "auto"}):
+        want = getattr(theirs, name)(tools=[FunctionToolParam(**WEATHER)], **kwargs)
+        have = getattr(bst, name)(tools=[WEATHER], **kwargs)
+        assert have.model_dump(exclude_none=True) == want.model_dump(exclude_none=True), kwargs
+    assert xgrammar  # (imported for the models above)

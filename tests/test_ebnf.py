@@ -253,7 +253,7 @@ BEYOND_XG2REF = [
     ('root ::= "\\x110000"', "beyond U+10FFFF", 1, 11),
     ('root ::= [\\UFFFFFFFF]', "beyond U+10FFFF", 1, 11),
     ('root ::= "a"\x00garbage', "Unexpected NUL character", 1, 13),
-    ('root ::= Regex("(a")', "Regex: missing ')'", 1, 16),
+    ('root ::= Regex("(a")', "Regex: The parenthesis is not closed", 1, 16),
     ('root ::= Regex(json_string=true, "a")', "positional argument follows a named one", 1, 34),
     ('root ::= Regex("a", flags="s", flags="s")', "argument flags is given twice", 1, 32),
 ]

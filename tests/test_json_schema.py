@@ -207,8 +207,8 @@ def test_keywords_that_are_not_enforced_never_block_an_allof():
                         {"if": {"maximum": 0}, "then": {"minimum": -9}, "maximum": 100, "uniqueItems": False}]}
     plain = {"type": "integer", "maximum": 100}
     assert str(xgr.Grammar.from_json_schema(merged)) == str(xgr.Grammar.from_json_schema(plain))
-    with pytest.raises(xgr.InvalidJSONError, match="two different format values"):
-        xgr.Grammar.from_json_schema({"allOf": [{"format": "date"}, {"format": "email"}]})
+    with pytest.raises(xgr.InvalidJSONError, match="two different multipleOf values"):
+        xgr.Grammar.from_json_schema({"allOf": [{"multipleOf": 2.5}, {"multipleOf": 1.5}]})
 
 
 def test_an_allof_of_patterns_and_of_constants():

@@ -1,5 +1,7 @@
 """GrammarMatcher: xgrammar's semantics on small vocabularies, bad input, and xgrammar itself."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -192,3 +194,78 @@ def test_the_mask_lands_in_every_kind_of_row(info, compiled):
             assert not row[words:].any(), name
             if bitmask.ndim == 2:
                 assert (np.asarray(bitmask)[[0, 2]] == (-1 if "dirty" in name else 0)).all(), name
+
+
+# ---- override_stop_tokens at a sentence and inside a string -----------------------------------
+
+JSON_VOCAB = ["{", '"', "a", '"}', "}", "<eos>", "</s>", " ", '"x', 'a"', "1", ":", '"s"', "<", "</s", "\n"]
+OLD_STOP, NEW_STOP, NEWLINE = JSON_VOCAB.index("</s>"), JSON_VOCAB.index("<eos>"), JSON_VOCAB.index("\n")
+OLD_STOPS = [OLD_STOP, NEWLINE]  # stop tokens of the vocabulary that the override leaves out
+# a walk through {"s": "a</s>a"}: the token after step k is WALK[k]
+JSON_WALK = ["{", '"s"', ":", " ", '"', "a", "</s>", "a", '"}', "<eos>"]
+
+
+def override_matcher(module, **kwargs):
+    info = module.TokenizerInfo(JSON_VOCAB, stop_token_ids=[NEW_STOP] + OLD_STOPS)
+    compiled = module.GrammarCompiler(info).compile_json_schema(
+        json.dumps({"type": "object", "properties": {"s": {"type": "string"}}}))
+    return module.GrammarMatcher(compiled, override_stop_tokens=[NEW_STOP], **kwargs)
+
+
+def test_overridden_stop_tokens_are_text_and_the_mask_is_what_accept_takes():
+    m = override_matcher(xgr)
+    for k, token in enumerate(JSON_WALK):
+        mask = m.compute_bool_mask()
+        for t in range(len(JSON_VOCAB)):
+            probe = m.fork()
+            assert mask[t] == probe.accept_token(t), (JSON_WALK[:k], JSON_VOCAB[t])
+        inside = JSON_WALK.index('"') < k <= JSON_WALK.index('"}')
+        assert mask[OLD_STOP] == inside  # "</s>" is string text now, and nothing else
+        assert mask[NEWLINE] == (k in (1, 2, 3, 4))  # whitespace between tokens, never raw in a string
+        assert mask[NEW_STOP] == (k == len(JSON_WALK) - 1)  # the stop only after the complete object
+        assert m.accept_token(JSON_VOCAB.index(token)) and m.is_terminated() == (token == "<eos>")
+    assert m.stop_token_ids == [NEW_STOP]
+
+
+def test_overridden_stop_tokens_with_terminate_without_stop_token():
+    m = override_matcher(xgr, terminate_without_stop_token=True)
+    for token in JSON_WALK[:-1]:
+        assert not m.is_terminated()
+        assert m.accept_token(JSON_VOCAB.index(token))
+    assert m.is_terminated() and not m.accept_token(NEW_STOP)
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("terminate", [False, True])
+def test_overridden_stop_tokens_against_xgrammar(terminate):
+    """accept_token and is_terminated equal xgrammar's at every step, for every token; so do the
+    masks, but for the tokens that were stop tokens and are not in the override. xgrammar 0.2.8
+    does not check those: its mask keeps them where a current state's cache entry lists the
+    rejected tokens and drops them where it lists the accepted ones (inside the string it allows
+    a raw line feed that its accept_token refuses; between the object's tokens it leaves out the
+    line feed that its accept_token takes). xg2ref's mask is what accept_token takes: xgrammar's own
+    accept_token verdict."""
+    xgrammar = pytest.importorskip("xgrammar")
+    ours = override_matcher(xgr, terminate_without_stop_token=terminate)
+    theirs = override_matcher(xgrammar, terminate_without_stop_token=terminate)
+    n = len(JSON_VOCAB)
+    for token in JSON_WALK[:-1] if terminate else JSON_WALK:
+        a = xgr.allocate_token_bitmask(1, n)
+        ours.fill_next_token_bitmask(a)
+        x = xgrammar.allocate_token_bitmask(1, n)
+        theirs.fill_next_token_bitmask(x)
+        have, other = bitmask_to_bool_mask(a, n)[0], bitmask_to_bool_mask(x.numpy(), n)[0]
+        verdicts = []
+        for t in range(n):
+            ok = theirs.accept_token(t)
+            done = theirs.is_terminated()
+            if ok:
+                theirs.rollback(1)
+            verdicts.append(ok)
+            probe = ours.fork()
+            assert (probe.accept_token(t), probe.is_terminated()) == (ok, done), JSON_VOCAB[t]
+        assert have.tolist() == verdicts
+        assert [have[t] == other[t] for t in range(n) if t not in OLD_STOPS] == [True] * (n - len(OLD_STOPS))
+        t = JSON_VOCAB.index(token)
+        assert ours.accept_token(t) == theirs.accept_token(t) is True
+        assert ours.is_terminated() == theirs.is_terminated()

@@ -114,8 +114,10 @@ def test_flags_and_json_string():
     (r"(?<1x>a)", "bad group name"),
 ])
 def test_unsupported_constructs_name_themselves(pattern, message):
+    """The standard dialect (JSON Schema patterns, structural tags); `Grammar.from_regex` reads
+    xgrammar's, tested below."""
     with pytest.raises(RegexError, match=message) as info:
-        xgr.Grammar.from_regex(pattern)
+        regex_to_ir(pattern)
     assert isinstance(info.value, ValueError) and isinstance(info.value, RuntimeError)
 
 
@@ -132,12 +134,15 @@ def test_api():
     assert xgr.Grammar.from_ebnf(str(g)) == g
 
 
-AGREE = [(r"a.b", ["axb", "a\rb"]), (r"\d+", ["12", "\u0661"]), (r"\w", ["a", "é", "_"]), (r"\s", [" ", "\u00a0", "\x0b"]),
-         (r"[^a]", ["\n", "b"]), (r"a|", ["", "a"]), (r"x{2,3}?", ["xx", "xxx", "x"]), (r"[\d-]", ["-", "5"]),
-         (r"(?<n>a)b", ["ab"]), (r"\u{1F600}", ["😀"]), (r"\cJ", ["\n"]), (r"^ab$", ["ab"]), (r"[^]", ["\n", "a"]),
-         (r"\x41", ["A"]), (r"[\b]", ["\b"]), (r"\/", ["/"]), (r"a{0}", [""]), (r"(ab)*", ["", "abab"]), (r"[a-]", ["-"])]
-# (pattern, string, xgrammar's verdict): specs/05-front-ends.md, "Regex", differences
-DIFFER = [(r"a.b", "a\nb", True), (r"\s", "\u3000", False), (r"\s", "\u2028", False), (r"\s", "\ufeff", False)]
+AGREE = [(r"a.b", ["axb", "a\rb", "a\nb"]), (r"\d+", ["12", "\u0661"]), (r"\w", ["a", "é", "_"]),
+         (r"\s", [" ", "\u00a0", "\x0b", "\u3000", "\u2028", "\ufeff"]), (r"[^a]", ["\n", "b"]), (r"a|", ["", "a"]),
+         (r"x{2,3}?", ["xx", "xxx", "x"]), (r"[\d-]", ["-", "5"]), (r"(?<n>a)b", ["ab"]), (r"\u{1F600}", ["😀"]),
+         (r"\cJ", ["\n"]), (r"^ab$", ["ab"]), (r"[^]", ["\n", "a"]), (r"\x41", ["A"]), (r"[\b]", ["\b"]),
+         (r"\/", ["/"]), (r"a{0}", [""]), (r"(ab)*", ["", "abab"]), (r"[a-]", ["-"])]
+# The standard dialect (`regex_to_ir`: JSON Schema patterns, structural tags) parts from
+# xgrammar's `from_regex` here: (pattern, string, xgrammar's verdict); specs/05-front-ends.md.
+STANDARD_DIFFERS = [(r"a.b", "a\nb", True), (r"\s", "\u3000", False), (r"\s", "\u2028", False),
+                    (r"\s", "\ufeff", False)]
 
 
 @pytest.mark.xgrammar
@@ -149,13 +154,16 @@ def test_against_xgrammar():
         for text in texts:
             assert _is_grammar_accept_string(xgr.Grammar.from_regex(pattern), text) == theirs(
                 xg.Grammar.from_regex(pattern), text), (pattern, text)
-    for pattern, text, verdict in DIFFER:
+    for pattern, text, verdict in STANDARD_DIFFERS:
         assert theirs(xg.Grammar.from_regex(pattern), text) == verdict
-        assert _is_grammar_accept_string(xgr.Grammar.from_regex(pattern), text) != verdict
+        assert _is_grammar_accept_string(xgr.Grammar.from_regex(pattern), text) == verdict
+        assert accepts(pattern, text) != verdict
     for pattern in (r"{a}", r"[]"):  # xgrammar refuses; Python and ECMAScript take them
         with pytest.raises(Exception):
             xg.Grammar.from_regex(pattern)
-        xgr.Grammar.from_regex(pattern)
+        with pytest.raises(RegexError):
+            xgr.Grammar.from_regex(pattern)
+        regex_to_ir(pattern)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -206,3 +214,216 @@ def test_anchors_anywhere_match_python_re(pattern, search, texts):
     for text in texts:
         want = bool(python.search(text) if search else python.fullmatch(text))
         assert recognizer.is_sentence(text.encode()) == want, (pattern, search, text)
+
+
+# ---- Grammar.from_regex: xgrammar's dialect, the pattern rewritten as EBNF text ------------------
+
+from xg2ref.grammar.regex_to_ebnf import regex_to_ebnf  # noqa: E402
+
+# (pattern, the EBNF text xgrammar 0.2.8 rewrites it to)
+CONVERTED = [
+    (r"a[b-c]*(d|e)?\.", '"a" [b-c]* ( "d" | "e" )? "."'),
+    (r".", r"[\u0000-\U0010FFFF]"),
+    (r"a|", '"a" | ""'),
+    (r"(|a)", '( "" | "a" )'),
+    (r"^$", '""'),
+    (r"a$b^c", '"a" "b" "c"'),
+    (r"\d\s\W", r"[0-9] [\f\n\r\t\v\u0020\u00a0] [^a-zA-Z0-9_]"),
+    (r"[\w-]", r"[a-zA-Z0-9_-]"),
+    (r"[\]\-\d]", r"[\]\-0-9]"),
+    (r"[\u00e9a]", r"[\xe9a]"),
+    (r"[\^]", r"[^]"),
+    (r"\x411", r'"\u0411"'),
+    (r"\U00000041", '"A"'),
+    (r"\u004", '"u" "0" "0" "4"'),
+    (r"\012", r'"\0" "1" "2"'),
+    (r"\a\e\v\f\cJ", r'"\a" "\e" "\v" "\f" "\n"'),
+    (r"\q\A", '"q" "A"'),
+    (r"(?<name>a)(?:b)", '( "a" ) ( "b" )'),
+    (r"x*?y{2,}?z{1}", '"x"* "y"{2,} "z"{1}'),
+    ("é😀\"'", r'"\xe9" "\U0001f600" "\"" "\'"'),
+]
+
+
+@pytest.mark.parametrize("pattern, text", CONVERTED, ids=[p for p, _ in CONVERTED])
+def test_from_regex_rewrites_the_pattern_as_xgrammar_does(pattern, text):
+    assert regex_to_ebnf(pattern) == text
+    assert xgr.Grammar.from_regex(pattern) == xgr.Grammar.from_ebnf(f"root ::= {text}")
+
+
+# (pattern, strings it matches, strings it does not): xgrammar 0.2.8's verdicts
+FROM_REGEX_CASES = [
+    (r"a.b", ["a\nb", "axb", "a😀b"], ["ab", "a\n\nb"]),
+    (r"\s", [" ", "\t", "\x0b", "\xa0"], ["\u3000", "\u2028", "\ufeff", "a"]),
+    (r"\S", ["a", "\u3000"], ["\xa0", " "]),
+    (r"\a\e\0\v\f", ["\x07\x1b\x00\x0b\x0c"], [""]),
+    (r"\012", ["\x0012"], ["\n"]),
+    (r"\x411|\x{3}", ["\u0411", "xxx"], ["A1", "\x03"]),
+    (r"\u{1F600}\U0001F600", ["😀😀"], []),
+    (r"\q\A\z\u004", ["qAzu004"], []),
+    (r"[\u00e9a]", ["\u0e9a"], ["é", "a"]),
+    (r"[\^]", ["^", "x", "\n"], [""]),
+    (r"[\d-z]", ["5", "-", "z"], ["a"]),
+    (r"a$b|^c", ["ab", "c"], ["a", "b"]),
+    (r"(?<n>a)(?<n>b)", ["ab"], ["a"]),
+    (r"[^]", ["\n", "a"], [""]),
+]
+
+
+@pytest.mark.parametrize("pattern, yes, no", FROM_REGEX_CASES, ids=[p for p, *_ in FROM_REGEX_CASES])
+def test_from_regex_verdicts(pattern, yes, no):
+    grammar = xgr.Grammar.from_regex(pattern)
+    for text in yes:
+        assert _is_grammar_accept_string(grammar, text), (pattern, text)
+    for text in no:
+        assert not _is_grammar_accept_string(grammar, text), (pattern, text)
+
+
+FROM_REGEX_ERRORS = [
+    (r"(?i)abc", "Group modifier flag is not supported"),
+    (r"a(?s).", "Group modifier flag is not supported"),
+    (r"(?P<n>a)", "Group modifier flag is not supported"),
+    (r"(?<n1>a)", "Invalid named capturing group"),
+    (r"a(?=b)", "Lookahead is not supported"),
+    (r"(?<!a)b", "Lookbehind is not supported"),
+    (r"(a)\1", "Backreference"),
+    (r"\k<n>", "Backreference"),
+    (r"\p{L}", "Unicode character class escape"),
+    (r"\bword", "Word boundary"),
+    (r"a**", "Two consecutive repetition modifiers"),
+    (r"a{2}*", "Two consecutive repetition modifiers"),
+    (r"a???", "Two consecutive repetition modifiers"),
+    (r"a{,2}", "Invalid repetition count"),
+    (r"{a}", "Invalid repetition count"),
+    (r"a{1,2", "Invalid repetition count"),
+    (r"[]", "Empty character class"),
+    (r"[ab", "Unclosed '\\['"),
+    (r"(ab", "parenthesis is not closed"),
+    (r"ab)", "Unmatched '\\)'"),
+    (r"\x4", "Escape sequence is not finished"),
+    ("ab\\", "Escape sequence is not finished"),
+    (r"\u{}xy", "Invalid Unicode escape sequence"),
+    (r"\c1x", "Invalid control character"),
+    (r"[z-a]", "lower bound is larger than upper bound"),
+    (r"a{3,2}", "Lower bound is larger than upper bound"),
+    (r"*a", "Expect element"),
+]
+
+
+@pytest.mark.parametrize("pattern, message", FROM_REGEX_ERRORS, ids=[p for p, _ in FROM_REGEX_ERRORS])
+def test_from_regex_refuses_what_xgrammar_refuses(pattern, message):
+    with pytest.raises(RegexError, match=message) as info:
+        xgr.Grammar.from_regex(pattern)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, RuntimeError)
+
+
+def test_from_regex_signature_is_xgrammars(capsys):
+    import inspect
+
+    params = inspect.signature(xgr.Grammar.from_regex).parameters
+    assert list(params) == ["regex_string", "print_converted_ebnf"]
+    assert params["regex_string"].kind == inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert params["print_converted_ebnf"].kind == inspect.Parameter.KEYWORD_ONLY
+    assert params["print_converted_ebnf"].default is False
+    assert xgr.Grammar.from_regex(regex_string="a+") == xgr.Grammar.from_regex("a+")
+    xgr.Grammar.from_regex("a|b", print_converted_ebnf=True)
+    assert capsys.readouterr().out == 'Converted EBNF: root ::= "a" | "b"\n'
+    assert list(inspect.signature(xgr.GrammarCompiler.compile_regex).parameters) == ["self", "regex"]
+
+
+@pytest.mark.xgrammar
+def test_from_regex_signature_matches_xgrammar():
+    import inspect
+
+    xg = pytest.importorskip("xgrammar")
+
+    def shape(fn):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    assert shape(xgr.Grammar.from_regex) == shape(xg.Grammar.from_regex)
+    assert shape(xgr.GrammarCompiler.compile_regex) == shape(xg.GrammarCompiler.compile_regex)
+
+
+REWRITE_PIECES = ["a", "b", "A", "-", ".", r"\d", r"\D", r"\w", r"\W", r"\s", r"\S", "[ab]", "[^a]", "[a-c]", r"[\d-]",
+                  r"[\^a]", r"\n", r"\x41", r"\x4a", r"\u0062", r"\u{63}", r"\-", r"\q", r"\0", r"\e", r"\cJ", r"\U00000041",
+                  "(", ")", "(?:", "(?<n>", "|", "*", "+", "?", "*?", "{2}", "{1,2}", "{0,}", "^", "$", "(?i)", "é", "}",
+                  "]", "{", r"\b", r"[\b]", r"\x4", r"[\u00e9a]", "(?P<n>", r"\.", "[.]", "\\"]
+REWRITE_TEXTS = ["", "a", "b", "A", "ab", "aa", "-", "\n", "\t", "\xa0", "1", "é", "^", "x", "\x00", "\x1b", "J",
+                 "U00000041", "}", "{", "]", "\u0e9a", "ba"]
+
+
+@pytest.mark.xgrammar
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(REWRITE_PIECES), min_size=1, max_size=6).map("".join))
+def test_from_regex_agrees_with_xgrammar_on_random_patterns(pattern):
+    """Same EBNF rewrite, same refusals, same verdicts."""
+    xg = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string as theirs
+    from xgrammar.testing import _regex_to_ebnf as their_rewrite
+
+    try:
+        want = their_rewrite(pattern, with_rule_name=False)
+    except Exception:
+        with pytest.raises(RegexError):
+            regex_to_ebnf(pattern)
+        return
+    assert regex_to_ebnf(pattern) == want
+    try:
+        grammar = xg.Grammar.from_regex(pattern)
+    except Exception:
+        with pytest.raises(RegexError):
+            xgr.Grammar.from_regex(pattern)
+        return
+    ours = xgr.Grammar.from_regex(pattern)
+    for text in REWRITE_TEXTS:
+        assert _is_grammar_accept_string(ours, text) == theirs(grammar, text), (pattern, text)
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("pattern, yes, no", FROM_REGEX_CASES, ids=[p for p, *_ in FROM_REGEX_CASES])
+def test_from_regex_cases_are_xgrammars_verdicts(pattern, yes, no):
+    xg = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string as theirs
+
+    grammar = xg.Grammar.from_regex(pattern)
+    assert all(theirs(grammar, t) for t in yes) and not any(theirs(grammar, t) for t in no)
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("pattern, message", FROM_REGEX_ERRORS, ids=[p for p, _ in FROM_REGEX_ERRORS])
+def test_from_regex_errors_are_xgrammars(pattern, message):
+    xg = pytest.importorskip("xgrammar")
+    with pytest.raises(RuntimeError):
+        xg.Grammar.from_regex(pattern)
+
+
+MASK_VOCAB = [b"a", b"b", b"c", b"ab", b"bc", b"abc", b"\n", b"A", b"-", b"1", b"12", b"x\n", b'"', b"\\", b"\xc3\xa9",
+              b"</s>"]
+MASK_WALKS = [(r"a.b", ["a\nb", "abb", "a\\b"]), (r"[\d-]+\s?", ["12-1\n", "-1"]), (r"(a|bc)*\.?", ["abcabc", "bca"]),
+              (r"(\u00e9|a)+|x\n", ["x\n", "aéa"]), (r"[\u00e9a]|\x411", [""])]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("pattern, texts", MASK_WALKS, ids=[p for p, _ in MASK_WALKS])
+def test_from_regex_masks_match_xgrammar(pattern, texts):
+    pytest.importorskip("xgrammar")
+    from xg2ref.oracle.engines import XG2RefEngine, XGrammarEngine
+
+    info = xgr.TokenizerInfo(MASK_VOCAB, stop_token_ids=[len(MASK_VOCAB) - 1])
+    ours = XG2RefEngine(info).compile_front_end("regex", pattern)
+    theirs = XGrammarEngine.from_tokenizer_info(info).compile_front_end("regex", pattern)
+    for text in texts:
+        ours.reset()
+        theirs.reset()
+        data = text.encode()
+        while True:
+            mask = ours.bool_mask()
+            assert (mask == theirs.bool_mask()).all(), (pattern, text, data)
+            fits = [t for t in range(len(MASK_VOCAB) - 1) if mask[t] and data.startswith(MASK_VOCAB[t])]
+            if not fits:
+                break
+            token = max(fits, key=lambda t: len(MASK_VOCAB[t]))
+            assert ours.accept_token(token) and theirs.accept_token(token)
+            data = data[len(MASK_VOCAB[token]):]
+        assert not data, (pattern, text)
+        assert ours.is_completed() == theirs.is_completed()

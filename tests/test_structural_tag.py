@@ -181,3 +181,18 @@ def test_json_text_dict_and_legacy_forms_give_the_same_grammar():
     b = xgr.Grammar.from_structural_tag(json.dumps({"type": "structural_tag", "format": fmt}))
     c = xgr.Grammar.from_structural_tag([{"begin": "<f>", "schema": {"type": "integer"}, "end": "</f>"}], ["<f"])
     assert str(a) == str(b) == str(c)
+
+
+@pytest.mark.parametrize("pattern, text, verdict", [
+    ("a.b", "a\nb", True),      # `.` takes a newline, as Grammar.from_regex's dialect does
+    ("a.b", "axb", True),
+    (r"a\qb", "aqb", True),     # an unknown escape is the character itself
+    (r"\x41+", "AA", True),
+    ("[0-9]+", "a", False),
+])
+def test_regex_format_reads_the_from_regex_dialect(pattern, text, verdict):
+    info = xgr.TokenizerInfo(["a", "\n", "b", "x", "q", "A", "0"])
+    compiled = xgr.GrammarCompiler(info).compile_structural_tag(
+        {"type": "structural_tag", "format": {"type": "regex", "pattern": pattern}})
+    matcher = xgr.GrammarMatcher(compiled)
+    assert (matcher.accept_string(text) and matcher.is_completed()) == verdict

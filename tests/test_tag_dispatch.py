@@ -6,6 +6,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import xg2ref as xgr
 from xg2ref.compiler import compile_ir_grammar
@@ -14,6 +16,8 @@ from xg2ref.grammar.grammar import Grammar
 from xg2ref.grammar.tag_dispatch import AhoCorasick
 from xg2ref.oracle.brute_force import brute_force_mask
 from xg2ref.oracle.recognizer import Recognizer
+
+from hypothesis_budget import examples
 
 GRAMMARS = [
     'root ::= TagDispatch(("<a>", a), ("<bb>", b), loop_after_dispatch=true, excludes=("</s>",))\n'
@@ -150,11 +154,143 @@ def test_substring():
     for text, want in [("<>", True), ("<abc>", True), ("<abcde>", True), ("<def>", True), ("<abcdef>", True),
                        ("<de>", True), ("<bc>", False), ("<abcf>", False), ("<dea>", False), ("<abcabc>", False)]:
         assert ours(g, text) == want, text
-    with pytest.raises(xgr.EBNFError, match="Substring takes one or more string"):
-        Grammar.from_ebnf("root ::= Substring()")
+    with pytest.raises(xgr.EBNFError, match="Substring takes string arguments"):
+        Grammar.from_ebnf("root ::= Substring(x)\nx ::= \"a\"")
+    assert ours(Grammar.from_ebnf("root ::= Substring()"), "")  # no chunks: the empty string only
     xg = pytest.importorskip("xgrammar")
     from xgrammar.testing import _is_grammar_accept_string as theirs
 
     other = xg.Grammar.from_ebnf('root ::= "<" Substring("abc", "de", "f") ">"')
     for text in ["<>", "<abc>", "<abcde>", "<def>", "<bc>", "<abcf>", "<f>", "<ab>"]:
         assert ours(g, text) == theirs(other, text), text
+
+
+# ---- an exclude that ends inside a longer partial match (Aho-Corasick output links) -----------
+
+NESTED = [  # (grammar, accepted, rejected); the verdicts are xgrammar 0.2.8's
+    ('root ::= TagDispatch(excludes=("abc", "xabcq"))',
+     ["", "xab", "xabq", "xabd", "ab"], ["xabc", "xxabc", "abc", "xabcq", "zxabcd"]),
+    ('root ::= TagDispatch(("xab", a), excludes=("b",))\na ::= "1"', ["", "xa", "a"], ["xab1", "xab", "b", "xb"]),
+    ('root ::= TagDispatch(("xabc", a), excludes=("ab",))\na ::= "1"', ["", "xa", "xac"], ["xab", "xabc1", "ab"]),
+    ('root ::= TagDispatch(("xabc", a), ("ab", b))\na ::= "1"\nb ::= "2"',
+     ["xabc1", "ab2", "xab", "xab2", "xabd"], ["xabc", "ab", "xabc2"]),
+    ('root ::= TagDispatch(("<t>", a), excludes=("bcd", "abcdef"))\na ::= "1"',
+     ["<t>1abc", "abce", "<t>1", "bcx"], ["abcd", "<t>1abcd", "zabcdx"]),
+    # a tag that begins an exclude: after the tag, its trie child is free text again
+    ('root ::= TagDispatch(("ab", a), excludes=("abxy",))\na ::= "1"',
+     ["ab1", "abx", "abxz", "abxab1"], ["ab", "abxy", "abab1"]),
+]
+
+
+@pytest.mark.parametrize("ebnf, good, bad", NESTED)
+def test_every_exclude_that_ends_is_caught(ebnf, good, bad):
+    from xg2ref.testing import _is_grammar_accept_string as ours
+
+    grammar = Grammar.from_ebnf(ebnf)
+    oracle = Recognizer(grammar.ir)
+    for s in good:
+        assert ours(grammar, s) and oracle.is_sentence(s.encode()), (ebnf, s)
+    for s in bad:
+        assert not ours(grammar, s) and not oracle.is_sentence(s.encode()), (ebnf, s)
+
+
+@pytest.mark.parametrize("ebnf", [case[0] for case in NESTED])
+def test_nested_exclude_masks_match_the_brute_force_mask(ebnf):
+    vocab = [b"a", b"b", b"c", b"d", b"x", b"q", b"1", b"2", b"ab", b"bc", b"xab", b"abc", b"cq", b"<t>", b"<",
+             b"t>", b"</s>", b"e", b"f", b"bcd", b"y", b"xy"]
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=[16])
+    grammar = Grammar.from_ebnf(ebnf)
+    oracle = Recognizer(grammar.ir)
+    matcher = xgr.GrammarMatcher(compile_ir_grammar(grammar, info))
+    rng = random.Random(ebnf)
+    for _ in range(8):
+        prefix = b""
+        matcher.reset()
+        for _ in range(6):
+            have = matcher.compute_bool_mask()
+            want = brute_force_mask(oracle, prefix, vocab, stop_token_ids=[16],
+                                    special_token_ids=info.special_token_ids, vocab_size=info.vocab_size)
+            assert np.array_equal(have, want), (ebnf, prefix)
+            allowed = [t for t in np.flatnonzero(have) if t != 16]
+            if not allowed:
+                break
+            t = int(rng.choice(allowed))
+            assert matcher.accept_token(t)
+            prefix += vocab[t]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("ebnf, good, bad", NESTED)
+def test_nested_exclude_verdicts_match_xgrammar(ebnf, good, bad):
+    xg = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string as theirs
+
+    from xg2ref.testing import _is_grammar_accept_string as ours
+
+    mine, other = Grammar.from_ebnf(ebnf), xg.Grammar.from_ebnf(ebnf)
+    rng = random.Random(ebnf)
+    pieces = ["a", "b", "c", "d", "e", "f", "x", "y", "q", "1", "2", "ab", "xab", "<t>"]
+    texts = good + bad + ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 6))) for _ in range(120)]
+    for text in texts:
+        assert ours(mine, text) == theirs(other, text), (ebnf, text)
+    assert all(theirs(other, s) for s in good) and not any(theirs(other, s) for s in bad)
+
+
+def test_blocked_nodes_follow_the_output_links():
+    ac = AhoCorasick([b"<t>", b"abc", b"xabcq"], first_exclude=1)
+    blocked = {bytes(w) for w in (b"abc", b"xabc", b"xabcq") if ac.blocked[ac.node_of(w)]}
+    assert blocked == {b"abc", b"xabc", b"xabcq"}  # xabc holds abc: a suffix through its failure link
+    assert not any(ac.blocked[ac.node_of(w)] for w in (b"<t>", b"xab", b"ab", b""))
+    # an exclude equal to a tag blocks it (structural tags add end strings as excludes)
+    same = AhoCorasick([b"</x>", b"</x>"], first_exclude=1)
+    assert same.blocked[same.node_of(b"</x>")] and same.own[same.node_of(b"</x>")] == 0
+
+
+@st.composite
+def dispatches(draw):
+    """A TagDispatch over short tags and excludes from {a, b, c} (no exclude begins a tag), and
+    20 texts glued from its patterns, single letters and rule bodies."""
+    word = st.text("abc", min_size=1, max_size=4)
+    tags = draw(st.lists(word, min_size=0, max_size=3, unique=True))
+    excludes = [e for e in draw(st.lists(word, max_size=3, unique=True)) if not any(t.startswith(e) for t in tags)]
+    pairs = "".join(f'("{t}", r{k}), ' for k, t in enumerate(tags))
+    rules = "".join(f'\nr{k} ::= "{k}"' for k in range(len(tags)))
+    loop = str(draw(st.booleans())).lower()
+    ex = "".join(f'"{e}", ' for e in excludes)
+    ebnf = f"root ::= TagDispatch({pairs}loop_after_dispatch={loop}, excludes=({ex}))" + rules
+    pieces = st.sampled_from(tags + excludes + ["a", "b", "c", "0", "1", "2"])
+    texts = draw(st.lists(st.lists(pieces, max_size=4).map("".join), min_size=20, max_size=20))
+    return ebnf, texts
+
+
+RANDOM = settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@RANDOM
+@given(dispatches())
+def test_random_dispatches_agree_with_the_oracle(case):
+    ebnf, texts = case
+    grammar = Grammar.from_ebnf(ebnf)
+    oracle = Recognizer(grammar.ir)
+    compiled = compile_ir_grammar(grammar, xgr.TokenizerInfo([]))
+    parser = EarleyParser(compiled.fsms, compiled.arrays)
+    for text in texts:
+        data = text.encode()
+        parser.reset()
+        prefix = parser.advance(data)
+        assert prefix == oracle.is_prefix(data), (ebnf, text)
+        assert (prefix and parser.is_completed()) == oracle.is_sentence(data), (ebnf, text)
+
+
+@pytest.mark.xgrammar
+@RANDOM
+@given(dispatches())
+def test_random_dispatches_agree_with_xgrammar(case):
+    xg = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string as theirs
+
+    ebnf, texts = case
+    oracle = Recognizer(Grammar.from_ebnf(ebnf).ir)
+    other = xg.Grammar.from_ebnf(ebnf)
+    for text in texts:
+        assert theirs(other, text) == oracle.is_sentence(text.encode()), (ebnf, text)

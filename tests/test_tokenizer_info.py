@@ -379,11 +379,10 @@ def test_huggingface_matches_xgrammar(hf_files, file, eos, vocab_type, prefix_sp
     assert int(want.vocab_type.value) == have.vocab_type == vocab_type
     assert want.add_prefix_space == have.add_prefix_space == prefix_space
     assert want.stop_token_ids == have.stop_token_ids
+    assert want.decoded_vocab == have.decoded_vocab and want.special_token_ids == have.special_token_ids
     special = set(tok.all_special_ids) | {a["id"] for a in json.loads(tok.backend_tokenizer.to_str())["added_tokens"]}
-    assert len(want.decoded_vocab) == len(have.decoded_vocab) == want.vocab_size
-    for i, (w, h) in enumerate(zip(want.decoded_vocab, have.decoded_vocab)):
-        assert h == (b"" if i in special else w), i
-    assert have.decoded_vocab == TokenizerInfo.from_huggingface_file(hf_files / file).decoded_vocab
+    from_file = TokenizerInfo.from_huggingface_file(hf_files / file).decoded_vocab  # blanks added specials
+    assert from_file == [b"" if i in special else t for i, t in enumerate(have.decoded_vocab)]
 
 
 def test_huggingface_stop_names_prefer_special_tokens(tmp_path):
@@ -415,9 +414,13 @@ def test_huggingface_vocab_size_and_stop_override(hf_files):
 def test_huggingface_tokenizers_object(hf_files):
     tk = pytest.importorskip("tokenizers")
     path = hf_files / "byte_fallback.json"
-    have = TokenizerInfo.from_huggingface(tk.Tokenizer.from_file(str(path)))
-    assert have.decoded_vocab == TokenizerInfo.from_huggingface_file(path).decoded_vocab
-    with pytest.raises(TokenizerError, match="from_huggingface needs a fast tokenizer"):
+    with pytest.warns(UserWarning, match="stop_token_ids is neither provided"):  # no eos: found by name
+        have = TokenizerInfo.from_huggingface(tk.Tokenizer.from_file(str(path)))
+    from_file = TokenizerInfo.from_huggingface_file(path)
+    assert [b"" if i in from_file.special_token_ids + from_file.stop_token_ids else t
+            for i, t in enumerate(have.decoded_vocab)] == from_file.decoded_vocab
+    assert have.decoded_vocab[:3] == [b"<unk>", b"<s>", b"</s>"] and have.stop_token_ids == [2]
+    with pytest.raises(TokenizerError, match="cannot get the vocabulary of object"):
         TokenizerInfo.from_huggingface(object())
 
 

@@ -21,11 +21,13 @@ from .bitmask import allocate_token_bitmask, get_bitmask_shape, reset_token_bitm
 from .builtin_structural_tag import (StructuralTag, get_builtin_structural_tag, get_model_structural_tag,
                                      normalize_tool_choice, register_model_structural_tag)
 from .compiler import CompiledGrammar, GrammarCompiler
-from .exceptions import (EBNFError, GrammarLimitError, InvalidJSONError, InvalidStructuralTagError, MatcherError,
-                         TokenizerError, XG2RefError)
+from .config import get_max_recursion_depth, get_serialization_version, max_recursion_depth, set_max_recursion_depth
+from .exceptions import (DeserializeFormatError, DeserializeVersionError, EBNFError, GrammarLimitError,
+                         InvalidJSONError, InvalidStructuralTagError, MatcherError, TokenizerError, XG2RefError)
 from .grammar.grammar import Grammar
 from .grammar.regex import RegexError
 from .matcher import GrammarMatcher
+from .structural_tag import StructuralTagItem
 from .tokenizer_info import TokenizerInfo, VocabType
 
 __version__ = "0.1.0"
@@ -33,6 +35,8 @@ __version__ = "0.1.0"
 __all__ = [
     "BatchGrammarMatcher",
     "CompiledGrammar",
+    "DeserializeFormatError",
+    "DeserializeVersionError",
     "EBNFError",
     "Grammar",
     "GrammarCompiler",
@@ -43,6 +47,7 @@ __all__ = [
     "MatcherError",
     "RegexError",
     "StructuralTag",
+    "StructuralTagItem",
     "TokenizerError",
     "TokenizerInfo",
     "VocabType",
@@ -52,26 +57,30 @@ __all__ = [
     "bitmask_dtype",
     "get_bitmask_shape",
     "get_builtin_structural_tag",
+    "get_max_recursion_depth",
     "get_model_structural_tag",
+    "get_serialization_version",
+    "max_recursion_depth",
     "normalize_tool_choice",
     "register_model_structural_tag",
     "reset_token_bitmask",
+    "set_max_recursion_depth",
     "testing",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """`bitmask_dtype` and `contrib` are resolved on first use, so that importing xg2ref never
+    """`bitmask_dtype`, `contrib` and `hf` are resolved on first use, so that importing xg2ref never
     imports torch."""
     if name == "bitmask_dtype":
         from . import bitmask
 
         return bitmask.bitmask_dtype
-    if name == "contrib":  # xgr.contrib.hf.LogitsProcessor, as in xgrammar (torch loads only then)
+    if name in ("contrib", "hf"):  # xgr.contrib.hf / xgr.hf, as in xgrammar (torch loads only then)
         import importlib
 
-        return importlib.import_module(".contrib", __name__)
+        return importlib.import_module(".contrib" if name == "contrib" else ".contrib.hf", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-from . import testing  # noqa: E402  (needs the names above; xgrammar exposes xgr.testing too)
+from . import config, exception, openai_tool_call_schema, structural_tag, testing  # noqa: E402,F401  (xgrammar's module attributes)

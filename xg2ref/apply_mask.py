@@ -211,3 +211,33 @@ def _mask_with_torch(view, mask, rows: np.ndarray, n: int) -> None:
     disallowed = (bits == 0).reshape(len(rows), words * 32)[:, :n]
     with torch.no_grad():
         view[index, :n] = view[index, :n].masked_fill(disallowed, float("-inf"))
+
+
+# ---- xgrammar 0.2.8's per-backend entry points (imported by its users from xgrammar.kernels.*;
+# xg2ref.kernels.apply_token_bitmask_inplace_* re-export these) ----------------------------------
+
+def apply_token_bitmask_inplace_cpu(logits, bitmask, vocab_size: Optional[int] = None, indices=None) -> None:
+    """The cpu backend (CPU tensors or numpy arrays)."""
+    apply_token_bitmask_inplace(logits, bitmask, vocab_size=vocab_size, indices=indices, backend="cpu")
+
+
+def apply_token_bitmask_inplace_cuda(logits, bitmask, indices=None) -> None:
+    """The cuda backend (the numba.cuda kernel), over the whole width of the bitmask."""
+    apply_token_bitmask_inplace(logits, bitmask, indices=indices, backend="cuda")
+
+
+def apply_token_bitmask_inplace_triton(logits, bitmask, vocab_size: Optional[int] = None, indices=None) -> None:
+    """xgrammar's Triton entry point; here the numba.cuda kernel does the same work (torch_native
+    where numba.cuda cannot compile, as `auto` does)."""
+    apply_token_bitmask_inplace(logits, bitmask, vocab_size=vocab_size, indices=indices, backend="auto")
+
+
+def apply_token_bitmask_inplace_torch_compile(logits, bitmask, vocab_size: Optional[int] = None,
+                                              indices=None) -> None:
+    """xgrammar's torch.compile entry point; here plain torch operations (torch_native)."""
+    apply_token_bitmask_inplace(logits, bitmask, vocab_size=vocab_size, indices=indices, backend="torch_native")
+
+
+def apply_token_bitmask_inplace_torch(logits, bitmask, vocab_size: Optional[int] = None, indices=None) -> None:
+    """Plain torch operations on any device (torch_native)."""
+    apply_token_bitmask_inplace(logits, bitmask, vocab_size=vocab_size, indices=indices, backend="torch_native")

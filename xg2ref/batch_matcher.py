@@ -8,11 +8,13 @@ of one matcher per row:
     batch_accept_token(ms, tokens)                =  [ms[k].accept_token(tokens[k])]
     batch_accept_string(ms, strings)              =  [ms[k].accept_string(strings[k])]
     batch_rollback(ms, n)                         =  ms[k].rollback(n[k])
+    batch_fill_temperature(ms, temps, idx)        :  temps[idx[k]] = ms[k].temperature (-1 for None)
 
 The rows run one after the other in this thread: `max_threads` is accepted for xgrammar's
 signature. Sizes, indices and terminated matchers are checked before any row moves; a problem
-raises `BitmaskError` (a ValueError, and a RuntimeError as xgrammar's C++ raises). Left out:
-xgrammar's `batch_fill_temperature` (xg2ref's matchers have no sampling temperature).
+raises `BitmaskError` (a ValueError, and a RuntimeError as xgrammar's C++ raises). Where
+xgrammar 0.2.8 writes the temperatures before an out-of-range index and then raises, xg2ref
+raises before writing any.
 """
 
 from __future__ import annotations
@@ -73,6 +75,37 @@ class BatchGrammarMatcher:
                                    "batch, or roll it back)")
         for m, row in zip(matchers, rows):
             m.fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
+
+    @staticmethod
+    def batch_fill_temperature(matchers: list, temperatures, indices: Optional[list] = None) -> None:
+        """Entry indices[k] (k by default) of `temperatures`, a 1-D float32 CPU tensor or numpy
+        array, gets matchers[k].temperature, or -1 where it is None (xgrammar's rule; repeated
+        indices are allowed, the last matcher wins)."""
+        matchers = _check_matchers(matchers)
+        device = getattr(temperatures, "device", None)
+        values = temperatures
+        if not isinstance(temperatures, np.ndarray) and hasattr(temperatures, "detach"):
+            values = temperatures.detach().numpy() if str(device).startswith("cpu") else None
+        if not isinstance(values, np.ndarray) or values.ndim != 1 or values.dtype != np.float32:
+            if values is None:
+                raise BitmaskError(f"The temperatures tensor must be on CPU, got device {device}")
+            raise BitmaskError("The temperatures tensor must be a 1D float32 tensor, got "
+                               f"{getattr(temperatures, 'dtype', type(temperatures).__name__)} with shape "
+                               f"{tuple(getattr(temperatures, 'shape', ()))}")
+        if indices is None:
+            rows = list(range(len(matchers)))
+        else:
+            rows = list(indices)
+            if len(rows) != len(matchers):
+                raise BitmaskError(f"The indices size ({len(rows)}) must match the number of matchers "
+                                   f"({len(matchers)})")
+        for k, row in enumerate(rows):
+            if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not 0 <= row < len(values):
+                raise BitmaskError(f"The index {row!r} (matcher {k}) is out of bounds for the temperatures tensor "
+                                   f"of size {len(values)}")
+        for m, row in zip(matchers, rows):
+            t = m.temperature
+            values[row] = -1.0 if t is None else t
 
     @staticmethod
     def batch_accept_token(matchers: list, tokens: list, debug_print: bool = False) -> list[bool]:

@@ -14,23 +14,24 @@ Three steps:
    "auto", "required" or "forced" (exactly one tool).
 2. The model's builder, looked up in a registry filled by `register_model_structural_tag`,
    turns them into a format tree (the builtin builders live in builtin_structural_tag_models.py).
-3. The tree is wrapped in a `StructuralTag`, a plain-dict stand-in for xgrammar's pydantic model
-   that `Grammar.from_structural_tag` and `GrammarCompiler.compile_structural_tag` accept.
+3. The tree is validated into a `StructuralTag` (the pydantic model of xg2ref/structural_tag.py,
+   as in xgrammar), which `Grammar.from_structural_tag` and `compile_structural_tag` accept.
 
 This module also holds the small constructors of format nodes the builders share (`tag`,
-`sequence`, `triggered_tags`, ...); each returns the node as a dict with xgrammar's field order.
+`sequence`, `triggered_tags`, ...); each returns the node as a dict with xgrammar's field order,
+and `legacy_structural_tag`, the old `(tags, triggers)` form as a structural tag.
 
-What it leaves out: pydantic-level validation of format trees (`StructuralTag.from_json` checks
-the format types and required fields, the grammar converter checks the rest), and the
-deprecated `from_legacy_structural_tag`; malformed function tools raise ValueError instead of
-being reread as builtin tools of type "function", as pydantic's union fallback does.
+What it leaves out: malformed function tools raise ValueError instead of being reread as builtin
+tools of type "function", as pydantic's union fallback does.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any, Callable, Iterable, Optional, Union
+
+from .exceptions import InvalidStructuralTagError
+from .structural_tag import StructuralTag
 
 REASONING_MODES = ("enabled", "disabled", "auto")
 TOOL_CHOICE_STRINGS = ("none", "auto", "required")
@@ -96,133 +97,24 @@ def tags_with_separator(tags: list, separator: str, *, at_least_one: bool = Fals
             "stop_after_first": stop_after_first}
 
 
-# ---------------------------------------------------------------------------------------------
-# StructuralTag: the return value.
-# ---------------------------------------------------------------------------------------------
-
-_REQUIRED = object()
-
-# Every format type's fields in order, with the default filled in when a field is missing.
-_FORMAT_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
-    "const_string": (("value", _REQUIRED),),
-    "json_schema": (("json_schema", _REQUIRED), ("style", "json"), ("any_order", False),
-                    ("max_whitespace_cnt", None), ("excludes", [])),
-    "any_text": (("excludes", []), ("max_tokens", None), ("max_chars", None)),
-    "token": (("token", _REQUIRED),),
-    "exclude_token": (("exclude_tokens", []),),
-    "any_tokens": (("exclude_tokens", []), ("max_tokens", None)),
-    "grammar": (("grammar", _REQUIRED),),
-    "regex": (("pattern", _REQUIRED),),
-    "qwen_xml_parameter": (("json_schema", _REQUIRED),),
-    "sequence": (("elements", _REQUIRED),),
-    "or": (("elements", _REQUIRED),),
-    "tag": (("begin", _REQUIRED), ("content", _REQUIRED), ("end", _REQUIRED)),
-    "triggered_tags": (("triggers", _REQUIRED), ("tags", _REQUIRED), ("at_least_one", False),
-                       ("stop_after_first", False), ("excludes", [])),
-    "token_triggered_tags": (("trigger_tokens", _REQUIRED), ("tags", _REQUIRED), ("exclude_tokens", []),
-                             ("at_least_one", False), ("stop_after_first", False)),
-    "tags_with_separator": (("tags", _REQUIRED), ("separator", _REQUIRED), ("at_least_one", False),
-                            ("stop_after_first", False)),
-    "optional": (("content", _REQUIRED),),
-    "plus": (("content", _REQUIRED),),
-    "star": (("content", _REQUIRED),),
-    "repeat": (("min", _REQUIRED), ("max", _REQUIRED), ("content", _REQUIRED)),
-    "dispatch": (("rules", _REQUIRED), ("loop", True), ("excludes", [])),
-    "token_dispatch": (("rules", _REQUIRED), ("loop", True), ("exclude_tokens", [])),
-}
-_CHILD_FIELDS = ("content", "begin", "end")  # fields that may hold a nested format (a dict)
-_CHILD_LISTS = ("elements", "tags")
-
-
-def _complete_format(node: Any, path: str) -> dict:
-    """`node` with its fields in order and defaults filled in, children included; unknown
-    fields are dropped, as xgrammar's models drop them."""
-    if not isinstance(node, dict) or node.get("type") not in _FORMAT_FIELDS:
-        kind = node.get("type") if isinstance(node, dict) else type(node).__name__
-        raise ValueError(f"{path}: not a structural tag format (type {kind!r}); known types: {sorted(_FORMAT_FIELDS)}")
-    out = {"type": node["type"]}
-    for name, default in _FORMAT_FIELDS[node["type"]]:
-        if name in node:
-            out[name] = node[name]
-        elif default is _REQUIRED:
-            raise ValueError(f"{path}: a {node['type']!r} format needs the field {name!r}")
-        else:
-            out[name] = copy.copy(default)
-    for name in _CHILD_FIELDS:
-        if isinstance(out.get(name), dict):
-            out[name] = _complete_format(out[name], f"{path}.{name}")
-    for name in _CHILD_LISTS:
-        if isinstance(out.get(name), list):
-            out[name] = [_complete_format(item, f"{path}.{name}[{i}]") for i, item in enumerate(out[name])]
-    if out["type"] in ("dispatch", "token_dispatch") and isinstance(out["rules"], list):
-        out["rules"] = [[rule[0], _complete_format(rule[1], f"{path}.rules[{i}]")]
-                        if isinstance(rule, (list, tuple)) and len(rule) == 2 else rule
-                        for i, rule in enumerate(out["rules"])]
-    return out
-
-
-def _drop_none(node: Any) -> Any:
-    """A copy of a format tree without its None-valued fields (schemas inside are kept as they are)."""
-    if not isinstance(node, dict):
-        return copy.deepcopy(node)
-    out = {}
-    for key, value in node.items():
-        if value is None:
-            continue
-        if key == "json_schema":
-            out[key] = copy.deepcopy(value)
-        elif key in _CHILD_FIELDS:
-            out[key] = _drop_none(value)
-        elif key in _CHILD_LISTS:
-            out[key] = [_drop_none(item) for item in value]
-        elif key == "rules":
-            out[key] = [[rule[0], _drop_none(rule[1])] for rule in value]
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-class StructuralTag:
-    """A structural tag, `{"type": "structural_tag", "format": {...}}`, held as a plain dict.
-
-    It offers the parts of xgrammar's pydantic `StructuralTag` that callers use:
-
-        >>> st = StructuralTag({"type": "const_string", "value": "hi"})
-        >>> st.model_dump()
-        {'type': 'structural_tag', 'format': {'type': 'const_string', 'value': 'hi'}}
-        >>> StructuralTag.from_json(st.model_dump_json()) == st
-        True
-    """
-
-    def __init__(self, format: dict):  # noqa: A002  (the field is called "format" in the JSON)
-        self.format = format
-
-    def model_dump(self, exclude_none: bool = False, by_alias: bool = False, **_ignored: Any) -> dict:
-        """The tag as a fresh dict. With `exclude_none`, format fields whose value is None
-        (`max_whitespace_cnt`, `max_tokens`, ...) are left out. `by_alias` changes nothing: no
-        field has an alias."""
-        fmt = _drop_none(self.format) if exclude_none else copy.deepcopy(self.format)
-        return {"type": "structural_tag", "format": fmt}
-
-    def model_dump_json(self, exclude_none: bool = False, indent: Optional[int] = None, **_ignored: Any) -> str:
-        """The tag as JSON text (compact unless `indent` is given; non-ASCII kept as is)."""
-        separators = (",", ":") if indent is None else None
-        return json.dumps(self.model_dump(exclude_none=exclude_none), ensure_ascii=False, indent=indent,
-                          separators=separators)
-
-    @staticmethod
-    def from_json(value: Union[str, bytes, dict]) -> "StructuralTag":
-        """Read a structural tag from JSON text or a dict, filling in every format's defaults.
-        Raises ValueError (InvalidStructuralTagError) when it is not a structural tag."""
-        from .grammar.structural_tag import load_structural_tag
-
-        return StructuralTag(_complete_format(load_structural_tag(value)["format"], "format"))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, StructuralTag) and self.format == other.format
-
-    def __repr__(self) -> str:
-        return f"StructuralTag(format={self.format!r})"
+def legacy_structural_tag(tags: list, triggers: list) -> dict:
+    """The old `(tags, triggers)` form: each tag `{begin, schema, end}` (or an object with those
+    attributes) holds a JSON schema; free text dispatches on the triggers."""
+    out = []
+    for k, tag in enumerate(tags):
+        item = tag if isinstance(tag, dict) else {"begin": tag.begin, "schema": getattr(tag, "schema_", None)
+                                                  or getattr(tag, "schema", None), "end": tag.end}
+        schema = item.get("schema")
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except json.JSONDecodeError as err:
+                raise InvalidStructuralTagError(f"tags[{k}].schema: not valid JSON: {err}") from None
+        elif hasattr(schema, "model_json_schema"):
+            schema = schema.model_json_schema()
+        out.append({"type": "tag", "begin": item.get("begin"), "end": item.get("end"),
+                    "content": {"type": "json_schema", "json_schema": schema}})
+    return {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": list(triggers), "tags": out}}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,5 +428,48 @@ def get_model_structural_tag(model: str, tools: Optional[list] = None, tool_choi
 
 
 get_builtin_structural_tag = get_model_structural_tag  # the older name, kept as xgrammar keeps it
+
+
+def _model_getter(model: str, default_reasoning: str = "enabled") -> Callable[..., StructuralTag]:
+    """xgrammar 0.2.8's per-model function (`get_llama_structural_tag`, ...): the registered
+    builder of `model` called directly, with the tools already split and the choice already
+    reduced to "auto", "required" or "forced" (what `get_model_structural_tag` does first)."""
+    def get(tools: Optional[list] = None, builtin_tools: Optional[list] = None, tool_choice: str = "auto",
+            reasoning: str = default_reasoning, any_order: bool = False, exclude_special_tokens: bool = True,
+            max_whitespace_cnt: Optional[int] = None, parallel_tool_calls: bool = True,
+            **kwargs: Any) -> StructuralTag:
+        if tool_choice not in ("auto", "required", "forced"):
+            raise ValueError(f"tool_choice must be 'auto', 'required' or 'forced' here, got {tool_choice!r}")
+        if reasoning not in REASONING_MODES:
+            raise ValueError(f"The 'reasoning' argument must be one of {REASONING_MODES}, got {reasoning!r}.")
+        functions, builtins, _ = normalize_tool_choice(list(tools or []) + list(builtin_tools or []), "auto")
+        result = _registry[model](functions, builtins, tool_choice, reasoning, any_order=any_order,
+                                  exclude_special_tokens=exclude_special_tokens,
+                                  max_whitespace_cnt=max_whitespace_cnt, parallel_tool_calls=parallel_tool_calls)
+        return StructuralTag.from_json(result) if isinstance(result, dict) else result
+
+    get.__name__ = get.__qualname__ = f"get_{model}_structural_tag"
+    get.__doc__ = f"The structural tag of the {model!r} format (`get_model_structural_tag({model!r}, ...)`)."
+    return get
+
+
+get_cohere_structural_tag = _model_getter("cohere")
+get_deepseek_r1_structural_tag = _model_getter("deepseek_r1")
+get_deepseek_v3_1_structural_tag = _model_getter("deepseek_v3_1")
+get_deepseek_v3_2_structural_tag = _model_getter("deepseek_v3_2")
+get_deepseek_v4_structural_tag = _model_getter("deepseek_v4")
+get_deepseek_v4_1_structural_tag = _model_getter("deepseek_v4_1")
+get_exaone_structural_tag = _model_getter("exaone")
+get_glm_4_7_structural_tag = _model_getter("glm_4_7")
+get_harmony_structural_tag = _model_getter("harmony")
+get_kimi_structural_tag = _model_getter("kimi")
+get_kimi_k3_structural_tag = _model_getter("kimi_k3")
+get_llama_structural_tag = _model_getter("llama")
+get_mimo_structural_tag = _model_getter("mimo")
+get_minimax_structural_tag = _model_getter("minimax")
+get_minimax_m3_structural_tag = _model_getter("minimax_m3", default_reasoning="auto")  # as in 0.2.8
+get_qwen_3_structural_tag = _model_getter("qwen_3")
+get_qwen_3_5_structural_tag = _model_getter("qwen_3_5")
+get_qwen_3_coder_structural_tag = _model_getter("qwen_3_coder")
 
 from . import builtin_structural_tag_models  # noqa: E402,F401  (registers the builtin models)

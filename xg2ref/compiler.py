@@ -64,6 +64,21 @@ class CompiledGrammar:
         """Bytes held by the FSM arrays and the mask cache."""
         return int(sum(a.nbytes for a in self.arrays)) + self.mask_cache.memory_size_bytes
 
+    def serialize_json(self) -> str:
+        """The grammar and its tokenizer's metadata as versioned JSON text, without the tokenizer
+        itself (xg2ref/serialization.py: deserializing compiles again, with the same masks)."""
+        from .serialization import serialize_compiled
+
+        return serialize_compiled(self)
+
+    @staticmethod
+    def deserialize_json(json_str: str, tokenizer_info: TokenizerInfo) -> "CompiledGrammar":
+        """The compiled grammar `serialize_json` wrote, for `tokenizer_info`, whose metadata must
+        be the one it was compiled with (else DeserializeFormatError)."""
+        from .serialization import deserialize_compiled
+
+        return deserialize_compiled(json_str, tokenizer_info)
+
     def __repr__(self) -> str:
         return (f"CompiledGrammar({len(self.fsms.rule_names)} rules, {self.fsms.num_states} FSM states, "
                 f"vocab_size={self.tokenizer_info.vocab_size})")
@@ -263,11 +278,7 @@ class GrammarCompiler:
         """A cache key for a front end's input, None when it is not plain JSON data."""
         if not self.cache_enabled or isinstance(value, type):
             return None
-        from .builtin_structural_tag import StructuralTag
-
-        if isinstance(value, StructuralTag):  # read in place: no copy of the schemas inside
-            value = {"type": "structural_tag", "format": value.format}
-        elif hasattr(value, "model_dump"):
+        if hasattr(value, "model_dump"):
             value = value.model_dump(exclude_none=True)
         try:
             text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
@@ -291,6 +302,17 @@ class GrammarCompiler:
     def compile_regex(self, regex: str) -> CompiledGrammar:
         """The grammar of the strings `regex` matches as a whole (`Grammar.from_regex`)."""
         return self.compile_grammar(Grammar.from_regex(regex))
+
+    def compile_lark(self, lark_string: str, *, named_grammars=None) -> CompiledGrammar:
+        """`Grammar.from_lark` with this compiler's vocabulary for named special tokens,
+        compiled; cached by the text and the named grammars."""
+        from .grammar.lark_grammar import lark_cache_key
+
+        def make():
+            return Grammar.from_lark(lark_string, tokenizer_info=self.tokenizer_info, named_grammars=named_grammars)
+
+        key = lark_cache_key(lark_string, named_grammars) if self.cache_enabled else None
+        return self._cached(key, make) if key is not None else self.compile_grammar(make())
 
     def compile_structural_tag(self, structural_tag, triggers=None) -> CompiledGrammar:
         """`Grammar.from_structural_tag`, with token strings resolved against this compiler's

@@ -52,6 +52,17 @@ class TokenizerError(XG2RefError):
     """A vocabulary or tokenizer file that cannot be read."""
 
 
+class DeserializeFormatError(XG2RefError):
+    """Serialized JSON (`serialize_json` of a TokenizerInfo, Grammar or CompiledGrammar) whose
+    fields are missing or malformed, or a CompiledGrammar paired with a tokenizer it was not
+    compiled for."""
+
+
+class DeserializeVersionError(XG2RefError):
+    """Serialized JSON without the `__VERSION__` field, or written by another serialization
+    version (`xg2ref.get_serialization_version()`)."""
+
+
 class BitmaskError(XG2RefError):
     """Logits, a bitmask or a batch that do not fit together (shape, dtype, device, rows,
     indices, sizes), or a mask backend that cannot run here."""

@@ -198,6 +198,7 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
     budgets = [_per_rule(top.max_tokens, n_top, -1)]
     char_budgets = [_per_rule(top.max_chars, n_top, -1)]
     repeats = [_per_rule(top.repeats, n_top, None)]
+    captures, temperatures = [_per_rule(top.captures, n_top, None)], [_per_rule(top.temperatures, n_top, None)]
     first_rows, follow_rows = [first], [follow]
     top_start = lookahead.la_start.copy()
     top_start[order] = -1  # the stubs are dead; their filters go to the parts' roots below
@@ -220,6 +221,8 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
         budgets.append(_per_rule(pf.max_tokens, len(pf.fsms), -1))
         char_budgets.append(_per_rule(pf.max_chars, len(pf.fsms), -1))
         repeats.append(_per_rule(pf.repeats, len(pf.fsms), None))
+        captures.append(_per_rule(pf.captures, len(pf.fsms), None))
+        temperatures.append(_per_rule(pf.temperatures, len(pf.fsms), None))
         first_rows.append(part.first)
         follow_rows.append(part.follow | (part.tail[:, None] & follow[s]))
         start = part.lookahead.la_start.copy()
@@ -238,11 +241,15 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
             h = part.hashes
             hash_parts.append((h.hashes, h.canonical, h.kinds, tuple(c + scc_base for c in h.scc)))
             scc_base += max(h.scc, default=-1) + 1
-    budgets_t, chars_t, repeats_t = (tuple(x for chunk in lists for x in chunk) for lists in (budgets, char_budgets, repeats))
+    budgets_t, chars_t, repeats_t, captures_t, temperatures_t = (tuple(x for chunk in lists for x in chunk)
+                                                                 for lists in (budgets, char_budgets, repeats,
+                                                                               captures, temperatures))
     linked = GrammarFSMs(tuple(names), tuple(fsms), top.root, tuple(nullable), tuple(productive), tuple(token_sets),
                          budgets_t if any(b >= 0 for b in budgets_t) else (),
                          chars_t if any(b >= 0 for b in chars_t) else (),
-                         repeats_t if any(r is not None for r in repeats_t) else ())
+                         repeats_t if any(r is not None for r in repeats_t) else (),
+                         captures_t if any(c is not None for c in captures_t) else (),
+                         temperatures_t if any(t is not None for t in temperatures_t) else ())
     arrays = _join_arrays(pieces, linked)
     la = LookaheadArrays(np.concatenate(la_start), np.concatenate(la_next), np.concatenate(la_final))
     joined = None

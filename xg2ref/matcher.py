@@ -45,6 +45,8 @@ edges leaving the current set; jump-forward stops at a set with token edges.
 
 from __future__ import annotations
 
+import time
+import warnings
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -54,6 +56,7 @@ from .compiler import CompiledGrammar
 from .earley import EarleyParser
 from .exceptions import MatcherError
 from .kernels import mask_fill as MF
+from .rule_options import RuleOptionTables, active_temperature, captures
 from .util import layout_key
 
 _STOP_STEP = -1  # history marker: a stop token (no bytes)
@@ -63,7 +66,8 @@ class GrammarMatcher:
     """Matches one token sequence against a compiled grammar (xgrammar's API)."""
 
     def __init__(self, compiled_grammar: CompiledGrammar, *, override_stop_tokens: Union[None, int, Sequence[int]] = None,
-                 terminate_without_stop_token: bool = False, max_rollback_tokens: int = -1):
+                 terminate_without_stop_token: bool = False, max_rollback_tokens: int = -1,
+                 default_temperature: Optional[float] = None):
         if not isinstance(compiled_grammar, CompiledGrammar):
             raise TypeError(f"GrammarMatcher needs a CompiledGrammar, got {type(compiled_grammar).__name__}")
         self.compiled_grammar = compiled_grammar
@@ -80,7 +84,11 @@ class GrammarMatcher:
         self._is_stop = np.zeros(self._vocab_size, dtype=np.bool_)
         self._is_stop[stops] = True
         self._terminate_without_stop_token = terminate_without_stop_token
-        self._max_rollback_tokens = max_rollback_tokens
+        self._default_temperature = _float32_temperature(default_temperature)
+        if max_rollback_tokens != -1:  # as in xgrammar 0.2.8: accepted, ignored, reported as -1
+            warnings.warn("max_rollback_tokens is deprecated and has no effect: rollback is always unlimited (-1)",
+                          DeprecationWarning, stacklevel=2)
+        self._max_rollback_tokens = -1
         self._vocab = info.vocab_arrays()
         if override_stop_tokens is None:
             self._regular, self._regular_lcp = self._vocab.sorted_ids, self._vocab.sorted_lcp
@@ -96,6 +104,11 @@ class GrammarMatcher:
         self._token_member, self._token_words = _token_set_tables(
             compiled_grammar.fsms.token_sets, self._vocab, self._is_stop, self._vocab_size)
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
+        # rule options `capture` / `temperature` (xg2ref/rule_options.py): None for grammars without
+        # them; with captures, the accepted bytes (the spans are cut out of them)
+        fsms = compiled_grammar.fsms
+        self._options = RuleOptionTables(fsms, compiled_grammar.arrays) if fsms.captures or fsms.temperatures else None
+        self._accepted: Optional[bytearray] = bytearray() if fsms.captures else None
         self._budgets = len(compiled_grammar.fsms.max_tokens) > 0
         # character budgets act inside tokens: such grammars take the every-token mask
         self._char_budgets = len(compiled_grammar.fsms.max_chars) > 0
@@ -113,7 +126,26 @@ class GrammarMatcher:
 
     @property
     def max_rollback_tokens(self) -> int:
+        """Always -1 (unlimited), whatever the constructor was given, as xgrammar 0.2.8 reports it."""
         return self._max_rollback_tokens
+
+    @property
+    def temperature(self) -> Optional[float]:
+        """The sampling temperature for the next token: the largest `temperature` option of the rules
+        active at the current set's scannable items, else `default_temperature` (None when unset);
+        a float32 value (xg2ref/rule_options.py)."""
+        if self._options is None or self._options.rule_temperature is None:
+            return self._default_temperature
+        found = active_temperature(self._options, self._parser.arrays, self._parser.chart, self._parser.position)
+        return self._default_temperature if found is None else found
+
+    def get_captures(self, *, deduplicate: bool = True) -> list[tuple[str, bytes]]:
+        """(label, bytes) for each completion of a `capture` rule on the accept path, in the order
+        of completion; with `deduplicate`, only the last (longest) of each occurrence
+        (xg2ref/rule_options.py). Rollback, reset and fork carry them exactly."""
+        if self._accepted is None:
+            return []
+        return captures(self._options, self._parser.chart, self._parser.position, self._accepted, deduplicate)
 
     def is_completed(self) -> bool:
         """The input so far is a sentence (or the stop token was accepted)."""
@@ -130,6 +162,8 @@ class GrammarMatcher:
         self._history.clear()
         self._stop_accepted = False
         self._enforce_pending = False
+        if self._accepted is not None:
+            self._accepted.clear()
 
     def fork(self) -> "GrammarMatcher":
         """An independent matcher in the same state."""
@@ -137,6 +171,7 @@ class GrammarMatcher:
         other.__dict__.update(self.__dict__)
         other._parser = self._parser.copy()
         other._history = list(self._history)
+        other._accepted = None if self._accepted is None else bytearray(self._accepted)
         other._mask = np.zeros_like(self._mask)
         return other
 
@@ -174,6 +209,8 @@ class GrammarMatcher:
                 self._parser.set_token_index(len(self._history), False)
         self._history.append(len(data))
         self._enforce_pending = False
+        if self._accepted is not None:
+            self._accepted += data
         return True
 
     def accept_string(self, input_str: Union[str, bytes], *, debug_print: bool = False) -> bool:
@@ -186,6 +223,8 @@ class GrammarMatcher:
         if not self._parser.advance(data):
             return False
         self._history.append(len(data))
+        if self._accepted is not None:
+            self._accepted += data
         return True
 
     def rollback(self, num_tokens: int = 1) -> None:
@@ -200,6 +239,8 @@ class GrammarMatcher:
                 self._stop_accepted = False
             else:
                 self._parser.rollback(step)
+                if self._accepted is not None:
+                    del self._accepted[len(self._accepted) - step:]
         self._enforce_pending = False
 
     # ---- masks --------------------------------------------------------------------------
@@ -314,6 +355,81 @@ class GrammarMatcher:
             row[n:] = 0
         return not full
 
+    def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens, token_bitmask,
+                            time_threshold: float = -1.0, temperatures=None) -> bool:
+        """Masks for every node of a speculative-decoding draft tree, as xgrammar 0.2.8 fills them.
+
+        Node 0 is the current state (its draft token is not read). Node i's children are
+        `retrieve_next_token[i]` and that child's chain of `retrieve_next_sibling`. A child whose
+        draft token the state of its parent accepts gets, in row c of `token_bitmask`, the mask
+        after that token, and its own children are visited; a rejected child gets an all-zero row
+        and its subtree is left unwritten; a node where the matcher has terminated (after a stop
+        token, or at a complete input with terminate_without_stop_token) gets an all-zero row and
+        its subtree is left unwritten. The matcher ends in the state it started in.
+        `temperatures` (float32, one per node), when given, gets -1 everywhere except the visited,
+        unterminated nodes' `temperature` (where one is set). Returns False when `time_threshold`
+        seconds (> 0) ran out before the tree was done."""
+        nxt, sib, tokens = (_int64_vector(a, name) for a, name in ((retrieve_next_token, "retrieve_next_token"),
+                                                                    (retrieve_next_sibling, "retrieve_next_sibling"),
+                                                                    (draft_tokens, "draft_tokens")))
+        n = len(tokens)
+        if len(nxt) != n or len(sib) != n or n == 0:
+            raise ValueError(f"the draft tree's three index arrays must have the same length > 0, got "
+                             f"{len(nxt)}, {len(sib)}, {len(tokens)}")
+        shape = tuple(token_bitmask.shape)
+        if len(shape) != 2 or shape[0] < n or shape[1] != len(self._words):
+            raise ValueError(f"token_bitmask must have shape ({n}, {len(self._words)}), got {shape}")
+        temps = None
+        if temperatures is not None:
+            temps = temperatures.numpy() if hasattr(temperatures, "numpy") else np.asarray(temperatures)
+            if temps.ndim != 1 or len(temps) < n:
+                raise ValueError(f"temperatures must be 1-D with at least {n} entries, got shape {temps.shape}")
+            temps[:n] = -1.0
+        start, depth0 = time.perf_counter(), len(self._history)
+        seen = np.zeros(n, dtype=np.bool_)
+
+        def fill(node: int) -> bool:
+            """Row `node` and its temperature; False (a zero row) where the matcher has terminated."""
+            seen[node] = True
+            if self.is_terminated():
+                bitmask_row_view(token_bitmask, node, self._vocab_size)[:] = 0
+                return False
+            self.fill_next_token_bitmask(token_bitmask, node)
+            temperature = self.temperature if temps is not None else None
+            if temperature is not None:
+                temps[node] = temperature
+            return True
+
+        def child(c: int) -> int:
+            if not -1 <= c < n:
+                raise ValueError(f"draft tree index {c} is outside [-1, {n})")
+            return c
+
+        try:
+            stack = [child(int(nxt[0])) if fill(0) else -1]  # per depth: the next child to try (-1: none left)
+            while stack:
+                c = stack[-1]
+                if c < 0:
+                    stack.pop()
+                    if stack:  # back to the parent's depth: undo the parent's token, go on to its sibling
+                        self.rollback(1)
+                        stack[-1] = child(int(sib[stack[-1]]))
+                    continue
+                if 0 < time_threshold < time.perf_counter() - start:
+                    return False
+                if seen[c]:
+                    raise ValueError(f"the draft tree reaches node {c} twice")
+                if self.accept_token(int(tokens[c])):
+                    stack.append(child(int(nxt[c])) if fill(c) else -1)
+                else:
+                    seen[c] = True
+                    bitmask_row_view(token_bitmask, c, self._vocab_size)[:] = 0
+                    stack[-1] = child(int(sib[c]))
+            return True
+        finally:
+            if len(self._history) > depth0:
+                self.rollback(len(self._history) - depth0)
+
     def find_jump_forward_string(self) -> str:
         """The longest string forced by the grammar from here (xgrammar's rule, see above)."""
         if self._stop_accepted:
@@ -344,6 +460,29 @@ class GrammarMatcher:
 
     def _debug_items(self) -> str:
         return self._parser.format_set()
+
+
+def _float32_temperature(value) -> Optional[float]:
+    """`default_temperature` as xgrammar keeps it: None, or a finite float32 >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"default_temperature must be a number or None, got {type(value).__name__}")
+    with np.errstate(over="ignore"):
+        out = float(np.float32(value))
+    if not (np.isfinite(out) and out >= 0):
+        raise MatcherError(f"default_temperature must be a finite non-negative float32, got {value!r}")
+    return out
+
+
+def _int64_vector(values, name: str) -> np.ndarray:
+    """A 1-D int64 numpy copy of a torch tensor, an array or a list."""
+    if hasattr(values, "detach"):
+        values = values.detach().cpu().numpy()
+    out = np.asarray(values)
+    if out.ndim != 1 or (out.size and not np.issubdtype(out.dtype, np.integer)):
+        raise ValueError(f"{name} must be a 1-D integer tensor, got shape {out.shape} and dtype {out.dtype}")
+    return out.astype(np.int64, copy=False)
 
 
 def _single_forced_byte(parser: EarleyParser) -> Optional[int]:
@@ -402,3 +541,21 @@ def _sorted_regular_tokens(vocab, is_stop: np.ndarray) -> tuple[np.ndarray, np.n
             n += 1
         lcp[j] = n
     return ids, lcp
+
+
+def __getattr__(name: str):
+    """The names xgrammar 0.2.8's `xgrammar.matcher` module also holds (batch matching and the
+    bitmask helpers), resolved on first use: they import this module themselves."""
+    if name == "BatchGrammarMatcher":
+        from .batch_matcher import BatchGrammarMatcher
+
+        return BatchGrammarMatcher
+    if name in ("allocate_token_bitmask", "get_bitmask_shape", "reset_token_bitmask"):
+        from . import bitmask
+
+        return getattr(bitmask, name)
+    if name == "apply_token_bitmask_inplace":
+        from .apply_mask import apply_token_bitmask_inplace
+
+        return apply_token_bitmask_inplace
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,11 +28,10 @@ xgrammar quirks mirrored here (so that both engines see the same bytes):
 
 Departures from xgrammar, all raising `TokenizerError` where xgrammar is silent: a stop id
 outside ``[0, len(encoded_vocab))`` (xgrammar drops it; a padding id stays special).
-`from_huggingface*` make added *special* tokens empty (hence special, or stop), so that they
-are never allowed as text; xgrammar keeps their text and allows them like any other token.
 
-Left out: xgrammar's `serialize_json`/`deserialize_json`, slow (SentencePiece, tiktoken)
-Hugging Face tokenizers, and downloading anything.
+Elsewhere: loading from Hugging Face tokenizers (`from_huggingface`, `from_huggingface_file`,
+`_detect_metadata_from_hf`) is `xg2ref.tokenizer_hf`; `serialize_json`/`deserialize_json` is
+`xg2ref.tokenizer_json`. Left out: downloading anything.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ import numpy as np
 from .exceptions import TokenizerError
 
 __all__ = ["VocabType", "TokenizerInfo", "VocabArrays", "decode_token", "DETECTION_STOP_TOKENS",
-           "HF_STOP_TOKEN_NAMES", "QUICKTOK_STOP_TOKENS"]
+           "HF_STOP_TOKEN_NAMES", "QUICKTOK_STOP_TOKENS", "SERIALIZATION_VERSION"]
 
 
 class VocabType(enum.IntEnum):
@@ -58,6 +57,9 @@ class VocabType(enum.IntEnum):
     BYTE_FALLBACK = 1  # SentencePiece: "<0x1B>" is byte 0x1B, "▁" is a space
     BYTE_LEVEL = 2  # GPT-2: one printable character per byte ("Ġ" is a space)
 
+
+# xgrammar 0.2.8's `get_serialization_version()`: `serialize_json` writes its layout under it.
+SERIALIZATION_VERSION = "v16"
 
 # xgrammar 0.2.8's list for stop-token auto-detection (matched against decoded bytes).
 DETECTION_STOP_TOKENS = frozenset(s.encode() for s in (
@@ -328,11 +330,44 @@ class TokenizerInfo:
         """Rebuild from an encoded vocabulary and `dump_metadata()`'s JSON."""
         try:
             meta = json.loads(metadata)
-            keywords = dict(vocab_type=meta["vocab_type"], vocab_size=meta["vocab_size"],
-                            stop_token_ids=meta["stop_token_ids"], add_prefix_space=meta["add_prefix_space"])
-        except (ValueError, KeyError, TypeError) as err:
-            raise TokenizerError(f"invalid tokenizer metadata {metadata!r}: {err!r}") from None
-        return TokenizerInfo(encoded_vocab, **keywords)
+        except (TypeError, ValueError, RecursionError) as err:
+            raise TokenizerError(f"invalid tokenizer metadata {metadata!r}: {err}") from None
+        from .tokenizer_json import is_json_kind
+
+        kinds = {"vocab_type": "an integer", "vocab_size": "an integer", "add_prefix_space": "a boolean",
+                 "stop_token_ids": "a list of integers"}
+        for key, kind in kinds.items():
+            if not isinstance(meta, dict) or not is_json_kind(meta.get(key), kind):
+                raise TokenizerError(f"invalid tokenizer metadata {metadata!r}: {key!r} must be {kind}")
+        return TokenizerInfo(encoded_vocab, meta["vocab_type"], vocab_size=meta["vocab_size"],
+                             stop_token_ids=meta["stop_token_ids"], add_prefix_space=meta["add_prefix_space"])
+
+    def serialize_json(self) -> str:
+        """The whole tokenizer info as JSON, in xgrammar 0.2.8's layout and version.
+
+        Fields: vocab_type, vocab_size, add_prefix_space, stop_token_ids, special_token_ids,
+        decoded_vocab (each byte as the character of that code point: b"\\xe6" is "\\u00e6"),
+        sorted_decoded_vocab ([id, token] of the regular tokens, sorted by bytes),
+        trie_subtree_nodes_range, xg2ref's optional "name", and "__VERSION__". For the same
+        vocabulary the text equals xgrammar's `serialize_json()` (without "name"), and each
+        library's `deserialize_json` reads the other's.
+        """
+        from .tokenizer_json import serialize
+
+        return serialize(self)
+
+    @staticmethod
+    def deserialize_json(json_string: str) -> "TokenizerInfo":
+        """Read `serialize_json()`'s text (xg2ref's or xgrammar 0.2.8's).
+
+        Raises `InvalidJSONError` when the text is not JSON, `DeserializeVersionError` when
+        "__VERSION__" is missing or not `SERIALIZATION_VERSION`, and `DeserializeFormatError`
+        when a field is missing, unknown, of the wrong type, or disagrees with what the other
+        fields imply (the special ids, the sorted vocabulary and its trie ranges are checked).
+        """
+        from .tokenizer_json import deserialize
+
+        return deserialize(json_string)
 
     def __repr__(self) -> str:
         label = f"name={self._name!r}, " if self._name else ""
@@ -401,40 +436,33 @@ class TokenizerInfo:
         tokens named as in `HF_STOP_TOKEN_NAMES` (or, when there are none, any token so named)
         are the stop tokens: pass the model's eos ids to be exact.
         """
-        try:
-            with open(path, "rb") as f:
-                obj = json.load(f)
-        except FileNotFoundError:
-            raise TokenizerError(f"tokenizer file not found: {os.fspath(path)}") from None
-        except (OSError, ValueError) as err:
-            raise TokenizerError(f"cannot read tokenizer file {os.fspath(path)}: {err}") from None
-        return _info_from_hf_json(obj, source=os.fspath(path), vocab_size=vocab_size,
-                                  stop_token_ids=stop_token_ids)
+        from .tokenizer_hf import from_huggingface_file
+
+        return from_huggingface_file(path, vocab_size=vocab_size, stop_token_ids=stop_token_ids)
 
     @staticmethod
     def from_huggingface(tokenizer: Any, *, vocab_size: Optional[int] = None,
                          stop_token_ids: Union[None, int, Sequence[int]] = None) -> "TokenizerInfo":
-        """From a transformers `PreTrainedTokenizerFast` (or a `tokenizers.Tokenizer`).
+        """From a Hugging Face tokenizer, as xgrammar 0.2.8 builds it (`xg2ref.tokenizer_hf`).
 
-        Reads the backend tokenizer's JSON like `from_huggingface_file`; the vocabulary is the
-        tokenizer's `get_vocab()` and the stop token defaults to its `eos_token_id`, as in
-        xgrammar. Slow (SentencePiece, tiktoken) tokenizers are not supported.
+        Takes a transformers fast tokenizer, a tiktoken- or SentencePiece-based slow tokenizer,
+        or a `tokenizers.Tokenizer`. The vocabulary is `tokenizer.get_vocab()`, every token
+        keeping its text (added special tokens included); `vocab_size` pads or cuts it to the
+        model's size; the stop token defaults to the tokenizer's `eos_token_id`.
         """
-        backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
-        if not hasattr(backend, "to_str") or not hasattr(tokenizer, "get_vocab"):
-            raise TokenizerError(f"from_huggingface needs a fast tokenizer (transformers "
-                                 f"PreTrainedTokenizerFast or tokenizers.Tokenizer), got "
-                                 f"{type(tokenizer).__name__}")
-        try:
-            obj = json.loads(backend.to_str())
-        except ValueError as err:
-            raise TokenizerError(f"the backend tokenizer's JSON is invalid: {err}") from None
-        vocab = dict(tokenizer.get_vocab())
-        special = frozenset(int(i) for i in getattr(tokenizer, "all_special_ids", ()))
-        return _info_from_hf_json(obj, source=str(getattr(tokenizer, "name_or_path", "") or "huggingface"),
-                                  vocab_size=vocab_size, stop_token_ids=stop_token_ids, vocab=vocab,
-                                  extra_special=special, tokenizer=tokenizer,
-                                  eos_token_id=getattr(tokenizer, "eos_token_id", None))
+        from .tokenizer_hf import from_huggingface
+
+        return from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=stop_token_ids)
+
+    @staticmethod
+    def _detect_metadata_from_hf(backend_str: Any) -> dict:
+        """{"vocab_type": VocabType, "add_prefix_space": bool} read off a backend tokenizer's JSON.
+
+        `backend_str` is `tokenizer.backend_tokenizer.to_str()` (or the tokenizer itself).
+        """
+        from .tokenizer_hf import detect_metadata_from_hf
+
+        return detect_metadata_from_hf(backend_str)
 
 
 def _vocab_type(value: Any) -> VocabType:
@@ -487,122 +515,3 @@ def _load_quicktok(name: str) -> tuple:
     _QUICKTOK_VOCABS[name] = (decoded, stops)
     return decoded, stops
 
-
-# ---- Hugging Face tokenizer.json ------------------------------------------------------------
-
-def _components(obj: Any, key: str, list_key: str) -> list:
-    """The component objects under obj[key], flattening one `Sequence` level."""
-    part = obj.get(key) if isinstance(obj, dict) else None
-    if not isinstance(part, dict):
-        return []
-    if part.get("type") == "Sequence":
-        return [p for p in part.get(list_key) or [] if isinstance(p, dict)]
-    return [part]
-
-
-def _detect_vocab_type(obj: dict, vocab: dict) -> tuple:
-    """(vocab type, whether the vocabulary overrode the decoder), as xgrammar 0.2.8 detects it.
-
-    The decoder (ByteLevel / ByteFallback, possibly inside a Sequence) decides, unless the
-    vocabulary itself is clear evidence of another type. When tokenizer.json has no decoder at
-    all (where xgrammar warns and takes RAW), a ByteLevel pre-tokenizer or model.byte_fallback
-    decides instead.
-    """
-    by_decoder = VocabType.RAW
-    for d in _components(obj, "decoder", "decoders"):
-        if d.get("type") in ("ByteLevel", "ByteFallback"):
-            by_decoder = VocabType.BYTE_LEVEL if d["type"] == "ByteLevel" else VocabType.BYTE_FALLBACK
-            break
-    by_vocab = _vocab_type_from_vocab(vocab)
-    if by_vocab is not None:
-        return by_vocab, by_vocab != by_decoder
-    if not isinstance(obj.get("decoder"), dict):
-        if any(p.get("type") == "ByteLevel" for p in _components(obj, "pre_tokenizer", "pretokenizers")):
-            return VocabType.BYTE_LEVEL, False
-        if (obj.get("model") or {}).get("byte_fallback"):
-            return VocabType.BYTE_FALLBACK, False
-    return by_decoder, False
-
-
-def _vocab_type_from_vocab(vocab: dict) -> Optional[VocabType]:
-    """xgrammar's `_detect_vocab_type_from_vocab`: the 256 <0xHH> pieces, or the GPT-2 alphabet."""
-    if sum(f"<0x{b:02X}>" in vocab for b in range(256)) >= 128:
-        return VocabType.BYTE_FALLBACK
-    if sum(c in vocab for c in _BYTE_LEVEL_CHARSET) < 128:
-        return None
-    in_charset = sum(_BYTE_LEVEL_CHARSET.issuperset(t) for t in vocab)
-    return VocabType.BYTE_LEVEL if in_charset >= 0.99 * len(vocab) else None
-
-
-def _detect_add_prefix_space(obj: dict) -> bool:
-    """xgrammar's rule: a Prepend("▁") normalizer, or a Metaspace pre-tokenizer that prepends."""
-    if any(n.get("type") == "Prepend" and n.get("prepend") == "\u2581"
-           for n in _components(obj, "normalizer", "normalizers")):
-        return True
-    pre = obj.get("pre_tokenizer")
-    return (isinstance(pre, dict) and pre.get("type") == "Metaspace"
-            and pre.get("prepend_scheme") in ("always", "first"))
-
-
-def _model_vocab(obj: dict, source: str) -> dict:
-    model = obj.get("model")
-    if not isinstance(model, dict):
-        raise TokenizerError(f"{source}: tokenizer.json has no model object")
-    kind = model.get("type") or ("BPE" if "merges" in model else "unknown")
-    if kind == "BPE" and isinstance(model.get("vocab"), dict):
-        return dict(model["vocab"])
-    if kind == "Unigram" and model.get("byte_fallback") and isinstance(model.get("vocab"), list):
-        return {piece[0]: i for i, piece in enumerate(model["vocab"])}
-    detail = " without byte_fallback" if kind == "Unigram" else ""
-    raise TokenizerError(f"{source}: the {kind} model{detail} is not supported: its tokens cannot be "
-                         "decoded to bytes (supported: BPE, byte-level, byte-fallback or raw; Unigram "
-                         "with byte_fallback)")
-
-
-def _info_from_hf_json(obj: Any, *, source: str, vocab_size: Optional[int],
-                       stop_token_ids: Union[None, int, Sequence[int]], vocab: Optional[dict] = None,
-                       extra_special: frozenset = frozenset(), tokenizer: Any = None,
-                       eos_token_id: Optional[int] = None) -> TokenizerInfo:
-    if not isinstance(obj, dict):
-        raise TokenizerError(f"{source}: tokenizer.json must hold a JSON object")
-    added = [a for a in obj.get("added_tokens") or [] if isinstance(a, dict) and "id" in a]
-    if vocab is None:
-        vocab = _model_vocab(obj, source)
-        vocab.update({a["content"]: int(a["id"]) for a in added if isinstance(a.get("content"), str)})
-    if isinstance(stop_token_ids, list) and not stop_token_ids:
-        raise TokenizerError("stop_token_ids cannot be empty")
-    vtype, overridden = _detect_vocab_type(obj, vocab)
-    add_prefix_space = _detect_add_prefix_space(obj)
-    if tokenizer is not None and overridden:
-        add_prefix_space = _prefix_space_by_encoding(tokenizer, vtype)
-    size = vocab_size or (max(len(vocab), max(vocab.values()) + 1) if vocab else 0)
-    encoded: list = [""] * size
-    for token, idx in vocab.items():
-        if 0 <= idx < size:
-            encoded[idx] = token
-    special = sorted(i for i in {int(a["id"]) for a in added if a.get("special")} | set(extra_special)
-                     if 0 <= i < size)
-    if stop_token_ids is None and eos_token_id is not None and 0 <= eos_token_id < size:
-        stop_token_ids = [eos_token_id]
-    if stop_token_ids is None:  # named special tokens first: "</s>" may also be plain text
-        def named(ids):
-            return [i for i in ids
-                    if encoded[i].startswith("<") and decode_token(encoded[i], vtype) in HF_STOP_TOKEN_NAMES]
-        stop_token_ids = named(special) or named(range(size)) or None
-    for i in special:
-        encoded[i] = ""
-    info = TokenizerInfo(encoded, vtype, vocab_size=size, stop_token_ids=stop_token_ids,
-                         add_prefix_space=add_prefix_space)
-    info._name = source
-    return info
-
-
-def _prefix_space_by_encoding(tokenizer: Any, vtype: VocabType) -> bool:
-    """xgrammar's fallback when the vocabulary overrides the decoder: encode "a" and look."""
-    try:
-        tokens = tokenizer.convert_ids_to_tokens(tokenizer.encode("a", add_special_tokens=False))
-    except (AttributeError, TypeError, ValueError):
-        return False
-    if not tokens or not tokens[0]:
-        return False
-    return tokens[0].startswith("\u2581" if vtype == VocabType.BYTE_FALLBACK else "\u0120")

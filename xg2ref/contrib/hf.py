@@ -8,7 +8,10 @@ At each step transformers calls the processor with the tokens so far and the nex
     every call                 |-  the unfinished rows' masks are filled (BatchGrammarMatcher)
                                    and applied to the scores (apply_token_bitmask_inplace)
 
-A row whose matcher has terminated is left unmasked: transformers pads it. One processor serves
+A row whose matcher has terminated keeps the last mask it was given (its stop token stays
+allowed; transformers pads the row anyway), as xgrammar's processor does. A sampled token the
+grammar rejects raises `TokenRejectedError`, a RuntimeError that is also the AssertionError
+xgrammar's processor raises there. One processor serves
 one `generate()` call (it keeps the matchers of that call), with sampling or greedy search: beam
 search, several return sequences per prompt and assisted decoding reorder or fork rows, which
 one matcher per row does not follow. `mask_seconds` is the host time the processor spent on
@@ -29,6 +32,11 @@ from ..batch_matcher import BatchGrammarMatcher
 from ..bitmask import allocate_token_bitmask
 from ..compiler import CompiledGrammar
 from ..matcher import GrammarMatcher
+
+
+class TokenRejectedError(RuntimeError, AssertionError):
+    """The grammar rejected a token `generate()` sampled (rows reordered or forked, or scores
+    changed after the processor ran)."""
 
 
 class LogitsProcessor(transformers.LogitsProcessor):
@@ -66,17 +74,18 @@ class LogitsProcessor(transformers.LogitsProcessor):
             accepted = self._batch.batch_accept_token([self.matchers[k] for k in live], [last[k] for k in live])
             if not all(accepted):
                 bad = [live[j] for j, ok in enumerate(accepted) if not ok]
-                raise RuntimeError(f"the grammar rejected the token sampled for rows {bad}: rows were reordered or "
+                raise TokenRejectedError(f"the grammar rejected the token sampled for rows {bad}: rows were reordered or "
                                    "forked (beam search, num_return_sequences > 1, assisted decoding: not "
                                    "supported), or the scores changed after this processor ran")
             live = [k for k in live if not self.matchers[k].is_terminated()]
         self.prefilled = True
         if live:
             self._batch.batch_fill_next_token_bitmask([self.matchers[k] for k in live], self.token_bitmask, live)
-            on_device = self.token_bitmask.to(scores.device, non_blocking=True)
-            covered = min(scores.shape[-1], 32 * self.token_bitmask.shape[-1])
-            apply_token_bitmask_inplace(scores, on_device, vocab_size=covered, indices=live)
-            if scores.shape[-1] > covered:  # a padded model vocabulary: ids past the tokenizer's
-                scores[live, covered:] = float("-inf")
+        # every row, the finished ones with the last mask they were given
+        on_device = self.token_bitmask.to(scores.device, non_blocking=True)
+        covered = min(scores.shape[-1], 32 * self.token_bitmask.shape[-1])
+        apply_token_bitmask_inplace(scores, on_device, vocab_size=covered)
+        if scores.shape[-1] > covered:  # a padded model vocabulary: ids past the tokenizer's
+            scores[:, covered:] = float("-inf")
         self.mask_seconds += time.perf_counter() - start
         return scores

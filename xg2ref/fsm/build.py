@@ -203,6 +203,8 @@ class GrammarFSMs:
     max_tokens: tuple[int, ...] = ()  # per rule, -1 for none (empty: no rule has a token budget)
     max_chars: tuple[int, ...] = ()  # per rule, -1 for none (empty: no rule has a character budget)
     repeats: tuple = ()  # per rule, (lo, hi) of a counted repetition or None (empty: no rule is one)
+    captures: tuple = ()  # per rule, its `capture` label or None (empty: no rule captures)
+    temperatures: tuple = ()  # per rule, its `temperature` as a float32 value or None (empty: none has one)
 
     @property
     def num_states(self) -> int:
@@ -226,7 +228,7 @@ class GrammarFSMs:
             rule_edges = set(f.rule_edges) | {(q, r, d) for q in f.finals for r, d in starts_r}
             fsms.append(FSM(f.num_states, f.start, f.finals, tuple(sorted(byte_edges)), tuple(sorted(rule_edges))))
         return GrammarFSMs(self.rule_names, tuple(fsms), self.root, self.nullable, self.productive, self.token_sets,
-                           self.max_tokens, self.max_chars, self.repeats)
+                           self.max_tokens, self.max_chars, self.repeats, self.captures, self.temperatures)
 
     def state_offsets(self) -> np.ndarray:
         """offsets[r] = global number of rule r's state 0."""
@@ -301,8 +303,10 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
     for r, rule in enumerate(ir.rules):
         body = rule.body.body if repeats[r] else rule.body
         # a rule with a token budget keeps its tail self-calls: each call is a new occurrence with
-        # its own deadline (kernels/earley.py), which a loop would not give
-        loops = rule.option("max_tokens") is None and rule.option("max_chars") is None and not repeats[r]
+        # its own deadline (kernels/earley.py), which a loop would not give; so does a captured
+        # rule, whose every occurrence is a capture (xg2ref/rule_options.py)
+        loops = (rule.option("max_tokens") is None and rule.option("max_chars") is None and not repeats[r]
+                 and rule.option("capture") is None)
         if shapes is None:
             fsm = rule_fsm(body, rule_ids, rule.name, token_sets)
             fsms.append(fsm.with_tail_calls_as_loops(r) if loops else fsm)
@@ -334,10 +338,22 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
     nullable = _nullable_rules(fsms, repeats)
     budgets = tuple(int(rule.option("max_tokens", -1)) for rule in ir.rules)
     char_budgets = tuple(int(rule.option("max_chars", -1)) for rule in ir.rules)
+    captures, temperatures = rule_option_tables(ir)
     return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive), tuple(token_sets),
                        budgets if any(b >= 0 for b in budgets) else (),
                        char_budgets if any(b >= 0 for b in char_budgets) else (),
-                       repeats if any(repeats) else ())
+                       repeats if any(repeats) else (), captures, temperatures)
+
+
+def rule_option_tables(ir: GrammarIR) -> tuple[tuple, tuple]:
+    """Per rule of `ir`, its capture label (a bare `capture` is labelled with the rule's name)
+    and its temperature rounded to float32 (as xgrammar keeps it), None where the rule has none;
+    each is () when no rule has the option, so grammars without them carry nothing."""
+    captures = tuple(None if r.option("capture") is None else (r.option("capture") or r.name) for r in ir.rules)
+    temperatures = tuple(None if r.option("temperature") is None
+                         else float(np.float32(r.option("temperature"))) for r in ir.rules)
+    return (captures if any(c is not None for c in captures) else (),
+            temperatures if any(t is not None for t in temperatures) else ())
 
 
 def _productive_rules(fsms: list[FSM], repeats: tuple = ()) -> list[bool]:

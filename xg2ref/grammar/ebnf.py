@@ -28,14 +28,15 @@ Limits (GrammarLimitError): `MAX_GRAMMAR_CHARS` characters of text, `MAX_RULES` 
 
 Intrinsics are parsed as calls, `Name(value, ..., key=value)` with values that are strings,
 integers, `true`/`false`, rule names or parenthesized tuples. `Regex(...)` becomes the IR of
-its pattern (xg2ref/grammar/regex.py).
+its pattern, read in xgrammar's intrinsic dialect (xg2ref/grammar/regex_intrinsic.py).
 
 `TagDispatch(...)` becomes a `TagDispatch` node (xg2ref/grammar/tag_dispatch.py).
 
 `Substring(...)` becomes the choice of its runs of whole chunks; `Token(...)` and
 `ExcludeToken(...)` become `TokenSet` nodes and `TokenTagDispatch(...)` their loop
 (xg2ref/grammar/intrinsics.py). Rule options `name[max_tokens=3, lazy] ::=` are parsed into
-`Rule.options` (same module).
+`Rule.options` (same module); a lazy rule's body must be regular (xg2ref/grammar/lazy.py,
+checked here, lowered when the grammar is compiled).
 
 What it leaves out: escapes beyond U+10FFFF are rejected (xgrammar wraps them around).
 """
@@ -371,7 +372,12 @@ class _Builder:
         for ref in sorted(self.references, key=lambda t: t.start_pos):
             if ref not in seen:
                 raise _Located(f'Rule "{ref}" is not defined', ref.start_pos)
-        return GrammarIR(tuple(rules), root_rule_name)
+        ir = GrammarIR(tuple(rules), root_rule_name)
+        for rule, name_token in values[id(tree)]:
+            problem = lazy_rule_problem(ir, rule.name) if rule.option("lazy") else None
+            if problem:
+                raise _Located(problem, name_token.start_pos)
+        return ir
 
     def start(self, *rules):
         return rules
@@ -380,7 +386,7 @@ class _Builder:
         options: tuple = ()
         if name.type == "RULE_OPTIONS":
             bracket = name.index("[")
-            options = parse_rule_options(self.source, name.start_pos + bracket + 1, name.end_pos - 1)
+            options = parse_rule_options(self.source, name.start_pos + bracket + 1, name.end_pos - 1, name[:bracket])
             name = Token("RULE_NAME", name[:bracket], start_pos=name.start_pos)
         return Rule(str(name), body, lookahead, options), name
 
@@ -561,3 +567,4 @@ def _translate(err: UnexpectedInput, source: str) -> _Located:
 
 # the intrinsics module raises this module's _Located: imported once everything above exists
 from .intrinsics import INTRINSIC_BUILDERS, Value as _Value, parse_rule_options  # noqa: E402
+from .lazy import lazy_rule_problem  # noqa: E402

@@ -8,7 +8,8 @@ Equality and hashing walk the IR iteratively (a pre-order list of node signature
 a tree), so grammars nested as deep as the parser allows still compare; the IR dataclasses'
 own `==` recurses and stops a few hundred levels down.
 
-What it leaves out: `from_structural_tag`, union/concat, and serialization.
+`union` and `concat` rename each grammar's rules apart under a new root; `serialize_json`
+writes the IR as versioned JSON (xg2ref/serialization.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .ebnf import parse_ebnf
-from .ir import ByteString, CharClass, Choice, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, TokenSet, walk
+from .ir import (EPSILON, ByteString, CharClass, Choice, GrammarIR, Repeat, Rule, RuleRef, Sequence, TagDispatch,
+                 TokenSet, walk)
+from .passes import map_expr
 from .printer import print_grammar
 
 BUILTIN_JSON_PATH = Path(__file__).with_name("builtin_json.ebnf")
@@ -64,15 +67,17 @@ class Grammar:
         return cls(parse_ebnf(ebnf_string, root_rule_name=root_rule_name))
 
     @classmethod
-    def from_regex(cls, regex: str, *, print_converted_ebnf: bool = False) -> "Grammar":
-        """The grammar of the strings `regex` matches as a whole (xg2ref/grammar/regex.py;
-        raises RegexError naming an unsupported construct)."""
-        from .regex import regex_to_ir
+    def from_regex(cls, regex_string: str, *, print_converted_ebnf: bool = False) -> "Grammar":
+        """The grammar of the strings `regex_string` matches as a whole, in xgrammar's regex
+        dialect: the pattern is rewritten as EBNF text and parsed (xg2ref/grammar/regex_to_ebnf.py;
+        raises RegexError naming an unsupported construct). `print_converted_ebnf` prints
+        that text."""
+        from .regex_to_ebnf import converted_regex_ir
 
-        grammar = cls(regex_to_ir(regex))
+        ir, text = converted_regex_ir(regex_string)
         if print_converted_ebnf:
-            print(grammar)
-        return grammar
+            print(f"Converted EBNF: {text}", end="")
+        return cls(ir)
 
     @classmethod
     def from_json_schema(cls, schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
@@ -104,6 +109,16 @@ class Grammar:
             structural_tag = legacy_structural_tag(structural_tag, triggers)
         return cls(structural_tag_to_ir(structural_tag))
 
+    @staticmethod
+    def from_lark(lark_string: str, *, tokenizer_info=None, named_grammars=None) -> "Grammar":
+        """The grammar of a Lark grammar text with a `start` rule, in xgrammar 0.2.8's dialect
+        (xg2ref/grammar/lark_grammar.py). `tokenizer_info` resolves named special tokens
+        (`<|eot|>`, `<[*]>`); `named_grammars` maps a name (no `@`) to the Grammar or Lark text
+        `@name` stands for. Raises LarkError (an EBNFError) naming the offending place."""
+        from .lark_grammar import lark_to_ir
+
+        return Grammar(lark_to_ir(lark_string, tokenizer_info, named_grammars))
+
     @classmethod
     def from_ir(cls, ir: GrammarIR) -> "Grammar":
         """Wrap an IR built in code (tests, passes); it is not re-validated."""
@@ -115,6 +130,32 @@ class Grammar:
         if Grammar._builtin_json is None:
             Grammar._builtin_json = cls.from_ebnf(BUILTIN_JSON_PATH.read_text(encoding="utf-8"))
         return Grammar._builtin_json
+
+    @staticmethod
+    def union(*grammars: "Grammar") -> "Grammar":
+        """The grammar of the strings any of `grammars` matches (`root ::= root_1 | root_2 ...`,
+        each grammar's rules renamed apart: see `_combined`)."""
+        return _combined(grammars, Choice, "union")
+
+    @staticmethod
+    def concat(*grammars: "Grammar") -> "Grammar":
+        """The grammar of the concatenations of one string of each of `grammars`, in order
+        (`root ::= root_1 root_2 ...`)."""
+        return _combined(grammars, Sequence, "concat")
+
+    def serialize_json(self) -> str:
+        """The grammar as versioned JSON text (xg2ref/serialization.py)."""
+        from ..serialization import serialize_grammar
+
+        return serialize_grammar(self)
+
+    @staticmethod
+    def deserialize_json(json_string: str) -> "Grammar":
+        """The grammar `serialize_json` wrote. Raises InvalidJSONError (not JSON),
+        DeserializeVersionError (no or another `__VERSION__`) or DeserializeFormatError."""
+        from ..serialization import deserialize_grammar
+
+        return deserialize_grammar(json_string)
 
     @property
     def root_rule_name(self) -> str:
@@ -139,6 +180,44 @@ class Grammar:
         if self._signature is None:
             self._signature = ir_signature(self.ir)
         return self._signature
+
+
+def _combined(grammars: tuple, node, what: str) -> Grammar:
+    """A root over the roots of `grammars` (a Choice for union, a Sequence for concat), with
+    every grammar's rules renamed apart. Names are kept when free; a taken name `n` becomes the
+    first free `n_1`, `n_2`, ... ("root" is taken by the new root, so roots become `root_k`).
+    xgrammar 0.2.8 names them the same way."""
+    for g in grammars:
+        if not isinstance(g, Grammar):
+            raise TypeError(f"Grammar.{what} takes Grammars, got {type(g).__name__}")
+    used = {"root"}
+    rules, roots = [], []
+    for g in grammars:
+        ir = g.ir
+        rename = {}
+        for rule in ir.rules:
+            name, k = rule.name, 0
+            while name in used:
+                k += 1
+                name = f"{rule.name}_{k}"
+            used.add(name)
+            rename[rule.name] = name
+
+        def fn(n, rename=rename):
+            if isinstance(n, RuleRef):
+                return RuleRef(rename[n.name])
+            if isinstance(n, TagDispatch):
+                return TagDispatch(tuple((t, rename[r]) for t, r in n.tags), n.loop, n.excludes)
+            return n
+        for rule in ir.rules:
+            rules.append(Rule(rename[rule.name], map_expr(rule.body, fn),
+                              None if rule.lookahead is None else map_expr(rule.lookahead, fn), rule.options))
+        roots.append(RuleRef(rename[ir.root]))
+    if not roots:
+        body = EPSILON
+    else:
+        body = roots[0] if len(roots) == 1 else node(tuple(roots))
+    return Grammar(GrammarIR((Rule("root", body),) + tuple(rules), root="root"))
 
 
 def ir_signature(ir: GrammarIR) -> tuple:

@@ -18,6 +18,7 @@ What it leaves out: the printer-internal capture options (`capture_hidden_*`, `s
 from __future__ import annotations
 
 import re
+import struct
 from typing import Optional
 
 from lark import Token
@@ -42,21 +43,22 @@ class Value:
 
 
 def substring(builder, name: Token, positional: list, named: dict) -> Expr:
-    """`Substring("chunk", ...)`: any run of consecutive whole chunks, the empty one too.
+    """`Substring("chunk", ...)`: any run of consecutive whole chunks, the empty one too;
+    `Substring()` with no chunks matches only the empty string (as in xgrammar 0.2.8).
 
         S_i = chunk_i | chunk_i S_i+1         Substring = "" | S_0 | S_1 | ... | S_n-1
     """
     if named:
         raise _Located(f"Substring takes no named arguments, got {next(iter(named))}", name.start_pos)
-    if not positional or any(v.kind != "string" for v in positional):
-        raise _Located("Substring takes one or more string arguments (the chunks)", name.start_pos)
+    if any(v.kind != "string" for v in positional):
+        raise _Located("Substring takes string arguments (the chunks)", name.start_pos)
     chunks = [ByteString(v.value.encode("utf-8", "surrogatepass")) for v in positional]
     runs: list[Expr] = []
     tail: Optional[Expr] = None
     for chunk in reversed(chunks):
         tail = chunk if tail is None else Sequence((chunk, Repeat(tail, 0, 1)))
         runs.append(tail)
-    return Choice((EPSILON, *reversed(runs)))
+    return Choice((EPSILON, *reversed(runs))) if runs else EPSILON
 
 
 def tag_dispatch(builder, name: Token, positional: list, named: dict) -> Expr:
@@ -90,8 +92,11 @@ def tag_dispatch(builder, name: Token, positional: list, named: dict) -> Expr:
 
 
 def regex(builder, name: Token, positional: list, named: dict) -> Expr:
-    """`Regex("pattern", json_string=false, flags="")`: the pattern's language, inline."""
-    from .regex import RegexError, regex_to_expr
+    """`Regex("pattern", json_string=false, flags="")`: the pattern's language, inline, read in
+    xgrammar's intrinsic dialect (xg2ref/grammar/regex_intrinsic.py). Giving `flags` at all,
+    even `flags=""`, keeps `.` off the line feed unless it holds `s`."""
+    from .regex import RegexError
+    from .regex_intrinsic import intrinsic_regex_to_expr
 
     if len(positional) != 1 or positional[0].kind != "string":
         raise _Located("Regex takes exactly one positional argument, the pattern string", name.start_pos)
@@ -99,13 +104,14 @@ def regex(builder, name: Token, positional: list, named: dict) -> Expr:
     if unknown:
         raise _Located(f"Regex: unknown argument {unknown[0]} (json_string, flags)", named[unknown[0]].pos)
     json_string = named.get("json_string", Value("boolean", False, -1))
-    flags = named.get("flags", Value("string", "", -1))
+    flags = named.get("flags")
     if json_string.kind != "boolean":
         raise _Located("Regex: json_string must be true or false", json_string.pos)
-    if flags.kind != "string":
+    if flags is not None and flags.kind != "string":
         raise _Located("Regex: flags must be a string", flags.pos)
     try:
-        return regex_to_expr(positional[0].value, json_string=json_string.value, flags=flags.value)
+        return intrinsic_regex_to_expr(positional[0].value, json_string=json_string.value,
+                                       flags=None if flags is None else flags.value)
     except RegexError as err:
         raise _Located(f"Regex: {err.message}" + (f" (pattern offset {err.pos})" if err.pos >= 0 else ""),
                        positional[0].pos) from None
@@ -185,8 +191,9 @@ INTRINSIC_BUILDERS = {"Regex": regex, "TagDispatch": tag_dispatch, "Substring": 
 _OPTION = re.compile(r'\s*([A-Za-z_]+)\s*(?:=\s*("(?:[^"\\]|\\.)*"|[^,\s]+))?\s*(?:,|$)')
 
 
-def parse_rule_options(source: str, begin: int, end: int) -> tuple[tuple[str, object], ...]:
-    """The options written in source[begin:end] (between the brackets), as (key, value) pairs."""
+def parse_rule_options(source: str, begin: int, end: int, rule_name: str = "") -> tuple[tuple[str, object], ...]:
+    """The options written in source[begin:end] (between the brackets), as (key, value) pairs.
+    A bare `capture` takes `rule_name` as its label (xgrammar prints it `capture="name"`)."""
     options: dict[str, object] = {}
     pos = begin
     text = source[:end]
@@ -199,31 +206,39 @@ def parse_rule_options(source: str, begin: int, end: int) -> tuple[tuple[str, ob
             raise _Located(f"Rule option {key} is given twice", m.start(1))
         if key not in RULE_OPTIONS:
             raise _Located(f"Unknown rule option {key} ({', '.join(RULE_OPTIONS)})", m.start(1))
-        options[key] = _option_value(key, raw, m.start(2) if raw is not None else m.start(1))
+        options[key] = _option_value(key, raw, m.start(2) if raw is not None else m.start(1), rule_name)
         pos = m.end()
     return tuple(options.items())
 
 
-def _option_value(key: str, raw: Optional[str], pos: int) -> object:
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _option_value(key: str, raw: Optional[str], pos: int, rule_name: str = "") -> object:
     if key in ("max_tokens", "max_chars"):
         if raw is None or not raw.isdigit() or int(raw) > MAX_BUDGET:
             raise _Located(f"Rule option {key} takes an integer in 0..{MAX_BUDGET}", pos)
         return int(raw)
-    if key == "lazy":
-        if raw not in (None, "true", "false"):
-            raise _Located("Rule option lazy takes no value (or true/false)", pos)
-        return raw != "false"
-    if key == "capture":
+    if key == "lazy":  # committed-shortest matching: xg2ref/grammar/lazy.py
+        if raw is not None:
+            raise _Located("Rule option lazy takes no value", pos)
+        return True
+    if key == "capture":  # the label get_captures reports (xg2ref/rule_options.py)
         if raw is None:
-            return ""
-        if not (raw.startswith('"') and raw.endswith('"') and len(raw) >= 2):
-            raise _Located('Rule option capture takes a string: capture="name"', pos)
+            return rule_name
+        if not (raw.startswith('"') and raw.endswith('"') and len(raw) >= 2) or "\\" in raw:
+            raise _Located('Rule option capture takes a string without escapes: capture="name"', pos)
+        if raw == '""':
+            raise _Located("The capture name must not be empty", pos)
         return raw[1:-1]
-    if key == "temperature":
-        try:
-            value = float(raw) if raw is not None else math.nan
-        except ValueError:
-            value = math.nan
+    if key == "temperature":  # kept as the float32 xgrammar keeps (printed with 9 digits)
+        value = math.nan
+        if raw is not None and _NUMBER.fullmatch(raw):
+            try:
+                value = struct.unpack("f", struct.pack("f", float(raw)))[0]
+            except OverflowError:  # past the largest float32
+                value = math.inf
         if not math.isfinite(value) or value < 0:
             raise _Located("Rule option temperature takes a finite number >= 0", pos)
-    return value
+        return value
+    raise AssertionError(f"unhandled rule option {key}")

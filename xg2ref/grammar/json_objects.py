@@ -10,8 +10,8 @@ The members of an object, written `m_0 .. m_{n-1}` in the order of `properties` 
     R(n, f)      = the additional members (none, or one or more with separators)
 
 `sep?` is the item separator unless `first`. Each R(i, f) is a rule, so the size stays linear.
-With `any_order` the state is the set of members written so far (exact up to
-`MAX_ANY_ORDER_PROPERTIES` properties).
+With `any_order` the state is the set of members written so far, and the additional members
+may come between any two (`_any_order`; exact up to `MAX_ANY_ORDER_PROPERTIES` properties).
 
 An additional member's key is any string but the declared names (a trie of the names: at a
 node the next character either follows a name, or leaves every name behind), unless
@@ -27,7 +27,8 @@ from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
-from .json_strings import MORE_PATTERNS, pattern_languages, string_checks, string_regexes
+from .json_merge import MORE_FORMATS, MORE_PATTERNS
+from .json_strings import pattern_languages, string_checks, string_regexes
 from .regex import RegexError, complement
 from .regular import (TooLarge, automaton, bounded_length, complement_automaton, complement_of,
                       intersection_automaton, matches)
@@ -138,8 +139,8 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
         more = Repeat(seq(sep, extra), 0, None)
         return seq(extra, more) if first else more
 
-    if conv.any_order and len(declared) > 1:
-        body = _any_order(conv, serial, members, [r for _, _, r in declared], sep, tail)
+    if conv.any_order and declared and (len(declared) > 1 or extra != NOTHING):
+        body = _any_order(conv, serial, members, [r for _, _, r in declared], sep, tail, extra=extra)
     else:
         body = _member_rules(conv, serial, members, [r for _, _, r in declared], sep, tail)
     filled = seq(ByteString(b"{"), open_, body, close, ByteString(b"}"))
@@ -177,7 +178,7 @@ def _names_languages(conv, schema: dict, path: str):
     with a pattern member's key: an `enum`/`const` of names, or a `pattern`/`format`. None when
     it says nothing, or says what is not intersected here (length bounds, lookbehind...): the
     pattern members' keys then do not meet it (specs/05)."""
-    from .json_schema import ANNOTATIONS
+    from .json_merge import ANNOTATIONS
 
     names = schema.get("propertyNames")
     if names is None or names is True:
@@ -193,7 +194,7 @@ def _names_languages(conv, schema: dict, path: str):
             raise InvalidJSONError(f"{path}.propertyNames.enum: must be a list")
         strings = [ByteString(v.encode("utf-8", "surrogatepass")) for v in values if isinstance(v, str)]
         return [Choice(tuple(strings)) if len(strings) > 1 else strings[0] if strings else CharClass(())]
-    string_only = not set(names) - ANNOTATIONS - {"type", "pattern", "format", MORE_PATTERNS}
+    string_only = not set(names) - ANNOTATIONS - {"type", "pattern", "format", MORE_PATTERNS, MORE_FORMATS}
     if string_only and names.get("type", "string") == "string":
         return string_regexes(string_checks(names), f"{path}.propertyNames") or None
     return None
@@ -256,12 +257,35 @@ def _member_rules(conv, serial: int, members: list, required: list, sep: Expr, t
     return RuleRef(conv.memo[("members", serial, 0, True)])
 
 
-def _any_order(conv, serial: int, members: list, required: list, sep: Expr, tail) -> Expr:
+def _any_order(conv, serial: int, members: list, required: list, sep: Expr, tail, extra=None) -> Expr:
+    """The declared members in any order, each at most once, the required ones all: a rule per
+    set of members written so far (exact up to `MAX_ANY_ORDER_PROPERTIES` members, 2^n rules).
+
+    With `extra` (the additional and pattern members, JSON), they may come anywhere, any number
+    of times, as in xgrammar 0.2.8:
+
+        S(D)      = (sep extra)* ( sep m_i S(D + i)  for each i not in D  |  ""  when D holds the required )
+        S_first   = m_i S({i})  for each i  |  extra S({})
+
+    Without it (the XML styles), `tail(first)` follows the declared members, as in
+    `_member_rules`.
+    """
     n = len(members)
     if n > MAX_ANY_ORDER_PROPERTIES:
         raise InvalidJSONError(f"any_order supports objects of at most {MAX_ANY_ORDER_PROPERTIES} properties, "
                                f"this one has {n}")
     need = frozenset(i for i in range(n) if required[i])
+    if extra is not None:
+        def later(done: frozenset) -> Expr:
+            def build():
+                parts = [seq(sep, members[i], later(done | {i})) for i in range(n) if i not in done]
+                if need <= done:
+                    parts.append(EPSILON)
+                lead = Repeat(seq(sep, extra), 0, None) if extra != NOTHING else EPSILON
+                return seq(lead, choice(*parts))
+            return conv.rule(("any_order", serial, done), f"obj{serial}_s{sum(1 << i for i in done)}", build)
+        firsts = [seq(members[i], later(frozenset({i}))) for i in range(n)]
+        return choice(*firsts, *([seq(extra, later(frozenset()))] if extra != NOTHING else []))
 
     def state(done: frozenset) -> Expr:
         first = not done

@@ -8,18 +8,23 @@ converter walks the schema once, top down, with the JSON path of each part for e
     true, {}                 any JSON value              false        nothing
     {"$ref": p}              the rule of the target (one rule per target and nesting level,
                              so recursive schemas give recursive rules)
-    allOf                    the subschemas merged into one (`_merge`), then converted
-    anyOf, oneOf             a choice over the branches, each merged with the siblings
+    anyOf, oneOf             a choice over the branches
+    allOf, or $ref / anyOf   one merged schema per clause of the disjunctive normal form
+    / oneOf beside other     (`json_merge.py`); a $ref reaching itself with no object or
+    keywords                 array between is the equations' least solution
     enum, const              the values' serializations
     type (one or a list)     a choice over the types; without `type`, every type, each under
                              the keywords that apply to it (the standard's reading)
 
 Objects list their properties in schema order (required ones always, optional ones maybe), then
 the additional members `additionalProperties`/`patternProperties` allow; with `any_order` the
-declared properties come in any order. Arrays: `prefixItems` (or a list `items`), then `items`,
-counted against `minItems`/`maxItems`. Strings: `minLength`/`maxLength` count code points,
-`pattern` is searched (not anchored unless it says `^`/`$`), `format` is one of the formats of
-`json_formats.py`. Numbers and integers: the bounds, exclusive or not (draft-4 booleans too).
+declared properties come in any order, the others anywhere between them. Arrays: `prefixItems`
+(or a list `items`), then `items`, counted against `minItems`/`maxItems`; `unevaluatedItems` /
+`unevaluatedProperties` take the place of `items` / `additionalProperties` where that is exact
+(`json_merge.fold_unevaluated`). Strings: `minLength`/`maxLength` count code points, `pattern`
+is searched (not anchored unless it says `^`/`$`), `format` is one of the formats of
+`json_formats.py` and constrains strings only. Numbers and integers: the bounds, exclusive or
+not (draft-4 booleans too).
 
 Options (xgrammar's): `any_whitespace` (JSON whitespace between tokens, at most
 `max_whitespace_cnt` of it), else the fixed layout of `json.dumps(indent=, separators=)`;
@@ -37,37 +42,20 @@ from decimal import Decimal
 from typing import Any, Optional
 from urllib.parse import unquote
 
-from ..exceptions import InvalidJSONError
-from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef
+from ..config import check_json_depth
+from ..exceptions import GrammarLimitError, InvalidJSONError
+from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, walk
 from .json_lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
-from .json_strings import MORE_PATTERNS, string_content, string_expr
-from .json_values import json_equal, value_meets
+from .json_merge import (ANNOTATIONS, ASSERTIONS, COMBINATORS, MAX_BRANCH_PRODUCT, NOT_ENFORCED, Clauses,  # noqa: F401
+                         constrains, deref, fold_unevaluated, merge, merge_below)
+from .json_strings import string_content, string_expr
+from .json_values import value_meets
 from .regular import TooLarge, bounded_length, divisible_numerals
 
 TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 # nesting levels that get their own indentation (deeper levels reuse the last one)
 MAX_INDENT_LEVELS = 16
-# `any_order` objects are exact up to this many declared properties (2^n states)
-MAX_ANY_ORDER_PROPERTIES = 8
-# allOf of two anyOf / oneOf lists becomes their product; at most this many branches.
-MAX_BRANCH_PRODUCT = 256
-ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "id", "$comment",
-                         "readOnly", "writeOnly", "deprecated", "$anchor", "definitions", "$defs", "format_",
-                         "contentMediaType", "contentEncoding"})
-
-
-# the validation keywords `_merge` must not silently drop
-ASSERTIONS = frozenset({"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-                        "exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "items", "prefixItems",
-                        "additionalItems", "maxItems", "minItems", "uniqueItems", "contains", "maxProperties",
-                        "minProperties", "required", "properties", "patternProperties", "additionalProperties",
-                        "propertyNames", "dependentRequired", "dependentSchemas", "dependencies", "if", "then",
-                        "else", "not", "$ref", "allOf", "anyOf", "oneOf"})
-# validation keywords the grammar does not enforce (specs/05, "Not enforced")
-NOT_ENFORCED = frozenset({"uniqueItems", "contains", "minContains", "maxContains", "dependentRequired",
-                          "dependentSchemas", "dependencies", "if", "then", "else", "not", "unevaluatedProperties",
-                          "unevaluatedItems"})
 
 
 class Layout:
@@ -114,6 +102,11 @@ class Layout:
         return self.ws if self.any else EPSILON
 
 
+# An array's item expression appears twice in the array's (first item, then each later one); one
+# with more nodes than this becomes a rule of its own, so nested arrays grow linearly.
+SHARED_ITEM_NODES = 24
+
+
 class SchemaConverter:
     """One conversion: the rules built so far, memoized by (what, nesting level)."""
 
@@ -128,6 +121,7 @@ class SchemaConverter:
         self.next_suffix: dict[str, int] = {}  # base name -> the next suffix to try
         self.memo: dict[tuple, str] = {}
         self.serial = itertools.count()  # numbers the objects of this conversion (rule names)
+        self.clauses = Clauses(self)  # allOf and combinators beside other keywords (json_merge.py)
 
     # ---- rules --------------------------------------------------------------------------
 
@@ -172,39 +166,43 @@ class SchemaConverter:
             return NOTHING
         if not isinstance(schema, dict):
             raise InvalidJSONError(f"{path}: a schema must be an object or a boolean, got {type(schema).__name__}")
-        if "$ref" in schema:
-            rest = {k: v for k, v in schema.items() if k != "$ref" and k not in ANNOTATIONS}
+        combinators = [k for k in COMBINATORS if k in schema]
+        if not combinators:
+            return self.visit_plain(schema, level, path)
+        alone = not any(k not in ANNOTATIONS and k not in COMBINATORS for k in schema) and len(combinators) == 1
+        if alone and combinators[0] == "$ref":  # one rule per target and level (recursion ends there)
             ref = schema["$ref"]
             if not isinstance(ref, str):
                 raise InvalidJSONError(f"{path}.$ref: must be a string")
-            if not rest:
-                target = self.resolve(ref, path)
-                return self.rule(("ref", ref, self.level(level)), "ref_" + ref.rsplit("/", 1)[-1],
-                                 lambda: self.visit(target, level, ref))
-            return self.visit({"allOf": [{"$ref": ref}, rest]}, level, path)
-        if "allOf" in schema:
-            parts = schema["allOf"]
-            if not isinstance(parts, list):
-                raise InvalidJSONError(f"{path}.allOf: must be a list")
-            merged = {k: v for k, v in schema.items() if k != "allOf"}
-            for i, part in enumerate(parts):
-                merged = self.merge(merged, self.deref(part, f"{path}.allOf[{i}]"), f"{path}.allOf[{i}]")
-            if not any(isinstance(part, dict) and "$ref" in part for part in parts):
-                return self.visit(merged, level, path)
-            return self.visit_merged(merged, level, path)
-        for key in ("anyOf", "oneOf"):
-            if key in schema:
-                branches = schema[key]
-                if not isinstance(branches, list):
-                    raise InvalidJSONError(f"{path}.{key}: must be a list")
-                rest = {k: v for k, v in schema.items() if k != key}
-                if not _constrains(rest):
-                    return choice(*(self.visit(b, level, f"{path}.{key}[{i}]") for i, b in enumerate(branches)))
-                return choice(*(self.visit_merged(self.merge(rest, self.deref(b, f"{path}.{key}[{i}]"),
-                                                             f"{path}.{key}[{i}]"), level, f"{path}.{key}[{i}]")
-                                if isinstance(b, dict) and "$ref" in b else
-                                self.visit(self.merge(rest, b, f"{path}.{key}[{i}]"), level, f"{path}.{key}[{i}]")
-                                for i, b in enumerate(branches)))
+            target = self.resolve(ref, path)
+            return self.rule(("ref", ref, self.level(level)), "ref_" + ref.rsplit("/", 1)[-1],
+                             lambda: self.visit(target, level, ref))
+        if alone and combinators[0] in ("anyOf", "oneOf"):  # a choice (a grammar's union)
+            key = combinators[0]
+            if not isinstance(schema[key], list):
+                raise InvalidJSONError(f"{path}.{key}: must be a list")
+            return choice(*(self.visit(b, level, f"{path}.{key}[{i}]") for i, b in enumerate(schema[key])))
+        # allOf, or a combinator beside other keywords: one merged schema per clause (json_merge.py)
+        clauses, via_ref = self.clauses.expand(schema, path)
+        return choice(*(self.visit_clause(c, level, path, via_ref) for c in clauses))
+
+    def visit_clause(self, clause: frozenset, level: int, path: str, as_rule: bool) -> Expr:
+        """The merged schema of one clause; as a rule per (clause, level) when `$ref`s were
+        followed to find it, so that definitions reaching each other end at its rule."""
+        if not clause:
+            return self.any_value(level)
+        if not as_rule:
+            merged = self.clauses.merged(clause, path)
+            return NOTHING if merged is False else self.visit_plain(merged, level, path)
+
+        def build():
+            merged = self.clauses.merged(clause, path)
+            return NOTHING if merged is False else self.visit_plain(merged, level, path)
+        return self.rule(("clause", clause, self.level(level)), "all", build)
+
+    def visit_plain(self, schema: dict, level: int, path: str) -> Expr:
+        """A schema without `$ref`, `allOf`, `anyOf`, `oneOf`: its listed values or its types."""
+        schema = fold_unevaluated(self, schema, schema, path)
         if "const" in schema:  # the listed values that the schema's other keywords allow
             return self.literal(schema["const"], level) if value_meets(schema["const"], schema) else NOTHING
         if "enum" in schema:
@@ -214,7 +212,7 @@ class SchemaConverter:
             return choice(*(self.literal(v, level) for v in values if value_meets(v, schema)))
         types = schema.get("type")
         if types is None:
-            if not _constrains(schema):
+            if not constrains(schema):
                 return self.any_value(level)
             types = list(TYPES)
         if isinstance(types, str):
@@ -225,24 +223,9 @@ class SchemaConverter:
             types = [t for t in types if t != "integer"]
         return choice(*(getattr(self, "t_" + t)(schema, level, path) for t in types))
 
-    def visit_merged(self, merged: dict, level: int, path: str) -> Expr:
-        """A schema merged with a `$ref`'s target, as one rule per distinct merged schema:
-        definitions that reach each other through a merge (allOf-$ref, or an anyOf branch
-        $ref beside sibling keywords) meet the same merged schema again and end at its rule
-        instead of unrolling forever."""
-        key = json.dumps(merged, sort_keys=True, default=repr)
-        return self.rule(("merged", key, self.level(level)), "all", lambda: self.visit(merged, level, path))
-
     def deref(self, schema: Any, path: str) -> Any:
-        """Follow `$ref`s at the top of a schema (for merging)."""
-        seen = set()
-        while isinstance(schema, dict) and set(schema) - ANNOTATIONS == {"$ref"}:
-            ref = schema["$ref"]
-            if ref in seen:
-                raise InvalidJSONError(f"{path}: $ref {ref!r} refers to itself")
-            seen.add(ref)
-            schema = self.resolve(ref, path)
-        return schema
+        """Follow `$ref`s at the top of a schema (json_merge.deref)."""
+        return deref(self, schema, path)
 
     def resolve(self, ref: str, path: str) -> Any:
         """A local reference: `#`, a JSON pointer `#/a/b~1c`, or `#name` ($anchor / $id); a
@@ -272,74 +255,13 @@ class SchemaConverter:
                 raise InvalidJSONError(f"{path}.$ref: {ref!r} does not point into the schema")
         return node
 
-    def merge_below(self, a: Any, b: Any, path: str) -> Any:
-        """`merge` for the subschemas of two merged schemas; two different `$ref`s there stay an
-        `allOf` of both, merged when visited: merging their targets at once would unroll
-        definitions that refer to themselves."""
-        if isinstance(a, dict) and isinstance(b, dict) and "$ref" in a and "$ref" in b and a["$ref"] != b["$ref"]:
-            return {"allOf": [a, b]}
-        return self.merge(a, b, path)
+    def merge_below(self, a: Any, b: Any, path: str = "$") -> Any:
+        """Both subschemas, lazily (json_merge.merge_below)."""
+        return merge_below(a, b)
 
     def merge(self, a: Any, b: Any, path: str) -> Any:
-        """allOf of two schemas as one schema (both must hold)."""
-        if a is False or b is False:
-            return False
-        if a is True or not a:
-            return b
-        if b is True or not b:
-            return a
-        if not isinstance(a, dict) or not isinstance(b, dict):
-            raise InvalidJSONError(f"{path}: a schema must be an object or a boolean")
-        if "$ref" in b:
-            b = self.deref(b, path) if set(b) - ANNOTATIONS == {"$ref"} else b
-        out = dict(a)
-        for key, value in b.items():
-            if key not in out or key in ANNOTATIONS:
-                out[key] = value
-            elif key in ("properties", "patternProperties"):  # a pattern in both: its schemas merged
-                props = dict(out[key])
-                for name, sub in value.items():
-                    props[name] = self.merge_below(props[name], sub, f"{path}.{key}.{name}") if name in props else sub
-                out[key] = props
-            elif key == "required":
-                out[key] = list(dict.fromkeys(list(out[key]) + list(value)))
-            elif key == "type":
-                ta = [out[key]] if isinstance(out[key], str) else list(out[key])
-                tb = [value] if isinstance(value, str) else list(value)
-                both = [t for t in ta if t in tb or (t == "integer" and "number" in tb)]
-                both += [t for t in tb if t == "integer" and "number" in ta and t not in both]
-                out[key] = both
-            elif key in ("minimum", "minLength", "minItems", "minProperties", "exclusiveMinimum"):
-                out[key] = max(out[key], value) if not isinstance(value, bool) else out[key] or value
-            elif key in ("maximum", "maxLength", "maxItems", "maxProperties", "exclusiveMaximum"):
-                out[key] = min(out[key], value) if not isinstance(value, bool) else out[key] or value
-            elif key == "enum":
-                out[key] = [v for v in out[key] if any(json_equal(v, w) for w in value)]
-            elif key == "const" and not json_equal(out[key], value):
-                return False  # two different constants: no value meets both
-            elif key == "pattern" and out[key] != value:
-                out[MORE_PATTERNS] = list(out.get(MORE_PATTERNS, [])) + [value]  # both must match
-            elif key == MORE_PATTERNS:
-                out[key] = list(out[key]) + list(value)
-            elif key in ("items", "additionalProperties", "propertyNames"):
-                out[key] = self.merge_below(out[key], value, f"{path}.{key}")
-            elif key == "allOf":
-                out[key] = list(out[key]) + list(value)
-            elif key in ("anyOf", "oneOf"):
-                # (x1 | x2) and (y1 | y2)  =  (x1 and y1) | (x1 and y2) | ...  (oneOf is read as anyOf)
-                if not isinstance(out[key], list) or not isinstance(value, list):
-                    raise InvalidJSONError(f"{path}.{key}: must be a list")
-                if json_equal(out[key], value):
-                    continue  # (x1 | x2) and (x1 | x2) = x1 | x2: each cross term lies in a branch
-                if len(out[key]) * len(value) > MAX_BRANCH_PRODUCT:
-                    raise InvalidJSONError(f"{path}.{key}: allOf of two {key} lists makes more than "
-                                           f"{MAX_BRANCH_PRODUCT} branches")
-                out[key] = [{"allOf": [x, y]} for x in out[key] for y in value]
-            elif key not in ASSERTIONS or key in NOT_ENFORCED:
-                continue  # not a validation keyword, or one never enforced (specs/05): the first value stays
-            elif out[key] != value:
-                raise InvalidJSONError(f"{path}.{key}: allOf with two different {key} values is not supported")
-        return out
+        """allOf of two schemas as one schema (json_merge.merge)."""
+        return merge(self, a, b, path)
 
     # ---- values -------------------------------------------------------------------------
 
@@ -425,6 +347,10 @@ class SchemaConverter:
         sep = self.layout.item_sep(lv)
         elems = [self.visit(s, level + 1, f"{path}.prefixItems[{i}]") for i, s in enumerate(prefix)]
         rest = self.visit(items, level + 1, f"{path}.items")
+        if _larger_than(rest, SHARED_ITEM_NODES):  # written twice below: a rule, or nesting doubles it
+            name = self.new_rule("items")
+            self.set_rule(name, rest)
+            rest = RuleRef(name)
 
         def tail(i: int) -> Expr:
             """Items from index i on, i items written (a separator before each when i > 0)."""
@@ -459,8 +385,13 @@ class SchemaConverter:
 # ---- helpers ---------------------------------------------------------------------------------
 
 
+def _larger_than(expr: Expr, n: int) -> bool:
+    """`expr` has more than n nodes (the walk stops after n + 1)."""
+    return next(itertools.islice(walk(expr), n, None), None) is not None
+
+
 def _constrains(schema: dict) -> bool:
-    return any(k not in ANNOTATIONS for k in schema)
+    return constrains(schema)
 
 
 def _find_anchor(node: Any, name: str) -> Any:
@@ -585,6 +516,13 @@ def json_schema_to_ir(schema: Any, **options) -> GrammarIR:
             schema = json.loads(schema)
         except json.JSONDecodeError as err:
             raise InvalidJSONError(f"$: the schema is not valid JSON: {err}") from None
+        except RecursionError:
+            raise InvalidJSONError("$: the schema nests too deeply to be read") from None
     elif hasattr(schema, "model_json_schema"):
         schema = schema.model_json_schema()
-    return SchemaConverter(schema, **options).convert()
+    check_json_depth(schema, InvalidJSONError, "$: the schema")
+    try:
+        return SchemaConverter(schema, **options).convert()
+    except RecursionError:
+        raise GrammarLimitError("$: the schema nests too deeply to convert (each level of nesting is a "
+                                "level of the converter's recursion)") from None

@@ -24,6 +24,7 @@ from typing import Any, Optional
 from ..exceptions import InvalidJSONError
 from .ir import ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
 from .json_lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
+from .json_merge import MORE_FORMATS, MORE_PATTERNS
 from .regex import RegexError, regex_to_expr
 from .regex_anchors import leading_lookaheads
 from .regular import TooLarge, bounded_by_counting, bounded_length, complement_automaton
@@ -31,7 +32,6 @@ from .regular import TooLarge, bounded_by_counting, bounded_length, complement_a
 # a string whose length bound is larger than this becomes a rule of its own, shared by every
 # property that uses it (its many states then get their mask-cache entries once)
 SHARED_STRING_LENGTH = 16
-MORE_PATTERNS = "$xg2ref:patterns"  # an allOf of two patterns: the second and later ones (all must hold)
 # RegexError messages of constructs no grammar can enforce (a `pattern` using one is not enforced)
 UNENFORCEABLE = ("backreferences", "lookahead", "negative lookahead", "lookbehind", "negative lookbehind",
                  "word boundaries")
@@ -108,11 +108,12 @@ def _shared_char(conv, ranges) -> Expr:
 
 
 def string_checks(schema: dict) -> list:
-    """The (key, regex) pairs a string under `schema` must match: each `pattern` (those an
-    allOf merged too) and the regex of its `format`, when it has one."""
+    """The (key, regex) pairs a string under `schema` must match: each `pattern` and the regex
+    of each `format` that has one (those an allOf merged too)."""
     patterns = ([schema["pattern"]] if "pattern" in schema else []) + schema.get(MORE_PATTERNS, [])
-    fmt = format_regex(schema.get("format"))
-    return [("pattern", p) for p in patterns] + ([("format", fmt)] if fmt else [])
+    formats = ([schema["format"]] if "format" in schema else []) + schema.get(MORE_FORMATS, [])
+    regexes = [r for r in (format_regex(f) for f in formats) if r]
+    return [("pattern", p) for p in patterns] + [("format", r) for r in dict.fromkeys(regexes)]
 
 
 def string_regexes(checks: list, path: str) -> Optional[list]:

@@ -60,6 +60,7 @@ def _count_ok(n: int, schema: dict, low: str, high: str) -> bool:
 
 
 def _string_ok(value: str, schema: dict) -> bool:
+    from .json_merge import MORE_FORMATS
     from .json_strings import format_regex, pattern_languages
 
     if not _count_ok(len(value), schema, "minLength", "maxLength"):
@@ -68,9 +69,10 @@ def _string_ok(value: str, schema: dict) -> bool:
         if isinstance(schema.get("pattern"), str):
             if not all(matches(language, value) for language in pattern_languages(schema["pattern"])):
                 return False
-        fmt = format_regex(schema.get("format"))
-        if fmt is not None and not matches(regex_to_expr(fmt), value):
-            return False
+        formats = [schema.get("format")] + list(schema.get(MORE_FORMATS, []))
+        for fmt in filter(None, map(format_regex, formats)):
+            if not matches(regex_to_expr(fmt), value):
+                return False
     except (RegexError, TooLarge):
         pass  # a pattern the front end cannot read is reported where the schema is compiled
     return True

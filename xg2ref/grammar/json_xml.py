@@ -18,7 +18,10 @@ by kind, and the style writes each kind its own way:
     value alternatives   true/{}               plain | number | boolean | null | array | object
                          $ref, allOf           the target / the merged schema (as for JSON)
                          anyOf, oneOf          the union of the branches' alternatives
-                         enum, const           strings raw (text), the rest as compact JSON
+                         enum, const           strings raw (text), the rest as compact JSON;
+                                               an object at the top level: parameters, one
+                                               per key in order, each value this literal
+                                               (not in cohere_xml and minimax_m3_xml)
                          type string           plain, or with pattern/format/length: text
                          type object / array   JSON (depth 1), or the style's markup
                                                (top level, and every level of the recursive
@@ -35,11 +38,11 @@ by kind, and the style writes each kind its own way:
 
 `excludes` (not in cohere_xml and minimax_m3_xml; none may start or end with whitespace):
 plain strings never hold them (a string with them and only length bounds drops the bounds),
-enum/const values holding one are dropped, and so are declared parameters whose name holds
-one; additional names avoid them.
+enum/const values with one in a string are dropped (a raw string as it is, a JSON value's
+strings as written), and so are declared parameters whose name holds one; additional names
+avoid them; JSON-valued parameters are filtered as `json_excludes.py` says.
 
-What it leaves out: `excludes` inside JSON-valued parameters (nested strings and keys are not
-filtered); `patternProperties` and `propertyNames` (an error); the departures of xgrammar
+What it leaves out: `patternProperties` and `propertyNames` (an error); the departures of xgrammar
 0.2.8 from JSON Schema that xg2ref does not copy (loose `any_order`, `allOf` read as any
 value, `pattern` with length bounds ignoring the bounds, `required` names outside
 `properties` ignored, unknown `format`s as any text).
@@ -51,14 +54,14 @@ import json
 from typing import Any
 
 from ..exceptions import InvalidJSONError
-from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, TagDispatch
+from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, TagDispatch
 from .json_lexical import NOTHING, choice, seq
+from .json_excludes import FilteringConverter, avoiding, literal_holds
 from .json_objects import _any_order
-from .json_schema import ANNOTATIONS, TYPES, SchemaConverter, _constrains, _count
+from .json_schema import ANNOTATIONS, TYPES, _constrains, _count
 from .json_strings import string_regexes
 from .json_strings import format_regex as _format_regex
 from .json_xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
-from .regex import subtract
 from .regular import TooLarge, bounded_length
 
 ANY_CHAR = CharClass((), negated=True)
@@ -250,7 +253,7 @@ class XmlSchemaConverter:
             values = schema["enum"] if "enum" in schema else [schema["const"]]
             if not isinstance(values, list):
                 raise InvalidJSONError(f"{path}.enum: must be a list")
-            return [a for a in (self.literal(v) for v in values) if a is not None]
+            return [a for a in (self.literal(v, top) for v in values) if a is not None]
         types = schema.get("type")
         if types is None:
             if not _constrains(schema):
@@ -287,13 +290,29 @@ class XmlSchemaConverter:
             obj, arr = conv.visit({"type": "object"}, 1, path), conv.visit({"type": "array"}, 1, path)
         return [("plain", self.plain())] + scalars + [("array", arr), ("object", obj)]
 
-    def literal(self, value: Any):
-        text = value if isinstance(value, str) else compact_json(value)
-        if self.excluded(text):
+    def literal(self, value: Any, top: bool = False):
+        """An enum/const value: a string raw, anything else compact JSON (a top-level object:
+        parameters); None when a string of it holds an exclude (raw at this level, as written
+        inside JSON below)."""
+        if top and isinstance(value, dict) and self.style.object_literals and not hasattr(self.style, "literal"):
+            params = self.literal_parameters(value)
+            return None if params == NOTHING else ("object", params)
+        if self.excluded(value) if isinstance(value, str) else literal_holds(value, self.excludes, compact_json):
             return None
         if hasattr(self.style, "literal"):
             return ("text", self.style.literal(value))
+        text = value if isinstance(value, str) else compact_json(value)
         return ("text" if isinstance(value, str) else "json", ByteString(text.encode("utf-8")))
+
+    def literal_parameters(self, value: dict) -> Expr:
+        """A top-level object literal as the style's parameters: each key in order, its value
+        the literal (`ws P_0 ws P_1 ... ws`; the empty object is the empty parameter list)."""
+        members = [self.member(self.style.name(k), {"const": v}, f"$.const.{k}") for k, v in value.items()]
+        if NOTHING in members or any(self.excluded(k) for k in value):
+            return NOTHING
+        if not members:
+            return self.ws if self.style.ws_empty else EPSILON
+        return seq(*(seq(self.ws, m) for m in members), self.ws)
 
     def string(self, schema: dict, path: str) -> tuple:
         """A string value written raw: plain text, or text under its pattern/format/lengths."""
@@ -343,89 +362,14 @@ class XmlSchemaConverter:
         return self.style.array(self, firsts, rest, lo, hi)
 
 
-# ---- text that avoids the excludes -------------------------------------------------------------
-
-# small automata, state -> [(code point ranges, next state)]: a name, and a JSON string's body
-# (raw characters, short escapes, \uXXXX), matched as written, escapes included
+# a name the schema does not declare: state -> [(code point ranges, next state)]
 IDENTIFIER = {0: [(IDENT_FIRST, 1)], 1: [(IDENT_REST, 1)]}
-_HEX = ((0x30, 0x39), (0x41, 0x46), (0x61, 0x66))
-JSON_STRING_BODY = {"n": [(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)), "n"), (((0x5C, 0x5C),), "b")],
-                    "b": [(tuple((ord(c), ord(c)) for c in '"\\/bfnrt'), "n"), (((0x75, 0x75),), 4)],
-                    4: [(_HEX, 3)], 3: [(_HEX, 2)], 2: [(_HEX, 1)], 1: [(_HEX, "n")]}
-
-
-def avoiding(conv, words: list, machine: dict, start, finals: set, hint: str) -> Expr:
-    """The strings `machine` accepts that hold none of `words`: one rule per pair (machine
-    state, longest suffix of the text that begins a word). A character that no word holds
-    takes the suffix back to ""; one that completes a word has no edge."""
-    letters = sorted({c for w in words for c in w})
-    prefixes = {w[:k] for w in words for k in range(len(w))}
-    names: dict = {}
-
-    def step(suffix: str, c: str):
-        text = suffix + c
-        if any(text.endswith(w) for w in words):
-            return None
-        while text not in prefixes:
-            text = text[1:]
-        return text
-
-    def ref(q, suffix: str) -> Expr:
-        if (q, suffix) not in names:
-            names[(q, suffix)] = name = conv.new_rule(hint)
-            parts = [EPSILON] if q in finals else []
-            for ranges, nq in machine[q]:
-                inside = [c for c in letters if any(lo <= ord(c) <= hi for lo, hi in ranges)]
-                others = subtract(list(ranges), [(ord(c), ord(c)) for c in inside])
-                if others:
-                    parts.append(seq(CharClass(tuple(others)), ref(nq, "")))
-                for c in inside:
-                    nxt = step(suffix, c)
-                    if nxt is not None:
-                        parts.append(seq(ByteString(c.encode("utf-8")), ref(nq, nxt)))
-            conv.set_rule(name, choice(*parts))
-        return RuleRef(names[(q, suffix)])
-
-    return ref(start, "")
-
-
-class FilteringConverter(SchemaConverter):
-    """The JSON converter for JSON-valued parameters, with `words` (the excludes) kept out of
-    plain strings (their length bounds dropped), enum/const values, declared keys and the keys
-    of objects that declare none."""
-
-    words: list = []
-
-    def holds(self, text: str) -> bool:
-        return any(w in text for w in self.words)
-
-    def string_content(self, schema, path) -> Expr:
-        if not self.words or "pattern" in schema or _format_regex(schema.get("format")):
-            return super().string_content(schema, path)
-        return self.rule(("avoiding",), "json_string_avoiding",
-                         lambda: avoiding(self, self.words, JSON_STRING_BODY, "n", {"n"}, "json_avoid"))
-
-    def literal(self, value, level) -> Expr:
-        if self.holds(json.dumps(value, ensure_ascii=False)):
-            return NOTHING
-        return super().literal(value, level)
-
-    def t_object(self, schema, level, path, loose=False) -> Expr:
-        props = schema.get("properties")
-        if self.words and isinstance(props, dict) and any(self.holds(n) for n in props):
-            if any(self.holds(n) for n in schema.get("required") or []):
-                return NOTHING
-            kept = {n: s for n, s in props.items() if not self.holds(n)}
-            schema = dict(schema, properties=kept)
-            if not kept:
-                schema.setdefault("additionalProperties", False)
-        if self.words and not schema.get("properties") and "propertyNames" not in schema:
-            schema = dict(schema, propertyNames={"type": "string"})  # keys are then filtered strings
-        return super().t_object(schema, level, path, loose)
 
 
 def excludes_problem(style: str, excludes: list):
-    """Why `excludes` cannot go with XML style `style`, or None."""
+    """Why `excludes` cannot go with style `style` (XML, or "json"), or None."""
+    if style == "json":
+        return "an exclude must be a non-empty string" if "" in excludes else None
     if excludes and not STYLES[style].takes_excludes:
         return f"not supported with style {style}"
     for e in excludes:

@@ -62,12 +62,15 @@ def _escape(name: str, table: dict) -> str:
 class Style:
     """One XML style. `close` is the string free-text values may not hold; `recursive` styles
     write nested objects and arrays in their own markup; `fixed_names` styles take no keys
-    beyond the declared ones; `ws_empty`: an object without parameters may be whitespace."""
+    beyond the declared ones; `ws_empty`: an object without parameters may be whitespace;
+    `object_literals`: an object enum/const value at the top level is written as parameters
+    (else as compact JSON)."""
 
     close = ""
     recursive = False
     fixed_names = False
     ws_empty = True
+    object_literals = True
     takes_excludes = True
     escapes: dict = {}
 
@@ -142,6 +145,7 @@ class DeepSeek(Style):
 class Cohere(Style):
     close = "</cofl:value>"
     recursive = True
+    object_literals = False
     takes_excludes = False
     escapes = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
     KINDS = {"plain": "raw", "text": "raw", "json": "json", "object": "dict", "array": "list"}

@@ -28,6 +28,7 @@ from typing import AbstractSet, Callable, TypeVar
 
 from ..fsm.utf8 import encode_codepoint
 from ..util import deep_recursion
+from .lazy import lower_lazy_rules
 from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
                  TagDispatch, children, referenced_rules, walk)
 
@@ -428,6 +429,7 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE,
 def normalize(ir: GrammarIR, *, inline: bool = True) -> GrammarIR:
     """The normalization pipeline run before FSM building:
 
+        0. lower_lazy_rules    lazy rules as plain rules (xg2ref/grammar/lazy.py)
         1. flatten             expose the real structure
         2. fuse_byte_strings   so literal runs count as one node when sizing rules
         3. inline_small_rules  (skipped when `inline=False`)
@@ -439,7 +441,7 @@ def normalize(ir: GrammarIR, *, inline: bool = True) -> GrammarIR:
     -> AllowEmptyRuleAnalyzer; the analyses (`nullable_rules`, `unproductive_rules`) change
     nothing, so they are separate functions here rather than steps of the pipeline.
     """
-    ir = fuse_byte_strings(flatten(ir))
+    ir = fuse_byte_strings(flatten(lower_lazy_rules(ir)))
     if inline:
         ir = fuse_byte_strings(flatten(inline_small_rules(ir)))
     return remove_dead_rules(ir)

@@ -66,6 +66,8 @@ def _option(key: str, value) -> str:
         return "lazy" if value else "lazy=false"
     if key == "capture":
         return "capture" if value == "" else f'capture="{value}"'
+    if key == "temperature":  # a float32 printed as xgrammar prints it: 9 significant digits
+        return f"temperature={float(value):.9g}"
     return f"{key}={value!r}" if isinstance(value, float) else f"{key}={value}"
 
 

@@ -1,5 +1,8 @@
-"""Regular expressions as grammar IR: `Grammar.from_regex`, `compile_regex` and the `Regex(...)`
-EBNF intrinsic (xgrammar's `RegexConverter` / `RegexFSMBuilder`; XGrammar-2 §2.1 front ends).
+"""Regular expressions as grammar IR, read by the standards (XGrammar-2 §2.1 front ends): JSON
+Schema `pattern`, structural tags and the Lark front end. xgrammar's own regex APIs read
+patterns its way: `Grammar.from_regex` / `compile_regex` in regex_to_ebnf.py, the `Regex(...)`
+EBNF intrinsic in regex_intrinsic.py (both raise `RegexError`; the intrinsic reuses the
+code-point set helpers below).
 
 A pattern is parsed by recursive descent straight into the IR of `ir.py`, so a regex is just
 another rule body and goes through the same FSM construction:

@@ -6,7 +6,9 @@ becomes an IR expression; `tag` and the dispatching formats become TagDispatch /
 machinery (xg2ref/grammar/tag_dispatch.py, xg2ref/grammar/intrinsics.py):
 
     const_string{value}                      "value"
-    json_schema{json_schema, style="json"}   the schema's grammar (json_schema.py), embedded
+    json_schema{json_schema, style="json"}   the schema's grammar, embedded (json_schema.py; with excludes
+                                             json_excludes.py; XML styles json_xml.py)
+    qwen_xml_parameter{json_schema}          deprecated: json_schema with style "qwen_xml"
     grammar{grammar} / regex{pattern}        the EBNF / regex grammar, embedded
     any_text{excludes}                       [^]* , or TagDispatch((), loop=false, excludes)
     sequence{elements} / or{elements}        e1 e2 ... / e1 | e2 | ...
@@ -40,8 +42,8 @@ Every error is an InvalidStructuralTagError naming the offending part by its JSO
 (`format.elements[1].tags[0].begin`). `any_text` keeps `max_tokens` / `max_chars` as options
 of its rule.
 
-What it leaves out: the XML parameter styles of json_schema (qwen_xml, minimax_xml, ...):
-only style "json" is converted, the others raise InvalidStructuralTagError saying so.
+What it leaves out: a format object without a "type" (xgrammar 0.2.8 then tries each format in
+turn); unknown fields, which xgrammar's parser ignores, are errors here.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Optional
 
+from ..config import check_json_depth
+from ..builtin_structural_tag import legacy_structural_tag  # noqa: F401  (the old form, read here too)
 from ..exceptions import InvalidStructuralTagError, XG2RefError
 from .intrinsics import token_dispatch_expr
 from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
@@ -85,6 +89,7 @@ FORMATS: dict[str, dict[str, tuple[str, bool]]] = {
                              "stop_after_first": ("bool", False)},
     "token_dispatch": {"rules": ("token_rules", True), "loop": ("bool", False), "exclude_tokens": ("tokens", False)},
 }
+FORMATS["qwen_xml_parameter"] = dict(FORMATS["json_schema"], style=("any", False))  # (style ignored)
 _DEFAULTS = {("json_schema", "style"): "json", ("dispatch", "loop"): True, ("token_dispatch", "loop"): True}
 _UNLIMITED = {"any_text", "triggered_tags", "dispatch", "any_tokens", "token_triggered_tags", "token_dispatch"}
 
@@ -96,17 +101,16 @@ def _fail(path: str, message: str) -> InvalidStructuralTagError:
 def load_structural_tag(structural_tag: Any) -> dict:
     """The structural tag as a dict: from JSON text, a dict, or an object with `model_dump`
     (xgrammar's pydantic StructuralTag, or xg2ref's)."""
-    from ..builtin_structural_tag import StructuralTag
-
-    if isinstance(structural_tag, StructuralTag):  # read in place (conversion never writes)
-        structural_tag = {"type": "structural_tag", "format": structural_tag.format}
-    elif hasattr(structural_tag, "model_dump"):
+    if hasattr(structural_tag, "model_dump"):
         structural_tag = structural_tag.model_dump(by_alias=True)
     if isinstance(structural_tag, (str, bytes)):
         try:
             structural_tag = json.loads(structural_tag)
         except json.JSONDecodeError as err:
             raise InvalidStructuralTagError(f"structural tag is not valid JSON: {err}") from None
+        except RecursionError:
+            raise InvalidStructuralTagError("structural tag nests too deeply to be read") from None
+    check_json_depth(structural_tag, InvalidStructuralTagError, "structural tag")
     if not isinstance(structural_tag, dict):
         raise InvalidStructuralTagError(f"a structural tag is a JSON object, got {type(structural_tag).__name__}")
     if structural_tag.get("type", "structural_tag") != "structural_tag":
@@ -117,6 +121,7 @@ def load_structural_tag(structural_tag: Any) -> dict:
 
 
 _KIND_TESTS = {
+    "any": lambda v: True,
     "str": lambda v: isinstance(v, str),
     "bool": lambda v: isinstance(v, bool),
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -146,6 +151,7 @@ def _check(value: Any, kind: str, path: str) -> None:
 
 
 _KIND_WORDS = {
+    "any": "any value",
     "str": "a string", "bool": "true or false", "int": "an integer", "opt_int": "null or an integer in 0..2^31-1",
     "strs": "a list of strings", "schema": "a JSON schema (object or boolean)", "format": "a format object",
     "formats": "a list of format objects", "tags": "a list of tag formats", "begin": "a string or a token format",
@@ -304,13 +310,17 @@ class StructuralTagConverter:
         style = f["style"]
         if style != "json" and style not in STYLES:
             raise _fail(f"{path}.style", f"unknown JSON schema style {style!r} (one of json, {', '.join(STYLES)})")
-        problem = excludes_problem(style, f["excludes"]) if style != "json" else None
+        problem = excludes_problem(style, f["excludes"])
         if problem:
             raise _fail(f"{path}.excludes", problem)
         schema, options = f["json_schema"], (f["any_order"], f["max_whitespace_cnt"], tuple(f["excludes"]))
         text = _json_text(schema)
         return self.embed_subgrammar(("json_schema", text, style) + options if text is not None else None,
                                      _Deferred(_schema_ir, schema, style, options, path))
+
+    def _qwen_xml_parameter(self, f, path, ends):
+        """Deprecated: json_schema with style qwen_xml, its own `style` ignored (as xgrammar 0.2.8)."""
+        return self._json_schema(dict(f, style="qwen_xml"), path, ends)
 
     def _grammar(self, f, path, ends):
         return self.embed_subgrammar(("grammar", f["grammar"]), _Deferred(_ebnf_ir, f["grammar"], path))
@@ -510,10 +520,14 @@ class _Deferred:
 
 def _schema_ir(schema: Any, style: str, options: tuple, path: str) -> GrammarIR:
     from .grammar import Grammar
+    from .json_excludes import filtered_json_schema_to_ir
     from .json_xml import xml_schema_to_ir
 
     any_order, max_whitespace_cnt, excludes = options
     try:
+        if style == "json" and excludes:
+            return filtered_json_schema_to_ir(schema, list(excludes), any_order=any_order,
+                                              max_whitespace_cnt=max_whitespace_cnt)
         if style == "json":
             return Grammar.from_json_schema(schema, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt).ir
         return xml_schema_to_ir(schema, style, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt,
@@ -532,10 +546,13 @@ def _ebnf_ir(text: str, path: str) -> GrammarIR:
 
 
 def _regex_ir(pattern: str, path: str) -> GrammarIR:
-    from .regex import RegexError, regex_to_ir
+    """A regex format reads its pattern as `Grammar.from_regex` does, in xgrammar 0.2.8's
+    dialect (`.` matches a newline too: regex_to_ebnf.py)."""
+    from .regex import RegexError
+    from .regex_to_ebnf import converted_regex_ir
 
     try:
-        return regex_to_ir(pattern)
+        return converted_regex_ir(pattern)[0]
     except (RegexError, XG2RefError) as err:
         raise _fail(f"{path}.pattern", str(err)) from None
 
@@ -566,23 +583,3 @@ def _json_text(value: Any) -> Optional[str]:
         return json.dumps(value, sort_keys=True)
     except (TypeError, ValueError):
         return None
-
-
-def legacy_structural_tag(tags: list, triggers: list) -> dict:
-    """The old `(tags, triggers)` form: each tag `{begin, schema, end}` (or an object with those
-    attributes) holds a JSON schema; free text dispatches on the triggers."""
-    out = []
-    for k, tag in enumerate(tags):
-        item = tag if isinstance(tag, dict) else {"begin": tag.begin, "schema": getattr(tag, "schema_", None)
-                                                  or getattr(tag, "schema", None), "end": tag.end}
-        schema = item.get("schema")
-        if isinstance(schema, str):
-            try:
-                schema = json.loads(schema)
-            except json.JSONDecodeError as err:
-                raise _fail(f"tags[{k}].schema", f"not valid JSON: {err}") from None
-        elif hasattr(schema, "model_json_schema"):
-            schema = schema.model_json_schema()
-        out.append({"type": "tag", "begin": item.get("begin"), "end": item.get("end"),
-                    "content": {"type": "json_schema", "json_schema": schema}})
-    return {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": list(triggers), "tags": out}}

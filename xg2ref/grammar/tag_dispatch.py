@@ -12,11 +12,17 @@ costs amortized O(1) and the full transition table is a DFA).
 The automaton is xgrammar's: every trie node is a state, and n -b-> step(n, b) for a node that
 ends no pattern:
 
-    step(n, b) ends an exclude        |-  no edge (free text may not hold it)
+    some exclude ends at step(n, b)   |-  no edge (free text may not hold it)
     n ends no pattern                 |-  n -b-> step(n, b), and the text may end at n
     n ends a tag t                    |-  n -<rule of t>-> root (loop) or exit; the text may
                                           not end at n; n keeps only its trie children
                                           (a longer tag may still be read)
+
+"Some exclude ends at m" follows m's output links, not only m's own pattern: with excludes
+`abc` and `xabcq`, reading `xabc` lands on the node of `xabc` (on the way to `xabcq`), and
+`abc`, a suffix of it, ends there too. `AhoCorasick.blocked` marks those nodes: a node ending an
+exclude, and every node whose failure link is marked (its failure target is a suffix of it).
+An exclude that is a suffix of a tag, or equal to one, blocks that tag (xgrammar 0.2.8 agrees).
 
 Consequences, as in xgrammar 0.2.8: a tag is seen only when it is the longest suffix of the
 text that is a trie path, so a tag inside a longer partial match (tag "b" while reading
@@ -27,6 +33,7 @@ dispatches or reads on. An exclude must not be a prefix of a tag (the parser che
 from __future__ import annotations
 
 from collections import deque
+from typing import Optional
 
 from .ir import TagDispatch
 
@@ -36,11 +43,16 @@ class AhoCorasick:
 
     Attributes: `goto` (per node, byte -> child), `fail` (failure link), `own` (index of the
     pattern that ends exactly at the node, or -1), `outputs` (indices of every pattern that
-    ends at the node: its own, then its failure chain's).
+    ends at the node: its own, then its failure chain's), `blocked` (some pattern of index
+    >= `first_exclude`, an exclude, ends at the node: its own, or through the failure chain a
+    suffix of it).
+
+    Example: AhoCorasick([b"abc", b"xabcq"], first_exclude=0).blocked at the node of b"xabc" is True
     """
 
-    def __init__(self, patterns: list[bytes]):
+    def __init__(self, patterns: list[bytes], first_exclude: Optional[int] = None):
         self.patterns = list(patterns)
+        first_exclude = len(self.patterns) if first_exclude is None else first_exclude
         self.goto: list[dict[int, int]] = [{}]
         self.own: list[int] = [-1]
         for k, pattern in enumerate(self.patterns):
@@ -55,18 +67,31 @@ class AhoCorasick:
                 node = nxt
             if self.own[node] < 0:
                 self.own[node] = k
+        ends_exclude = [False] * len(self.goto)
+        for pattern in self.patterns[first_exclude:]:  # (an exclude equal to a tag has the tag's node)
+            ends_exclude[self.node_of(pattern)] = True
         self.fail = [0] * len(self.goto)
         self.outputs: list[list[int]] = [[] for _ in self.goto]
+        self.blocked = [False] * len(self.goto)
         queue = deque(self.goto[0].values())
         while queue:  # breadth first: a node's failure target is shallower, so it is done
             node = queue.popleft()
             self.outputs[node] = ([self.own[node]] if self.own[node] >= 0 else []) + self.outputs[self.fail[node]]
+            # output link: what ends at the failure target (a suffix) ends here too
+            self.blocked[node] = ends_exclude[node] or self.blocked[self.fail[node]]
             for b, child in self.goto[node].items():
                 f = self.fail[node]
                 while f and b not in self.goto[f]:
                     f = self.fail[f]
                 self.fail[child] = self.goto[f].get(b, 0) if self.goto[f].get(b, 0) != child else 0
                 queue.append(child)
+
+    def node_of(self, pattern: bytes) -> int:
+        """The trie node spelling `pattern` (one of the patterns, or a prefix of one)."""
+        node = 0
+        for b in pattern:
+            node = self.goto[node][b]
+        return node
 
     @property
     def num_states(self) -> int:
@@ -85,8 +110,7 @@ class AhoCorasick:
 def add_fragment(builder, td: TagDispatch, src: int) -> int:
     """Add the FSM fragment of `td` to an `_NFABuilder` from state `src`; return its exit."""
     tags = [t for t, _ in td.tags]
-    ac = AhoCorasick(tags + list(td.excludes))
-    n_tags = len(tags)
+    ac = AhoCorasick(tags + list(td.excludes), first_exclude=len(tags))
     exit_ = builder.new_state()
     state = {0: builder.new_state()}  # trie node -> FSM state
     root = state[0]
@@ -99,7 +123,7 @@ def add_fragment(builder, td: TagDispatch, src: int) -> int:
         targets: list = []
         for b in range(256):
             nxt = ac.goto[node].get(b) if own >= 0 else ac.step(node, b)
-            if nxt is None or ac.own[nxt] >= n_tags:  # no trie child, or an exclude ends
+            if nxt is None or ac.blocked[nxt]:  # no trie child, or some exclude ends there
                 targets.append(None)
                 continue
             if nxt not in state:

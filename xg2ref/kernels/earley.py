@@ -266,18 +266,12 @@ def _close_pass(fsm, chart, k, begin, end):
         d = chart.item_deadline[p]
         cd = chart.item_char_deadline[p]
         c = chart.item_count[p]
-        # PREDICT: [i, k, A -> s], s -B-> t  |-  [k, k, B -> start(B)]
+        # PREDICT: [i, k, A -> s], s -B-> t, B nullable  |-  [i, k, A -> t]
+        #     and  [i, k, A -> s], s -B-> t               |-  [k, k, B -> start(B)]
+        # (in this order, as xgrammar queues them: the order of completions in a set is the order
+        # of capture events, xg2ref/rule_options.py)
         for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
             b = fsm.ref_rule[e]
-            r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
-                          chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
-                          chart.meta, begin, end, fsm.rule_start[b], k, _child_deadline(fsm, chart, b, d),
-                          _child_char_deadline(fsm, chart, b, k, cd), 0)
-            if r < -1:
-                return -r, end
-            if r >= 0:
-                end = r
-            # ... and B nullable  |-  [i, k, A -> t]
             if fsm.rule_nullable[b]:
                 r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
                               chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
@@ -286,6 +280,14 @@ def _close_pass(fsm, chart, k, begin, end):
                     return -r, end
                 if r >= 0:
                     end = r
+            r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
+                          chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
+                          chart.meta, begin, end, fsm.rule_start[b], k, _child_deadline(fsm, chart, b, d),
+                          _child_char_deadline(fsm, chart, b, k, cd), 0)
+            if r < -1:
+                return -r, end
+            if r >= 0:
+                end = r
         if fsm.is_final[s]:
             rule = fsm.state_rule[s]
             # LOOP: [i, k, R -> f, c], R counted, c + 1 < hi  |-  [i, k, R -> start(R), c + 1]

@@ -31,7 +31,8 @@ questions about one input costs one table). The work grows like nodes * n^2 for 
 grammars and up to nodes * n^3 for ambiguous ones: 1,024 bytes take about 0.07 s for an
 expression grammar and about 10 s for ("a"* "a"*). Inputs longer than MAX_INPUT_BYTES raise
 ValueError; it is an oracle for short strings, not a matcher. `TagDispatch` is read with
-`tag_scan`, on strings (no automaton).
+`tag_scan`, on strings (no automaton). Lazy rules (`name[lazy] ::= ...`) are first rewritten
+into plain rules of the same language by `grammar/lazy.py`, a front-end step like `Regex(...)`.
 
 Token sets (`Token(...)`, `ExcludeToken(...)`) match a whole token, never bytes: the input may
 come with `marks`, a mapping from byte position p to (token id, length) for each regular token
@@ -60,6 +61,7 @@ from ..grammar.ir import (
     TagDispatch,
     TokenSet,
 )
+from ..grammar.lazy import lower_lazy_rules
 
 # Longest input accepted by is_sentence / is_prefix; longer inputs raise ValueError.
 MAX_INPUT_BYTES = 1024
@@ -132,17 +134,15 @@ def tag_scan(data: bytes, start: int, td: TagDispatch) -> tuple[list[int], list[
     """The oracle's reading of TagDispatch's free text from `start`, on strings, without an
     automaton. The state is p, the current match: a prefix of some tag or exclude.
 
-        p ends no pattern:  p' = the longest suffix of p + b that is a prefix of a pattern
-        p is a tag:         p' = p + b if that is a prefix of a pattern, else the text dies
-        p' is an exclude:   the text dies
+        p ends no pattern:           p' = the longest suffix of p + b that is a prefix of a pattern
+        p is a tag:                  p' = p + b if that is a prefix of a pattern, else the text dies
+        some exclude ends p':        the text dies (an exclude that is a suffix of p' counts too)
 
     Returns (the positions where free text may end, the (position, tag index) where a tag has
     just been read, the state at the end of the data or None when the text died).
     """
-    patterns = [t for t, _ in td.tags] + list(td.excludes)
-    prefixes = {b""} | {pat[:k] for pat in patterns for k in range(len(pat) + 1)}
+    prefixes = _pattern_prefixes(td)
     tags = {t: k for k, (t, _) in reversed(list(enumerate(td.tags)))}
-    excludes = set(td.excludes)
     p, free, dispatch = b"", [start], []
     for j in range(start, len(data)):
         grown = p + data[j:j + 1]
@@ -150,7 +150,7 @@ def tag_scan(data: bytes, start: int, td: TagDispatch) -> tuple[list[int], list[
             nxt = grown if grown in prefixes else None
         else:
             nxt = next(grown[k:] for k in range(len(grown) + 1) if grown[k:] in prefixes)
-        if nxt is None or (nxt in excludes and nxt not in tags):
+        if nxt is None or _holds_exclude_end(nxt, td):
             return free, dispatch, None
         p = nxt
         if p in tags:
@@ -160,6 +160,29 @@ def tag_scan(data: bytes, start: int, td: TagDispatch) -> tuple[list[int], list[
     return free, dispatch, p
 
 
+def _pattern_prefixes(td: TagDispatch) -> set:
+    return {b""} | {pat[:k] for pat in [t for t, _ in td.tags] + list(td.excludes) for k in range(len(pat) + 1)}
+
+
+def _holds_exclude_end(text: bytes, td: TagDispatch) -> bool:
+    return any(text.endswith(e) for e in td.excludes)
+
+
+def tag_reads_on(td: TagDispatch, tag: bytes, rule_nonempty) -> bool:
+    """Whether the scan, stopped on the tag `tag` at the end of the data, can go on without
+    dispatching it: some trie child that no exclude ends is free text (the text may end
+    there), or a tag whose rule matches something (`rule_nonempty(tag index)`) or that reads
+    on in turn."""
+    prefixes = _pattern_prefixes(td)
+    tags = {t: k for k, (t, _) in reversed(list(enumerate(td.tags)))}
+    for child in {q for q in prefixes if len(q) == len(tag) + 1 and q.startswith(tag)}:
+        if _holds_exclude_end(child, td):
+            continue
+        if child not in tags or rule_nonempty(tags[child]) or tag_reads_on(td, child, rule_nonempty):
+            return True
+    return False
+
+
 class Recognizer:
     """Decides `is_sentence` and `is_prefix` for the root rule of `ir`, with no engine code.
 
@@ -167,6 +190,7 @@ class Recognizer:
     """
 
     def __init__(self, ir: GrammarIR):
+        ir = lower_lazy_rules(ir)  # a lazy rule's language (grammar/lazy.py), before anything else
         self.ir = ir
         names = ir.rule_names()
         if len(set(names)) != len(names):
@@ -446,8 +470,8 @@ class Recognizer:
             return any(pre[p][kids[0]] for p in self._copies(kids[0], i, 0, None if hi is None else hi - 1, reach))
         if kind == _TAG:
             # TAG     the scan reads all of d[i:n]                    ⊢ pre(TD, i)
-            #         (ending in free text, or on a tag whose rule can start or that a
-            #         longer pattern continues)
+            #         (ending in free text, or on a tag whose rule can start or that
+            #         reads on through a trie child: tag_reads_on)
             #         tag t read at p, pre(rule of t, p)              ⊢ pre(TD, i)
             #         ... k in reach(rule, p), pre(TD, k) (loop) or k = n ⊢ pre(TD, i)
             free, dispatch, last = tag_scan(data, i, arg)
@@ -458,11 +482,9 @@ class Recognizer:
                     return True
             if last is None:
                 return False
-            tag_of = {t: k for k, (t, _) in reversed(list(enumerate(arg.tags)))}
-            if last not in tag_of:
+            if last not in {t for t, _ in arg.tags}:
                 return True
-            longer = any(len(pat) > len(last) and pat.startswith(last) for pat in [t for t, _ in arg.tags] + list(arg.excludes))
-            return longer and any(len(pat) > len(last) and pat.startswith(last) for pat, _ in arg.tags)
+            return tag_reads_on(arg, last, lambda tag: pre[n][kids[tag]])
         if kind == _TOKEN:
             # TOKEN   marks[i] = (t, k), t in the set, i+k = n                ⊢ pre(T, i)
             mark = self._marks.get(i)

@@ -1,0 +1,112 @@
+"""Process-wide settings, as in xgrammar 0.2.8's `xgrammar.config`: the nesting limit on JSON
+inputs and the serialization version.
+
+The recursion depth bounds how deeply the JSON that front ends read may nest: JSON Schemas
+(text, dicts or pydantic models) and structural tags. A document nested deeper is refused
+with InvalidJSONError (for a schema) or InvalidStructuralTagError (for a structural tag)
+before any conversion starts, so a hostile input never reaches Python's own recursion limit.
+The limit is, in order of precedence:
+
+    set_max_recursion_depth(n) was called            |-  n
+    XGRAMMAR_MAX_RECURSION_DEPTH is an integer in [1, 1,000,000]  |-  that integer
+    otherwise                                        |-  DEFAULT_MAX_RECURSION_DEPTH (10,000)
+
+`max_recursion_depth(n)` sets it for the duration of a `with` block.
+
+The serialization version names the format `serialize_json` writes for `Grammar` and
+`CompiledGrammar` (xg2ref/serialization.py); `deserialize_json` refuses another one with
+DeserializeVersionError. `TokenizerInfo.serialize_json` writes xgrammar 0.2.8's own layout under
+its own version tag instead (xg2ref/tokenizer_json.py), so that each package reads the other's
+tokenizer files; a grammar's JSON is xg2ref's alone, and carries xg2ref's tag.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
+
+DEFAULT_MAX_RECURSION_DEPTH = 10_000
+MAX_RECURSION_DEPTH_ENV = "XGRAMMAR_MAX_RECURSION_DEPTH"
+_ENV_CEILING = 1_000_000
+SERIALIZATION_VERSION = "xg2ref-v1"
+
+_lock = threading.Lock()
+_depth: Optional[int] = None  # set by set_max_recursion_depth; None: environment or default
+
+
+def get_max_recursion_depth() -> int:
+    """The nesting limit on JSON inputs, shared by the whole process (see the module docstring)."""
+    with _lock:
+        if _depth is not None:
+            return _depth
+    text = os.environ.get(MAX_RECURSION_DEPTH_ENV, "").strip()
+    try:
+        value = int(text)
+    except ValueError:
+        return DEFAULT_MAX_RECURSION_DEPTH
+    return value if 1 <= value <= _ENV_CEILING else DEFAULT_MAX_RECURSION_DEPTH
+
+
+def set_max_recursion_depth(max_recursion_depth: int) -> None:
+    """Set the nesting limit on JSON inputs for the whole process (thread-safe)."""
+    global _depth
+    if isinstance(max_recursion_depth, bool) or not isinstance(max_recursion_depth, int):
+        raise TypeError(f"max_recursion_depth must be an int, got {type(max_recursion_depth).__name__}")
+    if max_recursion_depth < 1:
+        raise ValueError(f"max_recursion_depth must be >= 1, got {max_recursion_depth}")
+    with _lock:
+        _depth = max_recursion_depth
+
+
+@contextmanager
+def max_recursion_depth(temp_depth: int) -> Iterator[None]:
+    """Within the `with` block the nesting limit is `temp_depth`; the previous one comes back after."""
+    global _depth
+    with _lock:
+        previous = _depth
+    set_max_recursion_depth(temp_depth)
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth = previous
+
+
+def get_serialization_version() -> str:
+    """The version tag `serialize_json` writes and `deserialize_json` requires."""
+    return SERIALIZATION_VERSION
+
+
+def json_depth(value: Any, limit: int) -> int:
+    """How deeply `value` (parsed JSON: dicts, lists, scalars) nests, counting each dict or list
+    as one level; the walk stops once it passes `limit` and returns limit + 1 then. Iterative,
+    so any depth is measured without recursion.
+
+    Example: json_depth({"a": [1, {"b": 2}]}, 100) == 3
+    """
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, (list, tuple)):
+            children = node
+        else:
+            continue
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                return limit + 1
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def check_json_depth(value: Any, error: type, what: str) -> None:
+    """Raise `error` when `value` nests deeper than `get_max_recursion_depth()`."""
+    limit = get_max_recursion_depth()
+    if json_depth(value, limit) > limit:
+        raise error(f"{what} nests deeper than the maximum recursion depth {limit} "
+                    f"(xg2ref.set_max_recursion_depth or {MAX_RECURSION_DEPTH_ENV} raise it)")

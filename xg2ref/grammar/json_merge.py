@@ -1,0 +1,396 @@
+"""JSON Schema in-place applicators for `json_schema.py` (XGrammar-2 §2.1, the JSON Schema front
+end): `allOf`, and `$ref` / `anyOf` / `oneOf` beside other keywords, as a choice of merged
+schemas.
+
+Every schema object N contributes an *atom*, its own keywords without the four combinators, and
+stands for
+
+    N  =  atom(N)  and  target($ref)  and  P_1 and ... and P_m  and  (B_1 or ... or B_n)
+                                          (allOf)                   (anyOf; oneOf read the same way)
+
+which `Clauses.expand` writes in disjunctive normal form: a list of *clauses*, each a set of
+atoms that must all hold, merged into one schema by `merge`:
+
+    clauses(true) = {{}}       clauses(false) = {}       clauses({}) = {{}}
+    clauses(N)    = {{atom(N)}} x clauses(target) x clauses(P_1) x ... x (clauses(B_1) + ...)
+    A x B         = {a + b : a in A, b in B}, less every clause that holds another one
+                    (a clause with more atoms allows fewer values)
+
+A `$ref` that reaches its own schema through these combinators, with no object or array between
+(`a = anyOf[integer, a]`), makes these equations recursive. Their meaning is the least solution,
+the one a grammar's rules give and xgrammar 0.2.8's rules give: Kleene iteration from "no
+clause" over the schemas reachable that way, which ends because clauses are sets of the
+finitely many atoms. So `a = anyOf[integer, a]` is the integers, `a = {$ref: a}` is nothing,
+`a = allOf[{$ref: a}, X]` is nothing, `a = {type: integer, anyOf: [{minimum: 3}, {$ref: a}]}`
+is the integers from 3.
+
+`merge` joins two schemas keyword by keyword (bounds tightened, types intersected, patterns and
+formats all kept, ...). Subschemas below a merge stay lazy, `{"allOf": [x, y]}`, and are
+expanded when visited, so recursive definitions meet the same clause again and end at its rule.
+Arrays are merged index by index: with prefixes P, Q and rests r, s (`items` after
+`prefixItems`, or `additionalItems` after a list `items`), item i must meet P_i (or r past P)
+and Q_i (or s past Q).
+
+`unevaluatedItems` / `unevaluatedProperties` of a schema whose in-place subschemas
+(allOf/anyOf/oneOf/$ref/if/then/else/dependentSchemas) evaluate no item (member) are the
+schema's own `items` (`additionalProperties`) when it has none: the same items answer to them
+(with `contains`, an item it matches is evaluated too: `anyOf[U, contains]`). Otherwise which
+items are left unevaluated depends on which branches hold, and the keyword is not enforced
+(specs/05).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..exceptions import InvalidJSONError
+from .json_values import json_equal
+
+ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "id", "$comment",
+                         "readOnly", "writeOnly", "deprecated", "$anchor", "definitions", "$defs", "format_",
+                         "contentMediaType", "contentEncoding"})
+# the validation keywords `merge` must not silently drop
+ASSERTIONS = frozenset({"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+                        "exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "items", "prefixItems",
+                        "additionalItems", "maxItems", "minItems", "uniqueItems", "contains", "maxProperties",
+                        "minProperties", "required", "properties", "patternProperties", "additionalProperties",
+                        "propertyNames", "dependentRequired", "dependentSchemas", "dependencies", "if", "then",
+                        "else", "not", "$ref", "allOf", "anyOf", "oneOf"})
+# validation keywords the grammar does not enforce (specs/05, "Not enforced")
+NOT_ENFORCED = frozenset({"uniqueItems", "contains", "minContains", "maxContains", "dependentRequired",
+                          "dependentSchemas", "dependencies", "if", "then", "else", "not", "unevaluatedProperties",
+                          "unevaluatedItems"})
+COMBINATORS = ("$ref", "allOf", "anyOf", "oneOf")
+MORE_PATTERNS = "$xg2ref:patterns"  # an allOf of two patterns: the second and later ones (all must hold)
+MORE_FORMATS = "$xg2ref:formats"  # an allOf of two formats: the second and later ones (all must hold)
+# an allOf of anyOf / oneOf lists becomes their product; at most this many clauses
+MAX_BRANCH_PRODUCT = 256
+ARRAY_KEYS = ("prefixItems", "items", "additionalItems")
+# keywords that mark items / members as evaluated (for unevaluatedItems / unevaluatedProperties)
+EVALUATES_ITEMS = ("prefixItems", "items", "additionalItems", "contains", "unevaluatedItems")
+EVALUATES_MEMBERS = ("properties", "patternProperties", "additionalProperties", "unevaluatedProperties")
+
+
+def constrains(schema: dict) -> bool:
+    """Whether `schema` has a keyword that is not an annotation."""
+    return any(k not in ANNOTATIONS for k in schema)
+
+
+def trivial(schema: Any) -> bool:
+    """`true`, or an object without a constraining keyword (any value)."""
+    return schema is True or (isinstance(schema, dict) and not constrains(schema))
+
+
+# ---- merging two schemas ------------------------------------------------------------------------
+
+
+def merge_below(a: Any, b: Any) -> Any:
+    """Both `a` and `b`, for the subschemas of two merged schemas: `{"allOf": [a, b]}`, expanded
+    when it is visited (merging eagerly would unroll definitions that refer to themselves)."""
+    if a is False or b is False:
+        return False
+    if trivial(a):
+        return b
+    if trivial(b) or a is b:
+        return a
+    return {"allOf": [a, b]}
+
+
+def _array_form(schema: dict):
+    """(prefix, rest) of an array schema: `prefixItems` and `items`, or a list `items` and
+    `additionalItems` (rest None: not constrained by this schema)."""
+    items = schema.get("items")
+    if isinstance(items, list):
+        return list(items), schema.get("additionalItems")
+    return list(schema.get("prefixItems") or []), items
+
+
+def _merge_arrays(a: dict, b: dict, out: dict) -> None:
+    """Item i of `out` meets item i of both (module docstring)."""
+    pa, ra = _array_form(a)
+    pb, rb = _array_form(b)
+
+    def both(x, y):
+        return y if x is None else x if y is None else merge_below(x, y)
+
+    prefix = [both(pa[i] if i < len(pa) else ra, pb[i] if i < len(pb) else rb) for i in range(max(len(pa), len(pb)))]
+    rest = both(ra, rb)
+    for key in ARRAY_KEYS:
+        out.pop(key, None)
+    if prefix:
+        out["prefixItems"] = prefix
+    if rest is not None:
+        out["items"] = rest
+
+
+def merge(conv, a: Any, b: Any, path: str) -> Any:
+    """allOf of two schemas as one schema (both must hold)."""
+    if a is False or b is False:
+        return False
+    if a is True or not a:
+        return b
+    if b is True or not b:
+        return a
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        raise InvalidJSONError(f"{path}: a schema must be an object or a boolean")
+    if "$ref" in b:
+        b = deref(conv, b, path) if set(b) - ANNOTATIONS == {"$ref"} else b
+        if not isinstance(b, dict):
+            return merge(conv, a, b, path)
+    out = dict(a)
+    arrays = any(k in a for k in ARRAY_KEYS) and any(k in b for k in ARRAY_KEYS)
+    if arrays:
+        _merge_arrays(a, b, out)
+    for key, value in b.items():
+        if arrays and key in ARRAY_KEYS:
+            continue
+        if key not in out or key in ANNOTATIONS:
+            out[key] = value
+        elif key in ("properties", "patternProperties"):  # a name in both: its schemas merged
+            if not isinstance(out[key], dict) or not isinstance(value, dict):
+                raise InvalidJSONError(f"{path}.{key}: must be an object")
+            props = dict(out[key])
+            for name, sub in value.items():
+                props[name] = merge_below(props[name], sub) if name in props else sub
+            out[key] = props
+        elif key == "required":
+            out[key] = list(dict.fromkeys(list(out[key]) + list(value)))
+        elif key == "type":
+            ta = [out[key]] if isinstance(out[key], str) else list(out[key])
+            tb = [value] if isinstance(value, str) else list(value)
+            common = [t for t in ta if t in tb or (t == "integer" and "number" in tb)]
+            common += [t for t in tb if t == "integer" and "number" in ta and t not in common]
+            out[key] = common
+        elif key in ("minimum", "minLength", "minItems", "minProperties", "exclusiveMinimum"):
+            out[key] = max(out[key], value) if not isinstance(value, bool) else out[key] or value
+        elif key in ("maximum", "maxLength", "maxItems", "maxProperties", "exclusiveMaximum"):
+            out[key] = min(out[key], value) if not isinstance(value, bool) else out[key] or value
+        elif key == "enum":
+            out[key] = [v for v in out[key] if any(json_equal(v, w) for w in value)]
+        elif key == "const":
+            if not json_equal(out[key], value):
+                return False  # two different constants: no value meets both
+        elif key == "pattern" and out[key] != value:
+            out[MORE_PATTERNS] = list(out.get(MORE_PATTERNS, [])) + [value]  # both must match
+        elif key == "format" and out[key] != value:
+            out[MORE_FORMATS] = list(out.get(MORE_FORMATS, [])) + [value]  # a string meets both
+        elif key in (MORE_PATTERNS, MORE_FORMATS):
+            out[key] = list(out[key]) + list(value)
+        elif key in ("items", "additionalProperties"):
+            out[key] = merge_below(out[key], value)
+        elif key == "propertyNames":  # kept eager: the key languages read its keywords (json_objects.py)
+            out[key] = merge(conv, deref(conv, out[key], path), deref(conv, value, path), f"{path}.{key}")
+        elif key == "allOf":
+            out[key] = list(out[key]) + list(value)
+        elif key in ("anyOf", "oneOf"):
+            # (x1 | x2) and (y1 | y2)  =  (x1 and y1) | (x1 and y2) | ...  (oneOf is read as anyOf)
+            if not isinstance(out[key], list) or not isinstance(value, list):
+                raise InvalidJSONError(f"{path}.{key}: must be a list")
+            if json_equal(out[key], value):
+                continue  # (x1 | x2) and (x1 | x2) = x1 | x2: each cross term lies in a branch
+            if len(out[key]) * len(value) > MAX_BRANCH_PRODUCT:
+                raise InvalidJSONError(f"{path}.{key}: allOf of two {key} lists makes more than "
+                                       f"{MAX_BRANCH_PRODUCT} branches")
+            out[key] = [{"allOf": [x, y]} for x in out[key] for y in value]
+        elif key not in ASSERTIONS or key in NOT_ENFORCED:
+            continue  # not a validation keyword, or one never enforced (specs/05): the first value stays
+        elif out[key] != value:
+            raise InvalidJSONError(f"{path}.{key}: allOf with two different {key} values is not supported")
+    return out
+
+
+def deref(conv, schema: Any, path: str) -> Any:
+    """Follow the `$ref`s at the top of a schema (for merging). References that go round
+    without anything else (`a = {$ref: b}, b = {$ref: a}`) allow nothing: `false` (the least
+    solution, module docstring)."""
+    seen = set()
+    while isinstance(schema, dict) and set(schema) - ANNOTATIONS == {"$ref"}:
+        ref = schema["$ref"]
+        if not isinstance(ref, str):
+            raise InvalidJSONError(f"{path}.$ref: must be a string")
+        if ref in seen:
+            return False
+        seen.add(ref)
+        schema = conv.resolve(ref, path)
+    return schema
+
+
+# ---- unevaluatedItems / unevaluatedProperties ----------------------------------------------------
+
+
+def _in_place(conv, node: dict, path: str) -> list:
+    """The subschemas `node` applies to the value itself (not to its items or members)."""
+    out = []
+    for key in ("allOf", "anyOf", "oneOf"):
+        if isinstance(node.get(key), list):
+            out.extend(node[key])
+    if isinstance(node.get("$ref"), str):
+        out.append(conv.resolve(node["$ref"], path))
+    out.extend(node[k] for k in ("if", "then", "else") if k in node)
+    if isinstance(node.get("dependentSchemas"), dict):
+        out.extend(node["dependentSchemas"].values())
+    return out
+
+
+def _evaluates(conv, node: dict, keys: tuple, path: str) -> bool:
+    """Whether a subschema `node` applies in place (transitively) uses one of `keys`."""
+    seen, stack = set(), _in_place(conv, node, path)
+    while stack:
+        sub = stack.pop()
+        if not isinstance(sub, dict) or id(sub) in seen:
+            continue
+        seen.add(id(sub))
+        if any(k in sub for k in keys):
+            return True
+        stack.extend(_in_place(conv, sub, path))
+    return False
+
+
+def fold_unevaluated(conv, node: dict, own: dict, path: str) -> dict:
+    """`own` (the keywords of `node` without combinators) with `unevaluatedItems` /
+    `unevaluatedProperties` turned into `items` / `additionalProperties` where that is exact,
+    and dropped (not enforced) where it is not (module docstring)."""
+    if "unevaluatedItems" not in own and "unevaluatedProperties" not in own:
+        return own
+    out = {k: v for k, v in own.items() if k not in ("unevaluatedItems", "unevaluatedProperties")}
+    if "unevaluatedItems" in own:
+        rest = own["unevaluatedItems"]
+        if _evaluates(conv, node, EVALUATES_ITEMS, path):
+            rest = None if rest is False else True  # not enforced: strict mode must not forbid what it allows
+        elif "contains" in own and rest is not True:
+            rest = {"anyOf": [rest, own["contains"]]}  # an item `contains` matches is evaluated
+        if rest is not None:
+            out.setdefault("additionalItems" if isinstance(own.get("items"), list) else "items", rest)
+    if "unevaluatedProperties" in own:
+        rest = own["unevaluatedProperties"]
+        if _evaluates(conv, node, EVALUATES_MEMBERS, path):
+            rest = None if rest is False else True
+        if rest is not None:
+            out.setdefault("additionalProperties", rest)
+    return out
+
+
+# ---- clauses ---------------------------------------------------------------------------------------
+
+
+def _minimal(clauses: set) -> frozenset:
+    """`clauses` less every clause that holds another one."""
+    ordered = sorted(clauses, key=len)
+    kept: list = []
+    for c in ordered:
+        if not any(k <= c for k in kept):
+            kept.append(c)
+    return frozenset(kept)
+
+
+def _product(a: frozenset, b: frozenset, path: str) -> frozenset:
+    """a x b (module docstring). Only a product of two choices is bounded: a union of many
+    branches stays as long as it is written."""
+    if len(a) > 1 and len(b) > 1 and len(a) * len(b) > MAX_BRANCH_PRODUCT:
+        raise InvalidJSONError(f"{path}: allOf of anyOf / oneOf lists makes more than {MAX_BRANCH_PRODUCT} branches")
+    return _minimal({x | y for x in a for y in b})
+
+
+ANYTHING = frozenset({frozenset()})  # one clause without atoms: any value
+NOTHING_AT_ALL = frozenset()  # no clause: no value
+
+
+class Clauses:
+    """The clauses of the schemas one conversion meets (module docstring), memoized per schema
+    object. Atoms are keyed by their JSON text, so equal keywords met twice are one atom."""
+
+    def __init__(self, conv):
+        self.conv = conv
+        self.atoms: dict[str, dict] = {}  # key -> keywords
+        self.rank: dict[str, int] = {}  # key -> order of first meeting (merge and output order)
+        self.memo: dict[int, frozenset] = {}  # id(schema) -> its clauses
+        self.via_ref: dict[int, bool] = {}  # id(schema) -> whether its expansion followed a `$ref`
+        self.atom_of: dict[int, Any] = {}  # id(schema) -> its atom key, or None
+        self.keep: list = []  # every schema whose id is a key above stays alive
+
+    def atom(self, node: dict, path: str):
+        """The key of the atom of `node`, or None when its own keywords constrain nothing."""
+        if id(node) in self.atom_of:
+            return self.atom_of[id(node)]
+        own = fold_unevaluated(self.conv, node, {k: v for k, v in node.items() if k not in COMBINATORS}, path)
+        key = json.dumps(own, sort_keys=True, default=repr) if constrains(own) else None
+        if key is not None and key not in self.atoms:
+            self.atoms[key] = own
+            self.rank[key] = len(self.rank)
+        self.atom_of[id(node)] = key
+        self.keep.append(node)
+        return key
+
+    def _parts(self, node: dict, path: str) -> list:
+        """(kind, subschemas) of `node`'s combinators: "all" (each must hold) or "any" (one)."""
+        parts = []
+        if "$ref" in node:
+            ref = node["$ref"]
+            if not isinstance(ref, str):
+                raise InvalidJSONError(f"{path}.$ref: must be a string")
+            parts.append(("all", [self.conv.resolve(ref, path)], [ref]))
+        for key, kind in (("allOf", "all"), ("anyOf", "any"), ("oneOf", "any")):
+            if key in node:
+                if not isinstance(node[key], list):
+                    raise InvalidJSONError(f"{path}.{key}: must be a list")
+                parts.append((kind, node[key], [f"{path}.{key}[{i}]" for i in range(len(node[key]))]))
+        return parts
+
+    def expand(self, schema: Any, path: str) -> tuple[list, bool]:
+        """(clauses in a fixed order, whether a `$ref` was followed on the way)."""
+        order, index, via_ref = [], {}, False
+        stack = [(schema, path)]
+        while stack:  # the schemas reachable through combinators (atoms made on the way)
+            node, where = stack.pop()
+            if isinstance(node, bool) or id(node) in index:
+                continue
+            if id(node) in self.memo:
+                via_ref = via_ref or self.via_ref[id(node)]
+                continue
+            if not isinstance(node, dict):
+                raise InvalidJSONError(f"{where}: a schema must be an object or a boolean, got {type(node).__name__}")
+            index[id(node)] = len(order)
+            parts = self._parts(node, where)
+            order.append((node, where, self.atom(node, where), parts))
+            via_ref = via_ref or "$ref" in node
+            for _, subs, paths in reversed(parts):  # (depth first in document order: atoms ranked so)
+                stack.extend(reversed(list(zip(subs, paths))))
+        values = {id(node): NOTHING_AT_ALL for node, _, _, _ in order}
+
+        def value(s: Any) -> frozenset:
+            if s is True:
+                return ANYTHING
+            if s is False:
+                return NOTHING_AT_ALL
+            return self.memo[id(s)] if id(s) in self.memo else values[id(s)]
+
+        changed = True
+        while changed:  # Kleene iteration from "no clause" up to the least solution
+            changed = False
+            for node, where, atom, parts in reversed(order):
+                got = frozenset({frozenset({atom})}) if atom is not None else ANYTHING
+                for kind, subs, paths in parts:
+                    if kind == "all":
+                        for s, at in zip(subs, paths):
+                            got = _product(got, value(s), at)
+                    else:
+                        got = _product(got, _minimal({c for s in subs for c in value(s)}), where)
+                if got != values[id(node)]:
+                    values[id(node)] = got
+                    changed = True
+        for node, _, _, _ in order:  # (a schema met later reaches at most these: `via_ref` holds for it too)
+            self.memo[id(node)] = values[id(node)]
+            self.via_ref[id(node)] = via_ref
+            self.keep.append(node)
+        clauses = sorted(value(schema), key=lambda c: sorted(self.rank[k] for k in c))
+        return clauses, via_ref
+
+    def merged(self, clause: frozenset, path: str) -> Any:
+        """The atoms of `clause` merged into one schema (False when no value meets them all)."""
+        out: Any = {}
+        for key in sorted(clause, key=self.rank.__getitem__):
+            out = merge(self.conv, out, self.atoms[key], path)
+            if out is False:
+                return False
+        return out

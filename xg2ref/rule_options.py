@@ -1,0 +1,139 @@
+"""Rule options that act on a matcher's state, not on its language: xgrammar 0.2.8's `capture`
+(`GrammarMatcher.get_captures`) and `temperature` (`GrammarMatcher.temperature`).
+
+Both are read off the Earley chart (XGrammar-2 §3.4; specs/03-earley.md), which is its own
+history: set k holds every item after k accepted bytes, and rolling back only moves the current
+set. So nothing is recorded while tokens are accepted: `rollback`, `reset` and `fork` are exact
+for free, and masks and jump-forward, which read past the current set and come back, leave no
+trace. The matcher only keeps the accepted bytes, to cut the spans out of them.
+
+Captures. Each completion of a captured rule A on the accept path is an event, and its span is
+the bytes between the item's origin j and its set k:
+
+    CAPTURE   [j, k, A -> f] in set k, f final, A captured, 1 <= k <= n   |-  event (A, j, k)
+
+Set 0 is built before anything is accepted and records nothing (so an empty completion at the
+very start is no event), while an empty completion later (j = k >= 1) is one. Events come in
+the order of their sets; inside a set, in the order the closure first reached a final item of
+(A, j) (inner rules complete before the rules that contain them). Every parse hypothesis
+counts, so an occurrence that is still growing (`[0-9]+`) has an event at each of its ends, and
+so does one whose hypothesis later dies. With `deduplicate`, only the last event of each
+occurrence (A, j) stays, in its place: the longest span so far.
+
+Temperature. An item's active temperature rule is the nearest rule on its prediction chain
+that has a `temperature`: its own rule if that rule has one, else the active rule of the items
+that predicted it (the items of set j that reference A). The temperature of the next token is
+the largest temperature over the scannable items of the current set (those with a byte or
+token edge); when none has an active temperature rule, `default_temperature`. A rule predicted
+by several items inherits from all of them, so the search below walks every (rule, origin)
+ancestor once:
+
+    ACTIVE    node (A, j), A has temperature T                   |-  T is a candidate
+    INHERIT   node (A, j), A has none, [i, j, B -> s], s -A-> t   |-  node (B, i)
+
+Values are float32, as in xgrammar. After a stop token the current set is unchanged, and so is
+the temperature. What this leaves out: xgrammar's printer-internal capture options
+(`capture_hidden_*`, `stop_capture`); xgrammar's warning when live rules disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from .fsm.build import FSMArrays, GrammarFSMs
+
+
+class RuleOptionTables:
+    """What the two queries read, per compiled grammar (S global states, R rules).
+
+    state_rule : int32[S]      the rule of each state (FSMArrays.state_rule)
+    capture_labels : tuple[str | None, ...]   per rule, its capture label (None: not captured)
+    capture_end : bool_[S]     the state is final in a captured rule (None: no rule captures)
+    rule_temperature : float64[R]   per rule, its float32 temperature, NaN for none (None: no
+                               rule has one)
+    referrers : list of int32 arrays   per rule, the sorted states with a reference edge to it
+    """
+
+    def __init__(self, fsms: GrammarFSMs, arrays: FSMArrays):
+        self.state_rule = arrays.state_rule
+        self.capture_labels = fsms.captures
+        self.capture_end = None
+        if fsms.captures:
+            captured = np.array([c is not None for c in fsms.captures], dtype=np.bool_)
+            self.capture_end = arrays.is_final & captured[arrays.state_rule]
+        self.rule_temperature = None
+        self.referrers: list[np.ndarray] = []
+        if fsms.temperatures:
+            self.rule_temperature = np.array([math.nan if t is None else t for t in fsms.temperatures])
+            sources = np.repeat(np.arange(len(arrays.ref_indptr) - 1, dtype=np.int32), np.diff(arrays.ref_indptr))
+            order = np.argsort(arrays.ref_rule, kind="stable")
+            bounds = np.searchsorted(arrays.ref_rule[order], np.arange(len(fsms.fsms) + 1))
+            self.referrers = [np.unique(sources[order[bounds[r]:bounds[r + 1]]]) for r in range(len(fsms.fsms))]
+
+
+def capture_events(tables: RuleOptionTables, chart, position: int) -> np.ndarray:
+    """The CAPTURE events of sets 1..position (module docstring), as int64 rows (rule, start,
+    end) in order, one per distinct event.
+
+    Example: for `root ::= n "x"`, `n[capture] ::= [0-9]+` after "12x": [[1, 0, 1], [1, 0, 2]]
+    """
+    if tables.capture_end is None or position < 1:
+        return np.zeros((0, 3), np.int64)
+    bounds = chart.set_start[:position + 2]
+    lo, hi = int(bounds[1]), int(bounds[position + 1])
+    states = chart.item_state[lo:hi]
+    hit = np.flatnonzero(tables.capture_end[states])
+    if not len(hit):
+        return np.zeros((0, 3), np.int64)
+    # set k holds items bounds[k]:bounds[k+1]; the last k whose start is <= p owns item p
+    ends = np.searchsorted(bounds, hit + lo, side="right") - 1
+    rows = np.stack([tables.state_rule[states[hit]].astype(np.int64), chart.item_origin[lo:hi][hit].astype(np.int64),
+                     ends.astype(np.int64)], axis=1)
+    _, first = np.unique(rows, axis=0, return_index=True)
+    return rows[np.sort(first)]
+
+
+def captures(tables: RuleOptionTables, chart, position: int, data: bytes, deduplicate: bool = True
+             ) -> list[tuple[str, bytes]]:
+    """`GrammarMatcher.get_captures`: (label, span) per event; with `deduplicate`, the last event
+    of each occurrence (rule, start) only, where it stands. `data` holds the accepted bytes."""
+    rows = capture_events(tables, chart, position)
+    if deduplicate and len(rows):
+        last: dict[tuple[int, int], int] = {}
+        for n, (rule, start, _) in enumerate(rows.tolist()):
+            last[(rule, start)] = n
+        rows = rows[sorted(last.values())]
+    labels = tables.capture_labels
+    return [(labels[rule], bytes(data[start:end])) for rule, start, end in rows.tolist()]
+
+
+def active_temperature(tables: RuleOptionTables, arrays: FSMArrays, chart, position: int) -> Optional[float]:
+    """The largest temperature over the active rules of the current set's scannable items (ACTIVE
+    and INHERIT in the module docstring), or None when none has one."""
+    temps = tables.rule_temperature
+    if temps is None:
+        return None
+    start, origin = chart.set_start, chart.item_origin
+    lo, hi = int(start[position]), int(start[position + 1])
+    states = chart.item_state[lo:hi]
+    scannable = ((arrays.byte_indptr[states + 1] > arrays.byte_indptr[states])
+                 | (arrays.tok_indptr[states + 1] > arrays.tok_indptr[states]))
+    todo = list(dict.fromkeys(zip(arrays.state_rule[states[scannable]].tolist(), origin[lo:hi][scannable].tolist())))
+    seen = set(todo)
+    best = -math.inf
+    while todo:
+        rule, j = todo.pop()
+        t = temps[rule]
+        if t == t:  # ACTIVE
+            best = max(best, t)
+            continue
+        a, b = int(start[j]), int(start[j + 1])  # INHERIT from the items of set j that reference the rule
+        parents = np.flatnonzero(np.isin(chart.item_state[a:b], tables.referrers[rule])) + a
+        for node in zip(arrays.state_rule[chart.item_state[parents]].tolist(), origin[parents].tolist()):
+            if node not in seen:
+                seen.add(node)
+                todo.append(node)
+    return None if best == -math.inf else float(best)
