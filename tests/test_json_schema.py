@@ -472,3 +472,11 @@ def test_an_empty_properties_map_declares_an_object_with_no_members_in_strict_mo
     assert not accepts({"type": "object", "properties": {}}, '{"a": 1}')
     assert accepts({"type": "object"}, '{"a": 1}')
     assert accepts({"type": "object", "properties": {}, "additionalProperties": True}, '{"a": 1}')
+
+
+def test_a_const_beside_an_enum_must_be_listed():
+    """allOf [enum, ...] with a sibling const: the const alone was written, the enum dropped."""
+    schema = {"allOf": [{"enum": [1, "x", None]}], "const": 3}
+    assert not xgr.testing._is_grammar_accept_string(xgr.Grammar.from_json_schema(schema), "3")
+    schema = {"allOf": [{"enum": [1, 3]}], "const": 3}
+    assert xgr.testing._is_grammar_accept_string(xgr.Grammar.from_json_schema(schema), "3")
