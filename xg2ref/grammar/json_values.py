@@ -105,8 +105,9 @@ def value_meets(value: Any, schema: dict) -> bool:
         return False
     if "const" in schema and not json_equal(value, schema["const"]):
         return False
-    if isinstance(schema.get("enum"), list) and not any(json_equal(value, v) for v in schema["enum"]):
-        return False  # (a const beside an enum: the const must be listed)
+    if "const" in schema and isinstance(schema.get("enum"), list) and not any(
+            json_equal(value, v) for v in schema["enum"]):
+        return False  # a const beside an enum must be listed (checked only then: an enum's own values are)
     if isinstance(value, str):
         return _string_ok(value, schema)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
