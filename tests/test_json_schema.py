@@ -425,6 +425,7 @@ def test_json_pointer_formats(fmt, yes, no):
     {"enum": [10, 15, 20, 2.5], "multipleOf": 5, "exclusiveMaximum": 20},
     {"const": "x-1", "format": "date"},
     {"enum": ["2024-02-30", "2024-02-29", "x"], "format": "date"},
+    {"allOf": [{"enum": ["ax", "ab", "b", "xab"]}, {"pattern": "a"}, {"pattern": "b$"}]},  # both patterns
 ]), st.integers(0, 7))
 def test_listed_values_meet_the_other_keywords(schema, k):
     """enum/const beside other keywords: only the values every keyword allows are listed."""

@@ -146,7 +146,8 @@ RECURSIVE = [  # xgrammar 0.2.8 takes these as the standard does
     {"$defs": {"a": {"$ref": DEFS + "b"}, "b": {"anyOf": [{"$ref": DEFS + "a"}, {"type": "null"}]}},
      "allOf": [{"$ref": DEFS + "a"}]},
     {"type": "object", "properties": {"x": {"$ref": DEFS + "a"}}, "required": ["x"],
-     "$defs": {"a": {"oneOf": [{"type": "null"}, {"$ref": DEFS + "a"}, {"type": "array", "items": {"$ref": DEFS + "a"}}]}}},
+     "$defs": {"a": {"oneOf": [{"type": "null"}, {"$ref": DEFS + "a"},
+                               {"type": "array", "items": {"$ref": DEFS + "a"}}]}}},
 ]
 DOCUMENTS = ["1", "-3", "0", '"x"', "null", "true", "1.5", "[]", "[null]", "[1, [true]]", "[[null], 2]", "{}",
              '{"x": null}', '{"x": [null, [null]]}', '{"x": 1}', '{"y": null}', "[true, [false, []]]"]
@@ -164,13 +165,50 @@ def test_recursion_beside_other_keywords():
     a = {"$defs": {"a": {"type": "integer", "anyOf": [{"minimum": 3}, {"$ref": DEFS + "a"}]}}, "$ref": DEFS + "a"}
     assert [accepts(a, t) for t in ("2", "3", "7", '"x"')] == [False, True, True, False]
     # a = allOf[a, ...] and a = {$ref: a}: nothing; b = a and maxLength 3 with a = string or b
-    assert not accepts({"$defs": {"a": {"allOf": [{"$ref": DEFS + "a"}, {"type": "null"}]}}, "$ref": DEFS + "a"}, "null")
+    loop = {"$defs": {"a": {"allOf": [{"$ref": DEFS + "a"}, {"type": "null"}]}}, "$ref": DEFS + "a"}
+    assert not accepts(loop, "null")
     b = {"$defs": {"a": {"anyOf": [{"type": "string"}, {"$ref": DEFS + "b"}]},
                    "b": {"$ref": DEFS + "a", "maxLength": 3}}, "$ref": DEFS + "b"}
     assert accepts(b, '"abc"') and not accepts(b, '"abcd"') and not accepts(b, "1")
     # a pure-$ref loop below a merge used to be refused ("refers to itself"): it allows nothing
     c = {"$defs": {"c": {"$ref": DEFS + "c"}}, "anyOf": [{"$ref": DEFS + "c", "type": "integer"}, {"type": "null"}]}
     assert accepts(c, "null") and not accepts(c, "1")
+
+
+@pytest.mark.parametrize("i", [0, 2, 3, 5])
+def test_recursion_without_a_container_in_xml_parameters(i):
+    """A structural tag's XML parameters read the same least solution (json_xml.py)."""
+    schema = RECURSIVE[i]
+    wrapped = {"type": "object", "properties": {"v": {k: v for k, v in schema.items() if k != "$defs"}},
+               "required": ["v"], "$defs": schema["$defs"]}
+    tag = {"type": "structural_tag", "format": {"type": "tag", "begin": "<f>", "end": "</f>", "content": {
+        "type": "json_schema", "json_schema": wrapped, "style": "qwen_xml"}}}
+    recognizer = Recognizer(xgr.Grammar.from_structural_tag(json.dumps(tag)).ir)
+    for text in ["1", "-3", "null", "[]", '{"x": null}']:
+        value = json.loads(text)
+        want = least_valid(schema, schema, value)
+        have = recognizer.is_sentence(f"<f><parameter=v>\n{text}\n</parameter>\n</f>".encode())
+        assert have == want, text
+
+
+def test_merged_members_follow_the_order_the_schema_writes():
+    """allOf [A, B]: A's properties, then B's, whatever was converted before (B here first)."""
+    defs = {"A": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+            "B": {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}}
+    schema = {"$defs": defs, "type": "object", "required": ["first", "both"], "properties": {
+        "first": {"$ref": DEFS + "B"}, "both": {"allOf": [{"$ref": DEFS + "A"}, {"$ref": DEFS + "B"}]}}}
+    assert accepts(schema, '{"first": {"b": 1}, "both": {"a": 1, "b": 2}}')
+    assert not accepts(schema, '{"first": {"b": 1}, "both": {"b": 2, "a": 1}}')
+
+
+def test_arrays_merge_item_by_item():
+    """allOf of a tuple and a list: item i meets both (an `items` applies past its own prefix)."""
+    schema = {"allOf": [{"type": "array", "items": {"type": "integer"}},
+                        {"prefixItems": [{"minimum": 3}], "items": {"maximum": 9}}]}
+    for value in ([], [3], [2], [3, 10], [3, 9, 1], [3.5], [4, "x"]):
+        assert accepts(schema, json.dumps(value), strict_mode=False) == valid(schema, value), value
+    narrow = {"allOf": [{"items": False}, {"prefixItems": [{"type": "integer"}]}]}  # no item at all
+    assert accepts(narrow, "[]") and not accepts(narrow, "[1]")
 
 
 LEAVES = [{"type": "integer"}, {"type": "string"}, {"type": "null"}, {"minimum": 2}, {"maxLength": 1},
@@ -327,7 +365,8 @@ UNEVALUATED = [  # (schema, xgrammar 0.2.8 agrees in strict mode and out of it)
     ({"type": "array", "contains": {"type": "null"}, "minContains": 0, "unevaluatedItems": {"type": "string"}},
      False),
     # in-place subschemas that evaluate nothing leave the reading exact
-    ({"type": "array", "allOf": [{"minItems": 1}], "prefixItems": [{"type": "null"}], "unevaluatedItems": False}, False),
+    ({"type": "array", "allOf": [{"minItems": 1}], "prefixItems": [{"type": "null"}], "unevaluatedItems": False},
+     False),
 ]
 ARRAYS_AND_OBJECTS = ["[]", "[1]", "[1, 2]", '[1, "x"]', '["x"]', '[1, "x", "y"]', "[null]", '[null, "x"]',
                       '[1, "x", true]', "[null, null]", "{}", '{"a": 1}', '{"a": 1, "b": 2}', '{"a": 1, "b": "x"}',

@@ -9,7 +9,8 @@ stands for
                                           (allOf)                   (anyOf; oneOf read the same way)
 
 which `Clauses.expand` writes in disjunctive normal form: a list of *clauses*, each a set of
-atoms that must all hold, merged into one schema by `merge`:
+atoms that must all hold (kept in the order the schema writes them), merged into one schema by
+`merge`:
 
     clauses(true) = {{}}       clauses(false) = {}       clauses({}) = {{}}
     clauses(N)    = {{atom(N)}} x clauses(target) x clauses(P_1) x ... x (clauses(B_1) + ...)
@@ -67,6 +68,9 @@ MORE_FORMATS = "$xg2ref:formats"  # an allOf of two formats: the second and late
 # an allOf of anyOf / oneOf lists becomes their product; at most this many clauses
 MAX_BRANCH_PRODUCT = 256
 ARRAY_KEYS = ("prefixItems", "items", "additionalItems")
+# the keywords an atom keeps: annotations and words outside the vocabulary (`x-...`,
+# `javaType`) change no language, and would only tell equal atoms apart
+VOCABULARY = ASSERTIONS | NOT_ENFORCED | {MORE_PATTERNS, MORE_FORMATS}
 # keywords that mark items / members as evaluated (for unevaluatedItems / unevaluatedProperties)
 EVALUATES_ITEMS = ("prefixItems", "items", "additionalItems", "contains", "unevaluatedItems")
 EVALUATES_MEMBERS = ("properties", "patternProperties", "additionalProperties", "unevaluatedProperties")
@@ -274,37 +278,54 @@ def fold_unevaluated(conv, node: dict, own: dict, path: str) -> dict:
 # ---- clauses ---------------------------------------------------------------------------------------
 
 
-def _minimal(clauses: set) -> frozenset:
-    """`clauses` less every clause that holds another one."""
-    ordered = sorted(clauses, key=len)
-    kept: list = []
-    for c in ordered:
-        if not any(k <= c for k in kept):
-            kept.append(c)
-    return frozenset(kept)
+def _minimal(clauses) -> tuple:
+    """`clauses` in their order, less repeats and every clause that holds another one (a clause
+    is a tuple of atom keys, in the order their keywords merge; as a language it is a set).
+    Only smaller clauses can be held, so each is compared with the kept ones of smaller size."""
+    items = list(clauses)
+    sets = [frozenset(c) for c in items]
+    kept_by_size: dict[int, list] = {}
+    keep = [False] * len(items)
+    seen = set()
+    for i in sorted(range(len(items)), key=lambda i: len(sets[i])):
+        atoms = sets[i]
+        if atoms in seen:
+            continue
+        seen.add(atoms)
+        if any(other < atoms for size, kept in kept_by_size.items() if size < len(atoms) for other in kept):
+            continue
+        kept_by_size.setdefault(len(atoms), []).append(atoms)
+        keep[i] = True
+    return tuple(c for c, k in zip(items, keep) if k)
 
 
-def _product(a: frozenset, b: frozenset, path: str) -> frozenset:
+def _product(a: tuple, b: tuple, path: str) -> tuple:
     """a x b (module docstring). Only a product of two choices is bounded: a union of many
     branches stays as long as it is written."""
     if len(a) > 1 and len(b) > 1 and len(a) * len(b) > MAX_BRANCH_PRODUCT:
         raise InvalidJSONError(f"{path}: allOf of anyOf / oneOf lists makes more than {MAX_BRANCH_PRODUCT} branches")
-    return _minimal({x | y for x in a for y in b})
+    return _minimal(x + tuple(k for k in y if k not in x) for x in a for y in b)
 
 
-ANYTHING = frozenset({frozenset()})  # one clause without atoms: any value
-NOTHING_AT_ALL = frozenset()  # no clause: no value
+def _as_sets(clauses: tuple) -> frozenset:
+    return frozenset(frozenset(c) for c in clauses)
+
+
+ANYTHING = ((),)  # one clause without atoms: any value
+NOTHING_AT_ALL = ()  # no clause: no value
 
 
 class Clauses:
     """The clauses of the schemas one conversion meets (module docstring), memoized per schema
-    object. Atoms are keyed by their JSON text, so equal keywords met twice are one atom."""
+    object. Atoms (validation keywords only) are keyed by their JSON text, so equal keywords
+    met twice are one atom; a clause lists its atoms in the order the schema writes them (own
+    keywords, $ref, allOf, anyOf, oneOf), which is the order their properties take (a set of
+    atoms met again in another order keeps the rule of its first order, json_schema.py)."""
 
     def __init__(self, conv):
         self.conv = conv
         self.atoms: dict[str, dict] = {}  # key -> keywords
-        self.rank: dict[str, int] = {}  # key -> order of first meeting (merge and output order)
-        self.memo: dict[int, frozenset] = {}  # id(schema) -> its clauses
+        self.memo: dict[int, tuple] = {}  # id(schema) -> its clauses
         self.via_ref: dict[int, bool] = {}  # id(schema) -> whether its expansion followed a `$ref`
         self.atom_of: dict[int, Any] = {}  # id(schema) -> its atom key, or None
         self.keep: list = []  # every schema whose id is a key above stays alive
@@ -313,11 +334,11 @@ class Clauses:
         """The key of the atom of `node`, or None when its own keywords constrain nothing."""
         if id(node) in self.atom_of:
             return self.atom_of[id(node)]
-        own = fold_unevaluated(self.conv, node, {k: v for k, v in node.items() if k not in COMBINATORS}, path)
+        own = {k: v for k, v in node.items() if k in VOCABULARY and k not in COMBINATORS}
+        own = fold_unevaluated(self.conv, node, own, path)
         key = json.dumps(own, sort_keys=True, default=repr) if constrains(own) else None
-        if key is not None and key not in self.atoms:
-            self.atoms[key] = own
-            self.rank[key] = len(self.rank)
+        if key is not None:
+            self.atoms.setdefault(key, own)
         self.atom_of[id(node)] = key
         self.keep.append(node)
         return key
@@ -354,11 +375,11 @@ class Clauses:
             parts = self._parts(node, where)
             order.append((node, where, self.atom(node, where), parts))
             via_ref = via_ref or "$ref" in node
-            for _, subs, paths in reversed(parts):  # (depth first in document order: atoms ranked so)
-                stack.extend(reversed(list(zip(subs, paths))))
+            for _, subs, paths in parts:
+                stack.extend(zip(subs, paths))
         values = {id(node): NOTHING_AT_ALL for node, _, _, _ in order}
 
-        def value(s: Any) -> frozenset:
+        def value(s: Any) -> tuple:
             if s is True:
                 return ANYTHING
             if s is False:
@@ -369,27 +390,26 @@ class Clauses:
         while changed:  # Kleene iteration from "no clause" up to the least solution
             changed = False
             for node, where, atom, parts in reversed(order):
-                got = frozenset({frozenset({atom})}) if atom is not None else ANYTHING
+                got = ((atom,),) if atom is not None else ANYTHING
                 for kind, subs, paths in parts:
                     if kind == "all":
                         for s, at in zip(subs, paths):
                             got = _product(got, value(s), at)
                     else:
-                        got = _product(got, _minimal({c for s in subs for c in value(s)}), where)
-                if got != values[id(node)]:
+                        got = _product(got, _minimal(c for s in subs for c in value(s)), where)
+                if _as_sets(got) != _as_sets(values[id(node)]):  # (the same clauses in another order: no change)
                     values[id(node)] = got
                     changed = True
         for node, _, _, _ in order:  # (a schema met later reaches at most these: `via_ref` holds for it too)
             self.memo[id(node)] = values[id(node)]
             self.via_ref[id(node)] = via_ref
             self.keep.append(node)
-        clauses = sorted(value(schema), key=lambda c: sorted(self.rank[k] for k in c))
-        return clauses, via_ref
+        return list(value(schema)), via_ref
 
-    def merged(self, clause: frozenset, path: str) -> Any:
+    def merged(self, clause: tuple, path: str) -> Any:
         """The atoms of `clause` merged into one schema (False when no value meets them all)."""
         out: Any = {}
-        for key in sorted(clause, key=self.rank.__getitem__):
+        for key in clause:
             out = merge(self.conv, out, self.atoms[key], path)
             if out is False:
                 return False

@@ -105,8 +105,10 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     declared += [(n, _member_schema(conv, n, None, patterns, runnable, schema, path), True)
                  for n in dict.fromkeys(required) if n not in props]
     sep, key_sep = layout.item_sep(lv), layout.key_sep()
-    members = [seq(ByteString(json_string_literal(n)), key_sep,
-                   conv.visit(s, level + 1, f"{path}.properties.{n}")) for n, s, _ in declared]
+    members = []  # (a loop, not a comprehension: one frame less per nesting level of the schema)
+    for n, s, _ in declared:
+        value = conv.visit(s, level + 1, f"{path}.properties.{n}")
+        members.append(seq(ByteString(json_string_literal(n)), key_sep, value))
     extras = []
     names = _names_languages(conv, schema, path) if patterns else None
     for (pattern, sub), search, run in zip(patterns.items(), searches, runnable):

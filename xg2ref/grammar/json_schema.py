@@ -46,8 +46,7 @@ from ..config import check_json_depth
 from ..exceptions import GrammarLimitError, InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, walk
 from .json_lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
-from .json_merge import (ANNOTATIONS, ASSERTIONS, COMBINATORS, MAX_BRANCH_PRODUCT, NOT_ENFORCED, Clauses,  # noqa: F401
-                         constrains, deref, fold_unevaluated, merge, merge_below)
+from .json_merge import ANNOTATIONS, COMBINATORS, Clauses, constrains, deref, fold_unevaluated, merge, merge_below
 from .json_strings import string_content, string_expr
 from .json_values import value_meets
 from .regular import TooLarge, bounded_length, divisible_numerals
@@ -184,21 +183,29 @@ class SchemaConverter:
             return choice(*(self.visit(b, level, f"{path}.{key}[{i}]") for i, b in enumerate(schema[key])))
         # allOf, or a combinator beside other keywords: one merged schema per clause (json_merge.py)
         clauses, via_ref = self.clauses.expand(schema, path)
-        return choice(*(self.visit_clause(c, level, path, via_ref) for c in clauses))
+        alternatives = []  # (loops, not generators: each nesting level of a schema costs fewer frames)
+        for clause in clauses:
+            alternatives.append(self.visit_clause(clause, level, path, via_ref))
+        return choice(*alternatives)
 
-    def visit_clause(self, clause: frozenset, level: int, path: str, as_rule: bool) -> Expr:
-        """The merged schema of one clause; as a rule per (clause, level) when `$ref`s were
-        followed to find it, so that definitions reaching each other end at its rule."""
+    def visit_clause(self, clause: tuple, level: int, path: str, as_rule: bool) -> Expr:
+        """The merged schema of one clause; as a rule per (set of atoms, level) when `$ref`s
+        were followed to find it, so that definitions reaching each other end at its rule (the
+        same atoms met again in another order take that rule, with its order of members)."""
         if not clause:
             return self.any_value(level)
-        if not as_rule:
-            merged = self.clauses.merged(clause, path)
-            return NOTHING if merged is False else self.visit_plain(merged, level, path)
-
-        def build():
-            merged = self.clauses.merged(clause, path)
-            return NOTHING if merged is False else self.visit_plain(merged, level, path)
-        return self.rule(("clause", clause, self.level(level)), "all", build)
+        key = ("clause", frozenset(clause), self.level(level))
+        if as_rule and key in self.memo:
+            return RuleRef(self.memo[key])
+        name = None
+        if as_rule:
+            name = self.memo[key] = self.new_rule("all")  # named before it is built: recursion ends here
+        merged = self.clauses.merged(clause, path)
+        body = NOTHING if merged is False else self.visit_plain(merged, level, path)
+        if name is None:
+            return body
+        self.set_rule(name, body)
+        return RuleRef(name)
 
     def visit_plain(self, schema: dict, level: int, path: str) -> Expr:
         """A schema without `$ref`, `allOf`, `anyOf`, `oneOf`: its listed values or its types."""
@@ -209,7 +216,8 @@ class SchemaConverter:
             values = schema["enum"]
             if not isinstance(values, list):
                 raise InvalidJSONError(f"{path}.enum: must be a list")
-            return choice(*(self.literal(v, level) for v in values if value_meets(v, schema)))
+            others = {k: w for k, w in schema.items() if k != "enum"}  # (each value is listed: O(n), not O(n^2))
+            return choice(*(self.literal(v, level) for v in values if value_meets(v, others)))
         types = schema.get("type")
         if types is None:
             if not constrains(schema):
@@ -221,7 +229,10 @@ class SchemaConverter:
             raise InvalidJSONError(f"{path}.type: must be one of {', '.join(TYPES)} or a list of them, got {types!r}")
         if "integer" in types and "number" in types:
             types = [t for t in types if t != "integer"]
-        return choice(*(getattr(self, "t_" + t)(schema, level, path) for t in types))
+        alternatives = []
+        for t in types:
+            alternatives.append(getattr(self, "t_" + t)(schema, level, path))
+        return choice(*alternatives)
 
     def deref(self, schema: Any, path: str) -> Any:
         """Follow `$ref`s at the top of a schema (json_merge.deref)."""

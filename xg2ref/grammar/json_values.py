@@ -20,12 +20,13 @@ grammar is never narrower than the schema because of this module.
 
 from __future__ import annotations
 
+import functools
 import json
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from .regex import RegexError, regex_to_expr
-from .regular import TooLarge, matches
+from .regular import TooLarge, automaton, matches
 
 
 def has_type(value: Any, types) -> bool:
@@ -59,22 +60,27 @@ def _count_ok(n: int, schema: dict, low: str, high: str) -> bool:
     return not (isinstance(lo, int) and n < lo) and not (isinstance(hi, int) and n > hi)
 
 
+@functools.lru_cache(maxsize=1024)
+def _automata(key: str, regex: str) -> tuple:
+    """The automata a string must be in for a `pattern` (key "pattern": searched, lookaheads
+    split off) or a format's regex (key "format": whole), built once per regex."""
+    from .json_strings import pattern_languages
+
+    languages = pattern_languages(regex) if key == "pattern" else [regex_to_expr(regex)]
+    return tuple(automaton(language) for language in languages)
+
+
 def _string_ok(value: str, schema: dict) -> bool:
-    from .json_merge import MORE_FORMATS
-    from .json_strings import format_regex, pattern_languages
+    from .json_strings import string_checks
 
     if not _count_ok(len(value), schema, "minLength", "maxLength"):
         return False
-    try:
-        if isinstance(schema.get("pattern"), str):
-            if not all(matches(language, value) for language in pattern_languages(schema["pattern"])):
+    for key, regex in string_checks(schema):  # every pattern and format, those an allOf merged too
+        try:
+            if isinstance(regex, str) and not all(matches(a, value) for a in _automata(key, regex)):
                 return False
-        formats = [schema.get("format")] + list(schema.get(MORE_FORMATS, []))
-        for fmt in filter(None, map(format_regex, formats)):
-            if not matches(regex_to_expr(fmt), value):
-                return False
-    except (RegexError, TooLarge):
-        pass  # a pattern the front end cannot read is reported where the schema is compiled
+        except (RegexError, TooLarge):
+            pass  # a pattern the front end cannot read is reported where the schema is compiled
     return True
 
 

@@ -225,7 +225,9 @@ class XmlSchemaConverter:
             if rest:
                 return self.alternatives({"allOf": [{"$ref": ref}, rest]}, path, top)
             if ref in self.active:
-                raise InvalidJSONError(f"{path}.$ref: {ref!r} refers to itself without an object or array between")
+                # Reached again with no object or array between: the least solution of the
+                # equations adds nothing here (a union of the other branches is already it).
+                return []
             self.active.add(ref)
             try:
                 return self.alternatives(conv.resolve(ref, path), ref, top)
