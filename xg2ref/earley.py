@@ -128,9 +128,14 @@ def grown_chart(c: K.Chart, status: int) -> K.Chart:
     item_count[: len(c.item_count)] = c.item_count
     set_start[: len(c.set_start)] = c.set_start
     set_chars[: len(c.set_chars)] = c.set_chars
+    pool_parent, pool_member = np.zeros(cap, np.int32), np.zeros(cap, np.int32)  # member sets (unordered rules)
+    pool_parent[: len(c.pool_parent)] = c.pool_parent
+    pool_member[: len(c.pool_member)] = c.pool_member
+    set_pool = np.ones(sets, np.int64)
+    set_pool[: len(c.set_pool)] = c.set_pool
     return c._replace(item_state=item_state, item_origin=item_origin, item_deadline=item_deadline,
                       item_char_deadline=item_char_deadline, item_count=item_count, set_start=set_start,
-                      set_chars=set_chars)
+                      set_chars=set_chars, pool_parent=pool_parent, pool_member=pool_member, set_pool=set_pool)
 
 
 class EarleyParser:

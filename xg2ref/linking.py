@@ -191,7 +191,8 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
     for s in stubs:
         nullable[s] = productive[s] = False
     top_arrays = GrammarFSMs(top.rule_names, tuple(fsms), top.root, tuple(nullable), tuple(productive),
-                             top.token_sets, top.max_tokens, top.max_chars, top.repeats).to_arrays()
+                             top.token_sets, top.max_tokens, top.max_chars, top.repeats,
+                             unordered=top.unordered).to_arrays()
     # (arrays, first global state, global rule of each local rule, global token set of each local
     # one, global rule of each referenced local rule: None where references are global already)
     pieces = [(top_arrays, 0, np.arange(n_top, dtype=np.int32), np.arange(len(top.token_sets), dtype=np.int32), None)]
@@ -199,6 +200,7 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
     char_budgets = [_per_rule(top.max_chars, n_top, -1)]
     repeats = [_per_rule(top.repeats, n_top, None)]
     captures, temperatures = [_per_rule(top.captures, n_top, None)], [_per_rule(top.temperatures, n_top, None)]
+    unordered = [_per_rule(top.unordered, n_top, None)]
     first_rows, follow_rows = [first], [follow]
     top_start = lookahead.la_start.copy()
     top_start[order] = -1  # the stubs are dead; their filters go to the parts' roots below
@@ -223,6 +225,7 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
         repeats.append(_per_rule(pf.repeats, len(pf.fsms), None))
         captures.append(_per_rule(pf.captures, len(pf.fsms), None))
         temperatures.append(_per_rule(pf.temperatures, len(pf.fsms), None))
+        unordered.append(_per_rule(pf.unordered, len(pf.fsms), None))
         first_rows.append(part.first)
         follow_rows.append(part.follow | (part.tail[:, None] & follow[s]))
         start = part.lookahead.la_start.copy()
@@ -241,15 +244,16 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
             h = part.hashes
             hash_parts.append((h.hashes, h.canonical, h.kinds, tuple(c + scc_base for c in h.scc)))
             scc_base += max(h.scc, default=-1) + 1
-    budgets_t, chars_t, repeats_t, captures_t, temperatures_t = (tuple(x for chunk in lists for x in chunk)
-                                                                 for lists in (budgets, char_budgets, repeats,
-                                                                               captures, temperatures))
+    budgets_t, chars_t, repeats_t, captures_t, temperatures_t, unordered_t = (
+        tuple(x for chunk in lists for x in chunk)
+        for lists in (budgets, char_budgets, repeats, captures, temperatures, unordered))
     linked = GrammarFSMs(tuple(names), tuple(fsms), top.root, tuple(nullable), tuple(productive), tuple(token_sets),
                          budgets_t if any(b >= 0 for b in budgets_t) else (),
                          chars_t if any(b >= 0 for b in chars_t) else (),
                          repeats_t if any(r is not None for r in repeats_t) else (),
                          captures_t if any(c is not None for c in captures_t) else (),
-                         temperatures_t if any(t is not None for t in temperatures_t) else ())
+                         temperatures_t if any(t is not None for t in temperatures_t) else (),
+                         unordered_t if any(u is not None for u in unordered_t) else ())
     arrays = _join_arrays(pieces, linked)
     la = LookaheadArrays(np.concatenate(la_start), np.concatenate(la_next), np.concatenate(la_final))
     joined = None
@@ -301,4 +305,6 @@ def _join_arrays(pieces: list, linked: GrammarFSMs) -> FSMArrays:
         rule_char_budget=cat("rule_char_budget"),
         rule_rep_lo=cat("rule_rep_lo"),
         rule_rep_hi=cat("rule_rep_hi"),
+        rule_required=cat("rule_required"),
+        rule_member=cat("rule_member"),
     )

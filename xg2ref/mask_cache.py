@@ -331,6 +331,7 @@ class AdaptiveTokenMaskCache:
         counted_rule = fsm.rule_rep_lo >= 0
         self._counted = bool(counted_rule.any())
         self._class_counted = counted_rule[fsm.state_rule[self._class_rep]]
+        self._class_unordered = (fsm.rule_required >= 0)[fsm.state_rule[self._class_rep]]
         self._noexit_entry = np.full(len(fsm.state_rule), -1, dtype=np.int32)
         self._noexit_entry[scannable[counted_rule[fsm.state_rule[scannable]]]] = UNBUILT
         self._exact: dict = {}  # state << 32 | count -> entry
@@ -437,7 +438,9 @@ class AdaptiveTokenMaskCache:
             s = int(self._class_rep[c])
             seed = 0 if not self._class_counted[c] else (
                 K.FREE_BASE if zone == MF.ZONE_FREE else K.NOEXIT_BASE if zone == MF.ZONE_NOEXIT else int(zone))
-            if c in self._records and zone != MF.ZONE_FREE:
+            if self._class_unordered[c]:
+                acc, unc = self._unordered_entry(s)
+            elif c in self._records and zone != MF.ZONE_FREE:
                 acc, unc = self._derived(c, zone)
             elif self._class_counted[c] and zone == MF.ZONE_FREE and self._shallow[self._fsm.state_rule[s]]:
                 cls = self._classifier.classify(s, record=True, count=seed)
@@ -486,6 +489,17 @@ class AdaptiveTokenMaskCache:
                 progress(done, len(classes))
         self.build_seconds += time.perf_counter() - start
         self._pack()
+
+    def _unordered_entry(self, s: int) -> tuple[np.ndarray, np.ndarray]:
+        """The entry of state s of an unordered rule (kernels/earley.py), whose items differ in
+        the set of members seen: built with the stand-in sets NONE (every guard fails) and ALL
+        (every guard passes). A token NONE accepts is accepted whatever the set, one ALL rejects
+        is rejected whatever the set; the rest are uncertain (checked on the real chart)."""
+        self._classifier.classify(s, count=K.STRICT_BASE)
+        sure = self._classifier.accepted().copy()
+        self._classifier.classify(s, count=K.FREE_BASE)
+        maybe = np.union1d(self._classifier.accepted(), self._classifier.uncertain())
+        return sure, np.setdiff1d(maybe, sure, assume_unique=True).astype(sure.dtype)
 
     def _members(self, c: int) -> np.ndarray:
         """The scannable states of class c."""

@@ -32,7 +32,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from ..exceptions import GrammarLimitError
-from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, TokenSet
+from ..grammar.ir import (ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, TokenSet,
+                         referenced_rules)
 from ..kernels.earley import REPEAT_UNBOUNDED
 from ..util import deep_recursion
 from .fsm import FSM, TOKEN_SYMBOL_BASE
@@ -167,6 +168,10 @@ class FSMArrays(NamedTuple):
     rule_char_budget : int32[R]  the rule's `max_chars` option, -1 when it has none
     rule_rep_lo, rule_rep_hi : int32[R]  a counted repetition's bounds (kernels/earley.py),
                                -1 for other rules; hi is REPEAT_UNBOUNDED for none
+    rule_required : int32[R]   an unordered rule's count of required members (option
+                               `unordered`, kernels/earley.py), -1 for other rules
+    rule_member : int32[R]     a tracked member rule's 2 * number + required (options `member=j`,
+                               `required`), -1 for other rules
     """
 
     state_rule: np.ndarray
@@ -188,6 +193,8 @@ class FSMArrays(NamedTuple):
     rule_char_budget: np.ndarray
     rule_rep_lo: np.ndarray
     rule_rep_hi: np.ndarray
+    rule_required: np.ndarray
+    rule_member: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -205,6 +212,8 @@ class GrammarFSMs:
     repeats: tuple = ()  # per rule, (lo, hi) of a counted repetition or None (empty: no rule is one)
     captures: tuple = ()  # per rule, its `capture` label or None (empty: no rule captures)
     temperatures: tuple = ()  # per rule, its `temperature` as a float32 value or None (empty: none has one)
+    # per rule, ("unordered", required members) or ("member", j, required) or None (empty: none)
+    unordered: tuple = ()
 
     @property
     def num_states(self) -> int:
@@ -228,7 +237,8 @@ class GrammarFSMs:
             rule_edges = set(f.rule_edges) | {(q, r, d) for q in f.finals for r, d in starts_r}
             fsms.append(FSM(f.num_states, f.start, f.finals, tuple(sorted(byte_edges)), tuple(sorted(rule_edges))))
         return GrammarFSMs(self.rule_names, tuple(fsms), self.root, self.nullable, self.productive, self.token_sets,
-                           self.max_tokens, self.max_chars, self.repeats, self.captures, self.temperatures)
+                           self.max_tokens, self.max_chars, self.repeats, self.captures, self.temperatures,
+                           self.unordered)
 
     def state_offsets(self) -> np.ndarray:
         """offsets[r] = global number of rule r's state 0."""
@@ -280,6 +290,10 @@ class GrammarFSMs:
             rule_rep_lo=np.array([r[0] if r else -1 for r in self.repeats] or [-1] * len(self.fsms), dtype=np.int32),
             rule_rep_hi=np.array([(REPEAT_UNBOUNDED if r[1] is None else r[1]) if r else -1 for r in self.repeats]
                                  or [-1] * len(self.fsms), dtype=np.int32),
+            rule_required=np.array([u[1] if u and u[0] == "unordered" else -1 for u in self.unordered]
+                                   or [-1] * len(self.fsms), dtype=np.int32),
+            rule_member=np.array([2 * u[1] + u[2] if u and u[0] == "member" else -1 for u in self.unordered]
+                                 or [-1] * len(self.fsms), dtype=np.int32),
         )
 
 
@@ -329,6 +343,16 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
     if raw_states > MAX_GRAMMAR_STATES:
         raise GrammarLimitError(f"the grammar needs more than {MAX_GRAMMAR_STATES} FSM states")
     productive = _productive_rules(fsms, repeats)
+    # an unordered rule must see its required members: with one of them unproductive, so is it
+    needs = {r: [rule_ids[m] for m in referenced_rules(rule.body)
+                 if m in rule_ids and ir.rules[rule_ids[m]].option("member") is not None
+                 and ir.rules[rule_ids[m]].option("required")]
+             for r, rule in enumerate(ir.rules) if rule.option("unordered")}
+    while any(productive[r] and not all(productive[m] for m in ms) for r, ms in needs.items()):
+        for r, ms in needs.items():
+            if not all(productive[m] for m in ms):
+                fsms[r] = FSM(1, 0, frozenset())
+        productive = _productive_rules(fsms, repeats)
     dead = {r for r, ok in enumerate(productive) if not ok}
     if shapes is None:
         fsms = [f.without_rules(dead).simplified(max_dfa_states) for f in fsms]
@@ -339,10 +363,51 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
     budgets = tuple(int(rule.option("max_tokens", -1)) for rule in ir.rules)
     char_budgets = tuple(int(rule.option("max_chars", -1)) for rule in ir.rules)
     captures, temperatures = rule_option_tables(ir)
+    unordered = unordered_table(ir, fsms, nullable, rule_ids)
     return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive), tuple(token_sets),
                        budgets if any(b >= 0 for b in budgets) else (),
                        char_budgets if any(b >= 0 for b in char_budgets) else (),
-                       repeats if any(repeats) else (), captures, temperatures)
+                       repeats if any(repeats) else (), captures, temperatures, unordered)
+
+
+def unordered_table(ir: GrammarIR, fsms: list, nullable: list, rule_ids: dict) -> tuple:
+    """Per rule of `ir`: ("unordered", n) for a rule with option `unordered` whose machine
+    references members of which n distinct numbers are required, ("member", j, required) for a
+    rule with option `member=j`, None for the others; () when no rule is either.
+
+    Members must not derive the empty string: the seen-set grows when a member completes, and
+    an empty completion would let one position read a member twice (kernels/earley.py). And an
+    unordered rule reads members only at its start (never entered again) or at a final state
+    that reads every one of them: then an item whose set blocks a member still has a way on
+    (it may end, or a required member is left), so no prefix the engine takes is a dead end."""
+    if not any(r.option("unordered") or r.option("member") is not None for r in ir.rules):
+        return ()
+    table = []
+    for r, rule in enumerate(ir.rules):
+        if rule.option("member") is not None:
+            if nullable[r]:
+                raise ValueError(f"member rule {rule.name} must not derive the empty string")
+            table.append(("member", int(rule.option("member")), bool(rule.option("required"))))
+        else:
+            table.append(None)
+    for r, rule in enumerate(ir.rules):
+        if rule.option("unordered"):
+            f = fsms[r]
+            numbers = {ref: table[ref][1] for _, ref, _ in f.rule_edges if table[ref] and table[ref][0] == "member"}
+            everyone = set(numbers.values())
+            # the required members its body names, productive or not (an unproductive one made
+            # the rule unproductive above)
+            marks = [table[rule_ids[m]] for m in referenced_rules(rule.body) if m in rule_ids]
+            required = {mark[1] for mark in marks if mark and mark[0] == "member" and mark[2]}
+            entered = {d for _, _, _, d in f.byte_edges} | {d for _, _, d in f.rule_edges}
+            for q in range(f.num_states):
+                read = {numbers[ref] for s, ref, _ in f.rule_edges if s == q and ref in numbers}
+                if read and not ((q == f.start and q not in entered) or (q in f.finals and read == everyone)):
+                    raise ValueError(
+                        f"unordered rule {rule.name}: members may be read only at the rule's start or where the "
+                        f"rule may end, each time all of them (put separators inside the member rules)")
+            table[r] = ("unordered", len(required))
+    return tuple(table)
 
 
 def rule_option_tables(ir: GrammarIR) -> tuple[tuple, tuple]:

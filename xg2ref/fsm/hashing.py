@@ -25,8 +25,9 @@ callee first, by the strongly connected components of the reference graph (Tarja
     any other SCC, or a rule reaching one             |- no hash (never shared)
 
 The mix is not commutative, so the rotation starting at each member gives each its own hash.
-Budgets (`max_tokens`, `max_chars`) and a counted repetition's bounds (§3.6) are mixed into the
-local hash: they change how a rule parses.
+Budgets (`max_tokens`, `max_chars`), a counted repetition's bounds (§3.6) and the marks of an
+unordered rule and its members (kernels/earley.py) are mixed into the local hash: they change
+how a rule parses.
 
 Equal hashes must mean equal structure (Appendix C: the hash is sufficient, not complete), and
 64 bits may collide, so a cache never trusts a hash alone: `same_structure` checks that the two
@@ -181,10 +182,15 @@ def _sccs(n: int, succ: list) -> list:
 
 
 def _budgets(g: GrammarFSMs, r: int) -> tuple:
-    """What a rule parses by besides its machine: budgets and a counted repetition's bounds."""
+    """What a rule parses by besides its machine: budgets, a counted repetition's bounds and an
+    unordered rule's or member's marks."""
     lo, hi = (g.repeats[r][0], -2 if g.repeats[r][1] is None else g.repeats[r][1]) if g.repeats and g.repeats[r] \
         else (-1, -1)
-    return (g.max_tokens[r] if g.max_tokens else -1, g.max_chars[r] if g.max_chars else -1, lo, hi)
+    out = (g.max_tokens[r] if g.max_tokens else -1, g.max_chars[r] if g.max_chars else -1, lo, hi)
+    mark = g.unordered[r] if g.unordered else None
+    if mark is None:
+        return out
+    return out + ((1, mark[1]) if mark[0] == "unordered" else (2, mark[1], int(mark[2])))
 
 
 def hash_rules(g: GrammarFSMs, known: Optional[dict] = None) -> RuleHashes:

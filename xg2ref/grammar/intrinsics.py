@@ -29,7 +29,7 @@ import math
 from .ir import EPSILON, ByteString, Choice, Expr, Repeat, RuleRef, Sequence, TagDispatch, TokenSet
 
 MAX_BUDGET = 2**31 - 1
-RULE_OPTIONS = ("max_tokens", "max_chars", "capture", "lazy", "temperature")
+RULE_OPTIONS = ("max_tokens", "max_chars", "capture", "lazy", "temperature", "unordered", "member", "required")
 
 
 class Value:
@@ -219,10 +219,15 @@ def _option_value(key: str, raw: Optional[str], pos: int, rule_name: str = "") -
         if raw is None or not raw.isdigit() or int(raw) > MAX_BUDGET:
             raise _Located(f"Rule option {key} takes an integer in 0..{MAX_BUDGET}", pos)
         return int(raw)
-    if key == "lazy":  # committed-shortest matching: xg2ref/grammar/lazy.py
+    if key in ("lazy", "unordered", "required"):  # lazy: committed-shortest matching (grammar/lazy.py);
+        # unordered / required: a rule reading members in any order, a member it must see (kernels/earley.py)
         if raw is not None:
-            raise _Located("Rule option lazy takes no value", pos)
+            raise _Located(f"Rule option {key} takes no value", pos)
         return True
+    if key == "member":  # the member's number within its unordered rule
+        if raw is None or not raw.isdigit() or int(raw) > MAX_BUDGET:
+            raise _Located(f"Rule option member takes an integer in 0..{MAX_BUDGET}", pos)
+        return int(raw)
     if key == "capture":  # the label get_captures reports (xg2ref/rule_options.py)
         if raw is None:
             return rule_name

@@ -11,7 +11,7 @@ The members of an object, written `m_0 .. m_{n-1}` in the order of `properties` 
 
 `sep?` is the item separator unless `first`. Each R(i, f) is a rule, so the size stays linear.
 With `any_order` the state is the set of members written so far, and the additional members
-may come between any two (`_any_order`; exact up to `MAX_ANY_ORDER_PROPERTIES` properties).
+may come between any two (`_any_order`: one rule whose items remember the members seen).
 
 An additional member's key is any string but the declared names (a trie of the names: at a
 node the next character either follows a name, or leaves every name behind), unless
@@ -229,9 +229,6 @@ def _additional_key(conv, schema: dict, declared: list, path: str, patterns: lis
     return conv.string_content(names_schema, f"{path}.propertyNames")
 
 
-MAX_ANY_ORDER_PROPERTIES = 8
-
-
 def _member_rules(conv, serial: int, members: list, required: list, sep: Expr, tail) -> Expr:
     """R(0, first=True) of the rules R(i, first) ::= [sep] member_i R(i+1, false)
     | R(i+1, first) (the second alternative only when member i is optional), R(n, first) ::=
@@ -260,43 +257,41 @@ def _member_rules(conv, serial: int, members: list, required: list, sep: Expr, t
 
 
 def _any_order(conv, serial: int, members: list, required: list, sep: Expr, tail, extra=None) -> Expr:
-    """The declared members in any order, each at most once, the required ones all: a rule per
-    set of members written so far (exact up to `MAX_ANY_ORDER_PROPERTIES` members, 2^n rules).
+    """The declared members in any order, each at most once, the required ones all: one rule
+    with the option `unordered` whose items remember the members they have seen
+    (kernels/earley.py), so its size is linear in the members. Member j is a rule with the
+    options `member=j` (and `required`); the separator goes inside the member rule, so a member
+    that may not come again is refused before its separator:
+
+        O[unordered]  ::= (P_0 | ... | P_n-1 | extra) (Q_0 | ... | Q_n-1 | sep extra)*
+        P_j[member=j] ::= m_j            Q_j[member=j] ::= sep m_j
 
     With `extra` (the additional and pattern members, JSON), they may come anywhere, any number
-    of times, as in xgrammar 0.2.8:
-
-        S(D)      = (sep extra)* ( sep m_i S(D + i)  for each i not in D  |  ""  when D holds the required )
-        S_first   = m_i S({i})  for each i  |  extra S({})
-
-    Without it (the XML styles), `tail(first)` follows the declared members, as in
-    `_member_rules`.
+    of times, as in xgrammar 0.2.8. Without it (the XML styles, `sep` empty: each member reads
+    its own leading whitespace), `tail(first)` follows the declared members, as in
+    `_member_rules`: O ::= P_0 | ... (P_0 | ...)* then tail(false), or tail(true) alone when no
+    member is required.
     """
-    n = len(members)
-    if n > MAX_ANY_ORDER_PROPERTIES:
-        raise InvalidJSONError(f"any_order supports objects of at most {MAX_ANY_ORDER_PROPERTIES} properties, "
-                               f"this one has {n}")
-    need = frozenset(i for i in range(n) if required[i])
-    if extra is not None:
-        def later(done: frozenset) -> Expr:
-            def build():
-                parts = [seq(sep, members[i], later(done | {i})) for i in range(n) if i not in done]
-                if need <= done:
-                    parts.append(EPSILON)
-                lead = Repeat(seq(sep, extra), 0, None) if extra != NOTHING else EPSILON
-                return seq(lead, choice(*parts))
-            return conv.rule(("any_order", serial, done), f"obj{serial}_s{sum(1 << i for i in done)}", build)
-        firsts = [seq(members[i], later(frozenset({i}))) for i in range(n)]
-        return choice(*firsts, *([seq(extra, later(frozenset()))] if extra != NOTHING else []))
+    if any(m == NOTHING and r for m, r in zip(members, required)):
+        return NOTHING  # a required member no value meets
+    kept = [(j, m, r) for j, (m, r) in enumerate(zip(members, required)) if m != NOTHING]
 
-    def state(done: frozenset) -> Expr:
-        first = not done
+    def member(j: int, body: Expr, req: bool, hint: str) -> Expr:
+        name = conv.new_rule(hint)
+        conv.set_rule(name, body)
+        conv.options[name] = (("member", j),) + ((("required", True),) if req else ())
+        return RuleRef(name)
 
-        def build():
-            parts = [seq(EPSILON if first else sep, members[i], state(done | {i})) for i in range(n) if i not in done]
-            if need <= done:
-                parts.append(tail(first))
-            return choice(*parts)
-        return conv.rule(("any_order", serial, done), f"obj{serial}_s{sum(1 << i for i in done)}", build)
+    def unordered(body: Expr) -> Expr:
+        name = conv.new_rule(f"obj{serial}_any_order")
+        conv.set_rule(name, body)
+        conv.options[name] = (("unordered", True),)
+        return RuleRef(name)
 
-    return state(frozenset())
+    firsts = [member(j, m, r, f"obj{serial}_p{j}") for j, m, r in kept]
+    if extra is None:
+        body = unordered(seq(choice(*firsts), Repeat(choice(*firsts), 0, None)))
+        return choice(seq(body, tail(False)), *([tail(True)] if not any(required) else []))
+    more = [member(j, seq(sep, m), r, f"obj{serial}_q{j}") for j, m, r in kept]
+    extras = ([extra], [seq(sep, extra)]) if extra != NOTHING else ([], [])
+    return unordered(seq(choice(*firsts, *extras[0]), Repeat(choice(*more, *extras[1]), 0, None)))

@@ -117,6 +117,7 @@ class SchemaConverter:
         self.strict = strict_mode
         self.any_order = any_order
         self.rules: dict[str, Expr] = {}
+        self.options: dict[str, tuple] = {}  # rule options by rule name (any_order's unordered objects)
         self.next_suffix: dict[str, int] = {}  # base name -> the next suffix to try
         self.memo: dict[tuple, str] = {}
         self.serial = itertools.count()  # numbers the objects of this conversion (rule names)
@@ -153,7 +154,7 @@ class SchemaConverter:
 
     def convert(self) -> GrammarIR:
         body = self.visit(self.root, 0, "$")
-        rules = [Rule("root", body)] + [Rule(n, e) for n, e in self.rules.items()]
+        rules = [Rule("root", body)] + [Rule(n, e, None, self.options.get(n, ())) for n, e in self.rules.items()]
         return GrammarIR(tuple(rules), root="root")
 
     # ---- schemas ------------------------------------------------------------------------

@@ -95,7 +95,8 @@ class XmlSchemaConverter:
 
     def convert(self) -> GrammarIR:
         body = self.top(self.conv.root, "$")
-        rules = [Rule("root", body)] + [Rule(n, e) for n, e in self.conv.rules.items()]
+        rules = [Rule("root", body)] + [Rule(n, e, None, self.conv.options.get(n, ()))
+                                        for n, e in self.conv.rules.items()]
         return GrammarIR(tuple(rules), root="root")
 
     # ---- helpers ----------------------------------------------------------------------------

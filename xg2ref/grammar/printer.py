@@ -62,8 +62,8 @@ def print_rule(rule: Rule) -> str:
 
 
 def _option(key: str, value) -> str:
-    if key == "lazy":
-        return "lazy" if value else "lazy=false"
+    if key in ("lazy", "unordered", "required"):
+        return key if value else f"{key}=false"
     if key == "capture":
         return "capture" if value == "" else f'capture="{value}"'
     if key == "temperature":  # a float32 printed as xgrammar prints it: 9 significant digits

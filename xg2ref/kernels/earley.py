@@ -63,6 +63,22 @@ hi of them. Three ranges of counts are stand-ins used while building mask-cache 
 where the count is not known: FREE (LOOP and END always allowed), NOEXIT (LOOP always, END
 never) and STRICT (neither); they add one per LOOP like any count.
 
+Unordered members (JSON Schema's `any_order`, xg2ref/grammar/json_objects.py). A rule M with
+`rule_required[M] >= 0` reads members in any order, each at most once: its machine references
+member rules K (`rule_member[K] = 2 * j + required`), and its items carry the set S of member
+numbers seen, as an index into the chart's pool of (parent set, member) links (index 0 is the
+empty set; each set adds its links after those of the set before it, so rolling back the sets
+rolls back the pool). With `s -K-> t` an edge of M's machine, K a member with number j:
+
+    PREDICT   [i, k, M -> s, S], j not in S                 |-  [k, k, K -> start(K)]
+    COMPLETE  [j', k, K -> f], [i, j', M -> s, S], j not in S  |-  [i, k, M -> t, S + j]
+    END       [i, k, M -> f, S] may complete only if S holds the M's required members
+
+(PREDICT gives M's items the empty set.) Members never derive the empty string. Two stand-in
+sets serve the mask-cache entries of M's states, where S is not known: ALL (FREE_BASE and up:
+every guard passes, and stays ALL) and NONE (from STRICT_BASE below FREE_BASE: every guard
+fails). Whatever the real S, its derivations are between NONE's and ALL's.
+
 Status codes: OK = 0, EMPTY = 1 (the byte is rejected: the new set would be empty),
 NEED_ITEMS = 2 and NEED_TABLE = 3 (the caller grows `Chart` and calls again; nothing was
 committed).
@@ -94,6 +110,7 @@ META_ENFORCE = 3    # 1: items past their deadline neither SCAN nor TOKEN
 META_RAISED = 4     # set when a deadline rose during a closure (the closure runs again)
 META_BUDGETS = 5    # 1: the grammar has token budgets (deadlines are tracked)
 META_CHAR_BUDGETS = 6  # 1: the grammar has character budgets
+META_POOL = 7       # links in the member-set pool while the current set is built (unordered rules)
 
 
 class Chart(NamedTuple):
@@ -109,7 +126,10 @@ class Chart(NamedTuple):
     tbl_key : int64[T]             dedup table of the set being built (T a power of two)
     tbl_gen : int64[T]             slot is in use iff tbl_gen[slot] == meta[1]
     tbl_cnt : int64[T]             the count of the item in the slot
-    meta : int64[7]                the META_* slots above
+    meta : int64[8]                the META_* slots above
+    pool_parent : int32[P]         member-set pool: set n is set pool_parent[n] plus member
+    pool_member : int32[P]           pool_member[n] // 2 (required when odd); 0 is the empty set
+    set_pool : int64[max_sets+1]   links in the pool once set k is built
     """
 
     item_state: np.ndarray
@@ -123,6 +143,9 @@ class Chart(NamedTuple):
     tbl_gen: np.ndarray
     tbl_cnt: np.ndarray
     meta: np.ndarray
+    pool_parent: np.ndarray
+    pool_member: np.ndarray
+    set_pool: np.ndarray
 
 
 def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int = 1024) -> Chart:
@@ -138,7 +161,10 @@ def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int =
         tbl_key=np.zeros(table_size, dtype=np.int64),
         tbl_gen=np.zeros(table_size, dtype=np.int64),
         tbl_cnt=np.zeros(table_size, dtype=np.int64),
-        meta=np.zeros(7, dtype=np.int64),
+        meta=np.zeros(8, dtype=np.int64),
+        pool_parent=np.zeros(item_capacity, dtype=np.int32),
+        pool_member=np.zeros(item_capacity, dtype=np.int32),
+        set_pool=np.ones(max_sets + 1, dtype=np.int64),
     )
 
 
@@ -194,16 +220,66 @@ def expired(chart, p):
 
 
 @njit(cache=True, _nrt=False)
-def item_may_end(fsm, state, count):
+def item_may_end(fsm, chart, state, count):
     """END: an item in `state` with `count` may complete its rule (module docstring)."""
     if not fsm.is_final[state]:
         return False
-    lo = fsm.rule_rep_lo[fsm.state_rule[state]]
+    rule = fsm.state_rule[state]
+    if fsm.rule_required[rule] >= 0:
+        return _has_required(chart, count, fsm.rule_required[rule])
+    lo = fsm.rule_rep_lo[rule]
     if lo < 0 or count >= FREE_BASE:
         return True
     if count >= STRICT_BASE:
         return False
     return count + 1 >= lo
+
+
+@njit(cache=True, _nrt=False)
+def _has_required(chart, members, need):
+    """END of an unordered rule: the set `members` holds `need` required members."""
+    if members >= FREE_BASE:
+        return True
+    if members >= STRICT_BASE:
+        return False
+    n = 0
+    while members > 0:
+        n += chart.pool_member[members] & 1
+        members = chart.pool_parent[members]
+    return n >= need
+
+
+@njit(cache=True, _nrt=False)
+def _member_open(chart, members, j):
+    """PREDICT / COMPLETE guard: member j is not in the set `members`."""
+    if members >= FREE_BASE:
+        return True
+    if members >= STRICT_BASE:
+        return False
+    while members > 0:
+        if chart.pool_member[members] >> 1 == j:
+            return False
+        members = chart.pool_parent[members]
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _with_member(chart, members, tagged, k):
+    """The set `members` plus the member `tagged` (2 * j + required), as a pool index: a link
+    made earlier while building set k is reused, so equal sets reached alike are one index.
+    Returns -NEED_ITEMS when the pool is full."""
+    if members >= FREE_BASE:
+        return members
+    for n in range(chart.set_pool[k - 1] if k > 0 else 1, chart.meta[META_POOL]):
+        if chart.pool_parent[n] == members and chart.pool_member[n] == tagged:
+            return n
+    n = chart.meta[META_POOL]
+    if n >= chart.pool_parent.shape[0]:
+        return -NEED_ITEMS
+    chart.pool_parent[n] = members
+    chart.pool_member[n] = tagged
+    chart.meta[META_POOL] = n + 1
+    return n
 
 
 @njit(cache=True, _nrt=False)
@@ -270,8 +346,12 @@ def _close_pass(fsm, chart, k, begin, end):
         #     and  [i, k, A -> s], s -B-> t               |-  [k, k, B -> start(B)]
         # (in this order, as xgrammar queues them: the order of completions in a set is the order
         # of capture events, xg2ref/rule_options.py)
+        guarded = fsm.rule_required[fsm.state_rule[s]] >= 0
         for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
             b = fsm.ref_rule[e]
+            # PREDICT of an unordered rule's member j: only while j is not in the item's set
+            if guarded and fsm.rule_member[b] >= 0 and not _member_open(chart, c, fsm.rule_member[b] >> 1):
+                continue
             if fsm.rule_nullable[b]:
                 r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
                               chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
@@ -300,16 +380,26 @@ def _close_pass(fsm, chart, k, begin, end):
                 if r >= 0:
                     end = r
             # COMPLETE: [j=i, k, B -> f], B may end, j < k, [i', j, A -> s'], s' -B-> t  |-  [i', k, A -> t]
-            if i < k and item_may_end(fsm, s, c):
+            # (into an unordered rule's item [i', j, M -> s', S] when the rule is its member j:
+            # only if j is not in S, and the item moves on with S + j)
+            if i < k and item_may_end(fsm, chart, s, c):
+                tagged = fsm.rule_member[rule]
                 for q in range(chart.set_start[i], chart.set_start[i + 1]):
                     s2 = chart.item_state[q]
                     for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
                         if fsm.ref_rule[e] == rule:
+                            c2 = chart.item_count[q]
+                            if tagged >= 0 and fsm.rule_required[fsm.state_rule[s2]] >= 0:
+                                if not _member_open(chart, c2, tagged >> 1):
+                                    continue
+                                c2 = _with_member(chart, c2, tagged, k)
+                                if c2 < 0:
+                                    return -c2, end
                             r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1],
                                           chart.item_state, chart.item_origin, chart.item_deadline,
                                           chart.item_char_deadline, chart.item_count, chart.meta, begin, end,
                                           fsm.ref_dst[e], chart.item_origin[q], chart.item_deadline[q],
-                                          chart.item_char_deadline[q], chart.item_count[q])
+                                          chart.item_char_deadline[q], c2)
                             if r < -1:
                                 return -r, end
                             if r >= 0:
@@ -328,6 +418,8 @@ def seed_chart(fsm, chart, k, state, deadline, char_deadline, count):
     for q in range(k + 1):
         chart.set_start[q] = 0
         chart.set_chars[q] = 0
+        chart.set_pool[q] = 1
+    chart.meta[META_POOL] = 1
     r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state, chart.item_origin,
                   chart.item_deadline, chart.item_char_deadline, chart.item_count, chart.meta, 0, 0, state, 0,
                   deadline, char_deadline, count)
@@ -337,6 +429,7 @@ def seed_chart(fsm, chart, k, state, deadline, char_deadline, count):
     if status != OK:
         return status
     chart.set_start[k + 1] = end
+    chart.set_pool[k] = chart.meta[META_POOL]
     chart.meta[0] = k + 1
     return OK
 
@@ -394,6 +487,7 @@ def _dfa_step(fsm, chart, k, byte):
     chart.item_char_deadline[begin] = chart.item_char_deadline[p]
     chart.item_count[begin] = chart.item_count[p]
     chart.set_chars[k + 1] = chart.set_chars[k] + ((byte & 0xC0) != 0x80)
+    chart.set_pool[k + 1] = chart.set_pool[k]
     chart.set_start[k + 2] = begin + 1
     chart.meta[0] = k + 2
     return OK
@@ -415,6 +509,7 @@ def advance_byte(fsm, chart, byte):
             return status
     end = begin
     chart.meta[1] += 1
+    chart.meta[META_POOL] = chart.set_pool[k]
     chart.set_chars[k + 1] = chart.set_chars[k] + ((byte & 0xC0) != 0x80)
     char_enforce = chart.meta[META_CHAR_BUDGETS] != 0 and (byte & 0xC0) != 0x80 and _char_enforced(fsm, chart, k)
     # SCAN: [i, k, A -> s], s -byte-> t  |-  [i, k+1, A -> t]
@@ -438,6 +533,7 @@ def advance_byte(fsm, chart, byte):
     if status != OK:
         return status
     chart.set_start[k + 2] = end
+    chart.set_pool[k + 1] = chart.meta[META_POOL]
     chart.meta[0] = k + 2
     return OK
 
@@ -466,7 +562,8 @@ def _set_is_sentence(fsm, chart, k):
     root = fsm.root_rule[0]
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
-        if chart.item_origin[p] == 0 and fsm.state_rule[s] == root and item_may_end(fsm, s, chart.item_count[p]):
+        if chart.item_origin[p] == 0 and fsm.state_rule[s] == root and item_may_end(fsm, chart, s,
+                                                                                     chart.item_count[p]):
             return True
     return False
 

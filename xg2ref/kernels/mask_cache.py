@@ -94,7 +94,7 @@ def start_rule_may_end(fsm, chart):
     """The current set holds an origin-0 item in a final state (the start item's rule may end)."""
     k = chart.meta[0] - 1
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
-        if chart.item_origin[p] == 0 and item_may_end(fsm, chart.item_state[p], chart.item_count[p]):
+        if chart.item_origin[p] == 0 and item_may_end(fsm, chart, chart.item_state[p], chart.item_count[p]):
             return True
     return False
 

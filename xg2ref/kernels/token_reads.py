@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from .earley import EMPTY, NEED_ITEMS, OK, add_item, close_set, expired, advance_byte
+from .earley import EMPTY, META_POOL, NEED_ITEMS, OK, add_item, close_set, expired, advance_byte
 
 
 @njit(cache=True, _nrt=False)
@@ -78,7 +78,9 @@ def join_token_items(fsm, chart, k0, length, nchars, states, origins, deadlines,
         for q in range(k0 + 1, target + 1):
             chart.set_start[q] = chart.set_start[k0 + 1]
             chart.set_chars[q] = chart.set_chars[k0]
+            chart.set_pool[q] = chart.set_pool[k0]
         chart.set_chars[target] = chart.set_chars[k0] + nchars
+    chart.meta[META_POOL] = chart.set_pool[target]  # links of the sets before, and of set target's items
     begin = chart.set_start[target]
     end = begin
     if not fresh:
@@ -103,6 +105,7 @@ def join_token_items(fsm, chart, k0, length, nchars, states, origins, deadlines,
     if status != OK:
         return status
     chart.set_start[target + 1] = end
+    chart.set_pool[target] = chart.meta[META_POOL]
     chart.meta[0] = target + 1
     return OK
 

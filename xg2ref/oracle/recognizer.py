@@ -33,6 +33,8 @@ expression grammar and about 10 s for ("a"* "a"*). Inputs longer than MAX_INPUT_
 ValueError; it is an oracle for short strings, not a matcher. `TagDispatch` is read with
 `tag_scan`, on strings (no automaton). Lazy rules (`name[lazy] ::= ...`) are first rewritten
 into plain rules of the same language by `grammar/lazy.py`, a front-end step like `Regex(...)`.
+Unordered rules (`name[unordered]`, JSON Schema's `any_order`) are rewritten into plain rules
+by `oracle/unordered.py`, one per set of members seen.
 
 Token sets (`Token(...)`, `ExcludeToken(...)`) match a whole token, never bytes: the input may
 come with `marks`, a mapping from byte position p to (token id, length) for each regular token
@@ -62,6 +64,7 @@ from ..grammar.ir import (
     TokenSet,
 )
 from ..grammar.lazy import lower_lazy_rules
+from .unordered import lower_unordered_rules
 
 # Longest input accepted by is_sentence / is_prefix; longer inputs raise ValueError.
 MAX_INPUT_BYTES = 1024
@@ -191,6 +194,7 @@ class Recognizer:
 
     def __init__(self, ir: GrammarIR):
         ir = lower_lazy_rules(ir)  # a lazy rule's language (grammar/lazy.py), before anything else
+        ir = lower_unordered_rules(ir)  # unordered rules as plain ones (oracle/unordered.py)
         self.ir = ir
         names = ir.rule_names()
         if len(set(names)) != len(names):
