@@ -18,6 +18,7 @@ from xg2ref.grammar.ir import CharClass, Choice, GrammarIR, Rule, RuleRef, Seque
 from xg2ref.grammar.lazy import committed_automaton, lower_lazy_rules
 from xg2ref.grammar.passes import normalize
 from xg2ref.oracle.recognizer import Recognizer
+from tests.walks import greedy_walks_agree
 from xg2ref.testing import _is_grammar_accept_string
 
 
@@ -352,17 +353,4 @@ def test_masks_match_xgrammar(xg, text, walks):
 
     info = xgr.TokenizerInfo(MASK_VOCAB, stop_token_ids=[len(MASK_VOCAB) - 1])
     ours, theirs = XG2RefEngine(info).compile(text), XGrammarEngine.from_tokenizer_info(info).compile(text)
-    for walk in walks:
-        ours.reset()
-        theirs.reset()
-        data = walk.encode()
-        while True:
-            mask = ours.bool_mask()
-            assert (mask == theirs.bool_mask()).all(), (text, walk, data)
-            fits = [t for t in range(len(MASK_VOCAB) - 1) if mask[t] and data.startswith(MASK_VOCAB[t])]
-            if not fits:
-                break
-            token = max(fits, key=lambda t: len(MASK_VOCAB[t]))
-            assert ours.accept_token(token) and theirs.accept_token(token)
-            data = data[len(MASK_VOCAB[token]):]
-        assert ours.is_completed() == theirs.is_completed()
+    greedy_walks_agree(ours, theirs, walks, MASK_VOCAB)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import xg2ref as xgr
 from xg2ref.grammar.regex import RegexError, regex_to_ir
 from xg2ref.oracle.recognizer import Recognizer
+from tests.walks import greedy_walks_agree
 from xg2ref.testing import _is_grammar_accept_string, _regex_to_ebnf
 
 ALPHABET = "ab1\n-"
@@ -412,18 +413,4 @@ def test_from_regex_masks_match_xgrammar(pattern, texts):
     info = xgr.TokenizerInfo(MASK_VOCAB, stop_token_ids=[len(MASK_VOCAB) - 1])
     ours = XG2RefEngine(info).compile_front_end("regex", pattern)
     theirs = XGrammarEngine.from_tokenizer_info(info).compile_front_end("regex", pattern)
-    for text in texts:
-        ours.reset()
-        theirs.reset()
-        data = text.encode()
-        while True:
-            mask = ours.bool_mask()
-            assert (mask == theirs.bool_mask()).all(), (pattern, text, data)
-            fits = [t for t in range(len(MASK_VOCAB) - 1) if mask[t] and data.startswith(MASK_VOCAB[t])]
-            if not fits:
-                break
-            token = max(fits, key=lambda t: len(MASK_VOCAB[t]))
-            assert ours.accept_token(token) and theirs.accept_token(token)
-            data = data[len(MASK_VOCAB[token]):]
-        assert not data, (pattern, text)
-        assert ours.is_completed() == theirs.is_completed()
+    greedy_walks_agree(ours, theirs, texts, MASK_VOCAB, whole=True)

@@ -4,7 +4,6 @@ masks against the brute-force oracle, the verdicts against xgrammar 0.2.8."""
 import itertools
 import random
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,10 +13,10 @@ from xg2ref.compiler import compile_ir_grammar
 from xg2ref.earley import EarleyParser
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.grammar.tag_dispatch import AhoCorasick
-from xg2ref.oracle.brute_force import brute_force_mask
 from xg2ref.oracle.recognizer import Recognizer
 
 from hypothesis_budget import examples
+from walks import random_walks_match_oracle
 
 GRAMMARS = [
     'root ::= TagDispatch(("<a>", a), ("<bb>", b), loop_after_dispatch=true, excludes=("</s>",))\n'
@@ -55,25 +54,7 @@ def test_engine_verdicts_match_the_oracle(ebnf):
 def test_masks_match_the_brute_force_mask(ebnf):
     vocab = [b"</s>", b"<", b"a", b">", b"<a>", b"1", b"</a>", b"bb", b"x", b"ab", b"b", b"2", b"22", b"[", b"]",
              b"aa", b"<a", b"x>", b"a>1", b"s>"]
-    info = xgr.TokenizerInfo(vocab, stop_token_ids=[0])
-    grammar = Grammar.from_ebnf(ebnf)
-    oracle = Recognizer(grammar.ir)
-    matcher = xgr.GrammarMatcher(compile_ir_grammar(grammar, info))
-    rng = random.Random(ebnf)
-    for _ in range(12):
-        prefix = b""
-        matcher.reset()
-        for _ in range(6):
-            have = matcher.compute_bool_mask()
-            want = brute_force_mask(oracle, prefix, vocab, stop_token_ids=[0],
-                                    special_token_ids=info.special_token_ids, vocab_size=info.vocab_size)
-            assert np.array_equal(have, want), (ebnf, prefix)
-            allowed = [t for t in np.flatnonzero(have) if t != 0]
-            if not allowed:
-                break
-            t = int(rng.choice(allowed))
-            assert matcher.accept_token(t)
-            prefix += vocab[t]
+    random_walks_match_oracle(Grammar.from_ebnf(ebnf), vocab, 0, walks=12, steps=6, seed=ebnf)
 
 
 @pytest.mark.xgrammar
@@ -198,25 +179,7 @@ def test_every_exclude_that_ends_is_caught(ebnf, good, bad):
 def test_nested_exclude_masks_match_the_brute_force_mask(ebnf):
     vocab = [b"a", b"b", b"c", b"d", b"x", b"q", b"1", b"2", b"ab", b"bc", b"xab", b"abc", b"cq", b"<t>", b"<",
              b"t>", b"</s>", b"e", b"f", b"bcd", b"y", b"xy"]
-    info = xgr.TokenizerInfo(vocab, stop_token_ids=[16])
-    grammar = Grammar.from_ebnf(ebnf)
-    oracle = Recognizer(grammar.ir)
-    matcher = xgr.GrammarMatcher(compile_ir_grammar(grammar, info))
-    rng = random.Random(ebnf)
-    for _ in range(8):
-        prefix = b""
-        matcher.reset()
-        for _ in range(6):
-            have = matcher.compute_bool_mask()
-            want = brute_force_mask(oracle, prefix, vocab, stop_token_ids=[16],
-                                    special_token_ids=info.special_token_ids, vocab_size=info.vocab_size)
-            assert np.array_equal(have, want), (ebnf, prefix)
-            allowed = [t for t in np.flatnonzero(have) if t != 16]
-            if not allowed:
-                break
-            t = int(rng.choice(allowed))
-            assert matcher.accept_token(t)
-            prefix += vocab[t]
+    random_walks_match_oracle(Grammar.from_ebnf(ebnf), vocab, 16, walks=8, steps=6, seed=ebnf)
 
 
 @pytest.mark.xgrammar

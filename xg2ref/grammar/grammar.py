@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from .ebnf import parse_ebnf
 from .ir import (EPSILON, ByteString, CharClass, Choice, GrammarIR, Repeat, Rule, RuleRef, Sequence, TagDispatch,
                  TokenSet, walk)
-from .passes import map_expr
+from .passes import renamed_rules
 from .printer import print_grammar
 
 BUILTIN_JSON_PATH = Path(__file__).with_name("builtin_json.ebnf")
@@ -202,16 +202,7 @@ def _combined(grammars: tuple, node, what: str) -> Grammar:
                 name = f"{rule.name}_{k}"
             used.add(name)
             rename[rule.name] = name
-
-        def fn(n, rename=rename):
-            if isinstance(n, RuleRef):
-                return RuleRef(rename[n.name])
-            if isinstance(n, TagDispatch):
-                return TagDispatch(tuple((t, rename[r]) for t, r in n.tags), n.loop, n.excludes)
-            return n
-        for rule in ir.rules:
-            rules.append(Rule(rename[rule.name], map_expr(rule.body, fn),
-                              None if rule.lookahead is None else map_expr(rule.lookahead, fn), rule.options))
+        rules += renamed_rules(ir, rename)
         roots.append(RuleRef(rename[ir.root]))
     if not roots:
         body = EPSILON

@@ -40,11 +40,10 @@ from typing import Optional
 
 from ..exceptions import XG2RefError
 from ..util import deep_recursion
-from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, TagDispatch,
-                 TokenSet)
+from .ir import EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, TokenSet
 from .lark_lazy import LazyRules
 from .lark_reader import _NAME_CHARS, MAX_DOCUMENTS, Definition, Document, LarkError, Node, parse_lark
-from .passes import map_expr, remove_dead_rules
+from .passes import remove_dead_rules, renamed_rules
 from .regex import regex_to_expr
 
 # Lark's `common.lark` terminals, as regexes
@@ -89,17 +88,8 @@ class _Context:
     def embed(self, ir: GrammarIR) -> str:
         """Copy a grammar's rules under fresh names; the name of its root."""
         names = {r.name: self.fresh("root" if r.name == ir.root else r.name) for r in ir.rules}
-
-        def rename(node: Expr) -> Expr:
-            if isinstance(node, RuleRef):
-                return RuleRef(names[node.name])
-            if isinstance(node, TagDispatch):
-                return TagDispatch(tuple((t, names[n]) for t, n in node.tags), node.loop, node.excludes)
-            return node
-
-        for r in ir.rules:
-            look = None if r.lookahead is None else map_expr(r.lookahead, rename)
-            self.rules[names[r.name]] = Rule(names[r.name], map_expr(r.body, rename), look, r.options)
+        for r in renamed_rules(ir, names):
+            self.rules[r.name] = r
         return names[ir.root]
 
 

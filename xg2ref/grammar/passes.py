@@ -91,6 +91,21 @@ def map_expr(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
     return fold_expr(expr, lambda node, kids: fn(_with_children(node, kids)))
 
 
+def renamed_rules(ir: GrammarIR, names: dict) -> list[Rule]:
+    """The rules of `ir` under new names (`names`: old name -> new), with every reference
+    renamed: rule references and TagDispatch targets, in bodies and lookaheads alike. Options
+    are kept. (For embedding one grammar in another: union, concat, Lark, structural tags.)"""
+    def rename(node: Expr) -> Expr:
+        if isinstance(node, RuleRef):
+            return RuleRef(names[node.name])
+        if isinstance(node, TagDispatch):
+            return TagDispatch(tuple((t, names[n]) for t, n in node.tags), node.loop, node.excludes)
+        return node
+
+    return [Rule(names[r.name], map_expr(r.body, rename),
+                 None if r.lookahead is None else map_expr(r.lookahead, rename), r.options) for r in ir.rules]
+
+
 def _map_rules(ir: GrammarIR, fn: Callable[[Expr], Expr]) -> GrammarIR:
     """`map_expr(_, fn)` over every rule body and lookahead assertion."""
     with deep_recursion():

@@ -57,7 +57,7 @@ from ..exceptions import InvalidStructuralTagError, XG2RefError
 from .intrinsics import token_dispatch_expr
 from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
                  SubGrammar, TagDispatch, TokenSet)
-from .passes import map_expr
+from .passes import renamed_rules
 
 _ANY_CODEPOINT_STAR = Repeat(CharClass((), negated=True), 0, None)
 
@@ -214,17 +214,8 @@ class StructuralTagConverter:
     def embed(self, ir: GrammarIR, base: str) -> RuleRef:
         """Add the rules of a sub-grammar under fresh names; a reference to its root."""
         names = {r.name: self.fresh(base if r.name == ir.root else r.name) for r in ir.rules}
-
-        def rename(node: Expr) -> Expr:
-            if isinstance(node, RuleRef):
-                return RuleRef(names[node.name])
-            if isinstance(node, TagDispatch):
-                return TagDispatch(tuple((t, names[n]) for t, n in node.tags), node.loop, node.excludes)
-            return node
-
-        for r in ir.rules:
-            look = None if r.lookahead is None else map_expr(r.lookahead, rename)
-            self.rules[names[r.name]] = Rule(names[r.name], map_expr(r.body, rename), look, r.options)
+        for r in renamed_rules(ir, names):
+            self.rules[r.name] = r
         return RuleRef(names[ir.root])
 
     def embed_subgrammar(self, key: Optional[tuple], make: Callable[[], GrammarIR]) -> RuleRef:
