@@ -2,6 +2,8 @@
 
     xg2ref check GRAMMAR STRING [--partial] [--hex]   is STRING a sentence? if not, where it fails
     xg2ref mask GRAMMAR [--prefix P] [--vocab V]      the tokens allowed after a prefix
+    xg2ref explain GRAMMAR --prefix P (--text T | --token ID [--vocab V])
+                                                      why a continuation is allowed or rejected
     xg2ref trace GRAMMAR STRING                       the Earley sets byte by byte, as dotted rules
     xg2ref fsm GRAMMAR [RULE]                         the byte-level FSM of a rule, or of all
     xg2ref diff [--against xgrammar|none] ...         xg2ref vs its oracle vs xgrammar on the suite
@@ -254,6 +256,27 @@ def cmd_fsm(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    from .explain import explain_bytes, explain_token
+    from .grammar.grammar import Grammar
+
+    _, text, root = load_grammar_text(args.grammar, args.root)
+    grammar = Grammar.from_ebnf(text, root_rule_name=root)
+    prefix = input_bytes(args.prefix, args.hex)
+    if args.token is not None:
+        if args.vocab is None:
+            raise UsageError("--token needs --vocab (a quicktok name, a tokenizer.json or a JSON list of tokens)")
+        info = load_vocab(args.vocab)
+        try:
+            why = explain_token(grammar, info, prefix, args.token)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    else:
+        why = explain_bytes(grammar, prefix, input_bytes(args.text, args.hex))
+    print(why.text())
+    return 0 if why.allowed else 1
+
+
 def cmd_cases(args) -> int:
     from .suite import load_cases
 
@@ -356,6 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("string", metavar="STRING")
     p.add_argument("--hex", action="store_true", help="STRING is hex bytes")
     p.add_argument("--partial", action="store_true", help="exit 0 also for a viable prefix")
+
+    p = command("explain", "why a text or token is allowed or rejected after a prefix: exit 0 allowed, 1 not",
+                cmd_explain)
+    grammar_args(p)
+    p.add_argument("--prefix", default="", help="the input so far (default: empty)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--text", help="the continuation asked about")
+    what.add_argument("--token", type=int, help="a token id of --vocab (a stop token asks: is the prefix complete?)")
+    p.add_argument("--vocab", help="a quicktok name, a tokenizer.json or a JSON list of tokens (with --token)")
+    p.add_argument("--hex", action="store_true", help="--prefix and --text are hex bytes")
 
     p = command("mask", "the tokens GRAMMAR allows after a prefix", cmd_mask)
     grammar_args(p)
