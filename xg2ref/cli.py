@@ -4,9 +4,10 @@
     xg2ref mask GRAMMAR [--prefix P] [--vocab V]      the tokens allowed after a prefix
     xg2ref explain GRAMMAR --prefix P (--text T | --token ID [--vocab V])
                                                       why a continuation is allowed or rejected
+    xg2ref replay GRAMMAR --tokens FILE [--against E] a generation log step by step: oracle and engines
     xg2ref trace GRAMMAR STRING                       the Earley sets byte by byte, as dotted rules
     xg2ref fsm GRAMMAR [RULE]                         the byte-level FSM of a rule, or of all
-    xg2ref diff [--against xgrammar|none] ...         xg2ref vs its oracle vs xgrammar on the suite
+    xg2ref diff [FILE...] [--against E[,E...]] ...    xg2ref vs its oracle vs other engines: your files, or the suite
     xg2ref bench mask [--vocab V] [--limit N]         mask time, compile time, cache size vs xgrammar
     xg2ref bench jsonschemabench [--sample N]         compile rate and output validity per subset
     xg2ref bench tagdispatch                          Aho-Corasick sizes and plain-EBNF sizes (Table 2)
@@ -277,6 +278,37 @@ def cmd_explain(args) -> int:
     return 0 if why.allowed else 1
 
 
+def against_engines(spec: str, info) -> dict:
+    """xg2ref's engine, then those --against names (comma-separated; "none" for none)."""
+    from .oracle.engines import XG2RefEngine
+
+    engines = {"xg2ref": XG2RefEngine(info)}
+    for name in [n.strip() for n in spec.split(",") if n.strip() and n.strip() != "none"]:
+        from .oracle.other_engines import make_engine
+
+        engines[name] = make_engine(name, info)
+    return engines
+
+
+def cmd_replay(args) -> int:
+    from .replay import format_replay, read_log, replay
+    from .user_cases import CaseError, load_user_case
+
+    info = load_vocab(args.vocab)
+    try:
+        case = load_user_case(args.grammar, args.kind)
+        with open(args.tokens, encoding="utf-8") as f:
+            tokens = read_log(f.read())
+    except (CaseError, OSError, ValueError) as err:
+        raise UsageError(str(err)) from None
+    try:
+        result = replay(case, info, tokens, against_engines(args.against, info), args.oracle_sample, args.seed)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    print(format_replay(result, info))
+    return result.exit_status()
+
+
 def cmd_cases(args) -> int:
     from .suite import load_cases
 
@@ -290,25 +322,49 @@ def cmd_diff(args) -> int:
     from .diff import QUICK, DiffOptions, run_diff
     from .oracle.engines import import_xgrammar
 
-    against = None if args.against == "none" else args.against
-    if against == "xgrammar":
-        import_xgrammar()
+    engines = [n.strip() for n in args.against.split(",") if n.strip() and n.strip() != "none"]
     base = QUICK if args.quick else DiffOptions()
     overrides = {k: v for k, v in (("n_strings", args.strings), ("n_traces", args.traces),
                                    ("max_trace_tokens", args.trace_tokens),
                                    ("oracle_sample", args.oracle_sample)) if v is not None}
     options = DiffOptions(**{**base.__dict__, **overrides})
-    try:
-        report = run_diff(args.cases or None, against=against, vocab=args.vocab, seed=args.seed, options=options,
-                          progress=not args.no_progress, jobs=args.jobs)
-    except KeyError as err:
-        raise UsageError(err.args[0]) from None
+    if args.files:
+        report = _diff_files(args, engines, options)
+    else:
+        if engines not in ([], ["xgrammar"]):
+            raise UsageError("the bundled suite runs against xgrammar or none; name FILEs to compare other engines")
+        if engines:
+            import_xgrammar()
+        try:
+            report = run_diff(args.cases or None, against=engines[0] if engines else None, vocab=args.vocab,
+                              seed=args.seed, options=options, progress=not args.no_progress, jobs=args.jobs)
+        except KeyError as err:
+            raise UsageError(err.args[0]) from None
     print(report.format(strict=args.strict))
     if args.report:
         with open(args.report, "w", encoding="utf-8") as f:
             json.dump(report.to_json(strict=args.strict), f, indent=2)
         print(f"report written to {args.report}")
     return report.exit_status(strict=args.strict)
+
+
+def _diff_files(args, engines: list, options):
+    """`xg2ref diff FILE...`: the user's files against each engine (xg2ref/diff_user.py)."""
+    from .diff_user import run_user_diff
+    from .user_cases import CaseError, load_user_case
+
+    front = {k: v for k, v in (("any_whitespace", args.any_whitespace), ("strict_mode", args.strict_mode),
+                               ("any_order", args.any_order), ("max_whitespace_cnt", args.max_whitespace_cnt))
+             if v is not None}
+    try:
+        cases = [load_user_case(f, args.kind, front) for f in args.files]
+    except CaseError as err:
+        raise UsageError(str(err)) from None
+    except XG2RefError as err:
+        raise UsageError(f"{type(err).__name__}: {err}") from None
+    info = load_vocab(args.vocab)
+    return run_user_diff(cases, engines, info, args.vocab, seed=args.seed, options=options, jobs=args.jobs,
+                         progress=not args.no_progress)
 
 
 def cmd_bench(args) -> int:
@@ -390,6 +446,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab", help="a quicktok name, a tokenizer.json or a JSON list of tokens (with --token)")
     p.add_argument("--hex", action="store_true", help="--prefix and --text are hex bytes")
 
+    p = command("replay", "a generation log (token ids) checked step by step by the oracle and each engine: "
+                          "exit 0 when it stays in the language and every engine agrees with the oracle",
+                cmd_replay)
+    p.add_argument("grammar", metavar="GRAMMAR",
+                   help="an .ebnf/.gbnf/.lark/.regex/.json file (schema or structural tag), a suite case or EBNF text")
+    p.add_argument("--kind", default="auto", help="auto (default), ebnf, lark, regex, json_schema, structural_tag")
+    p.add_argument("--tokens", required=True, metavar="FILE", help="token ids: a JSON list or one per line")
+    p.add_argument("--vocab", default="llama3", help="a quicktok name, a tokenizer.json or a JSON list of tokens")
+    p.add_argument("--against", default="xgrammar",
+                   help="engines beside xg2ref, comma-separated: xgrammar, llguidance, outlines, or none")
+    p.add_argument("--oracle-sample", type=int, default=8, help="random ids of each side the oracle judges per step")
+    p.add_argument("--seed", type=int, default=0)
+
     p = command("mask", "the tokens GRAMMAR allows after a prefix", cmd_mask)
     grammar_args(p)
     group = p.add_mutually_exclusive_group()
@@ -410,8 +479,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("cases", "list the bundled grammar suite", cmd_cases)
 
-    p = command("diff", "xg2ref vs its brute-force oracle vs xgrammar on the suite", cmd_diff)
-    p.add_argument("--against", choices=("xgrammar", "none"), default="xgrammar")
+    p = command("diff", "xg2ref vs its brute-force oracle vs other engines, on your files or the bundled suite",
+                cmd_diff)
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help=".ebnf/.gbnf/.lark/.regex/.json files (schemas, structural tags); none: the bundled suite")
+    p.add_argument("--kind", default="auto", help="auto (default), ebnf, lark, regex, json_schema, structural_tag")
+    p.add_argument("--against", default="xgrammar",
+                   help="engines compared, comma-separated: xgrammar (default), llguidance, outlines; or none")
+    bool_flag = argparse.BooleanOptionalAction
+    p.add_argument("--any-whitespace", action=bool_flag, help="JSON Schema: any whitespace (default: on)")
+    p.add_argument("--strict-mode", action=bool_flag, help="JSON Schema: strict mode (default: on)")
+    p.add_argument("--any-order", action=bool_flag, help="JSON Schema: members in any order (default: off)")
+    p.add_argument("--max-whitespace-cnt", type=int, help="JSON Schema: longest whitespace run")
     p.add_argument("--cases", nargs="+", metavar="NAME", help="suite cases (default: all)")
     p.add_argument("--vocab", default="llama3", help="quicktok name or tokenizer.json (default llama3)")
     p.add_argument("--seed", type=int, default=0)
@@ -422,7 +501,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--oracle-sample", type=int, help="random allowed and rejected ids the oracle judges per step")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     p.add_argument("--report", metavar="PATH", help="write a JSON report with every reproducer")
-    p.add_argument("--strict", action="store_true", help="exit 1 also on disagreements with xgrammar")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 also when a compared engine disagrees (with the oracle, or on the suite with xg2ref)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)

@@ -122,7 +122,7 @@ def _compile(engine, case: Case):
     """A matcher of `engine` for the case: front-end cases go through the engine's own front end
     when it has one (the oracle and plain engines read the EBNF text of xg2ref's conversion)."""
     if case.kind != "ebnf" and hasattr(engine, "compile_front_end"):
-        return engine.compile_front_end(case.kind, case.spec)
+        return engine.compile_front_end(case.kind, case.spec, **case.options)
     return engine.compile(case.text, case.root)
 
 

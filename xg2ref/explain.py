@@ -100,7 +100,7 @@ def explain_bytes(grammar: Grammar, prefix: bytes, text: Optional[bytes]) -> Exp
             out = Explanation(False, [f"rejected at byte {i} of the continuation (byte {at} of the input): "
                                       f"{_show(text[i:i + 1])} (0x{b:02X})",
                                       f"  read so far: {_show((prefix + text[:i])[-40:])}",
-                                      f"items alive before that byte, and what each expected:"])
+                                      "items alive before that byte, and what each expected:"])
             out.lines += describe_set(parser, printer, at)
             return out
     state = "a complete sentence" if parser.is_completed() else "a prefix of a sentence"

@@ -113,15 +113,17 @@ class XG2RefEngine:
         compiled = self.compiler.compile_grammar(ebnf_text, root_rule_name=root)
         return XG2RefMatcher(GrammarMatcher(compiled))
 
-    def compile_front_end(self, kind: str, spec) -> XG2RefMatcher:
-        """A regex, JSON schema, structural tag or tool-calling format (`{"model", "tools"}`),
-        through xg2ref's own front end."""
+    def compile_front_end(self, kind: str, spec, **options) -> XG2RefMatcher:
+        """A regex, JSON schema (with its `options`), Lark grammar, structural tag or tool-calling
+        format (`{"model", "tools"}`), through xg2ref's own front end."""
         from ..builtin_structural_tag import get_model_structural_tag
         from ..matcher import GrammarMatcher
 
         if kind == "tool_calls":
             kind, spec = "structural_tag", get_model_structural_tag(spec["model"], tools=spec["tools"])
-        compile_ = {"regex": self.compiler.compile_regex, "json_schema": self.compiler.compile_json_schema,
+        if kind == "json_schema":
+            return XG2RefMatcher(GrammarMatcher(self.compiler.compile_json_schema(spec, **options)))
+        compile_ = {"regex": self.compiler.compile_regex, "lark": self.compiler.compile_lark,
                     "structural_tag": self.compiler.compile_structural_tag}[kind]
         return XG2RefMatcher(GrammarMatcher(compile_(spec)))
 
@@ -188,13 +190,16 @@ class XGrammarEngine:
         compiled = self.compiler.compile_grammar(grammar)
         return XGrammarMatcher(self.xgr, self.xgr.GrammarMatcher(compiled), self.vocab_size)
 
-    def compile_front_end(self, kind: str, spec) -> XGrammarMatcher:
-        """A regex, JSON schema, structural tag or tool-calling format, through xgrammar's own
-        front end (its own `get_model_structural_tag` for tool calls)."""
+    def compile_front_end(self, kind: str, spec, **options) -> XGrammarMatcher:
+        """A regex, JSON schema (with its `options`), Lark grammar, structural tag or tool-calling
+        format, through xgrammar's own front end (its own `get_model_structural_tag` for tool
+        calls)."""
         if kind == "regex":
             compiled = self.compiler.compile_regex(spec)
         elif kind == "json_schema":
-            compiled = self.compiler.compile_json_schema(json.dumps(spec))
+            compiled = self.compiler.compile_json_schema(json.dumps(spec), **options)
+        elif kind == "lark":
+            compiled = self.compiler.compile_lark(spec)
         elif kind == "tool_calls":
             tag = self.xgr.get_model_structural_tag(spec["model"], tools=spec["tools"])
             compiled = self.compiler.compile_structural_tag(tag)

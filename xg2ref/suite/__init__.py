@@ -60,8 +60,10 @@ class Case:
     note: str = ""
     patch: tuple[tuple[str, str], ...] = field(default=())
     kind: str = "ebnf"
-    spec: Any = None  # the regex / JSON schema / {"model", "tools"} of a front-end case
+    spec: Any = None  # the regex / JSON schema / Lark text / {"model", "tools"} of a front-end case
     group: str = ""  # the manifest entry a case was expanded from
+    # front-end options (JSON Schema's any_whitespace, ...)
+    options: dict = field(default_factory=dict, hash=False, compare=False)
 
     def grammar(self):
         """xg2ref's grammar of the case (its own front end for front-end cases)."""
@@ -72,7 +74,9 @@ class Case:
         if self.kind == "regex":
             return Grammar.from_regex(self.spec)
         if self.kind == "json_schema":
-            return Grammar.from_json_schema(self.spec)
+            return Grammar.from_json_schema(self.spec, **self.options)
+        if self.kind == "lark":
+            return Grammar.from_lark(self.spec)
         if self.kind == "tool_calls":
             return Grammar.from_structural_tag(self.structural_tag())
         return Grammar.from_structural_tag(self.spec)

@@ -1,0 +1,125 @@
+"""`xg2ref diff FILE...`: the differential runner on the user's own grammars, against several engines.
+
+Each file becomes a case (xg2ref/user_cases.py) and goes through the same checks as the bundled
+suite (xg2ref/diff.py: string verdicts from the oracle's sentence generator and mutations,
+token traces with full masks compared at every step, every difference put to the oracle), once
+per engine named in `--against`. The runs share the seed, so xg2ref and the oracle see the
+same strings and traces in each.
+
+The report flattens every kept reproducer into one list of disagreements, one per engine that
+answered differently from the oracle (or, where the oracle could not judge, from xg2ref):
+
+    case, engine, kind ("verdict": a string's prefix or sentence verdict; "mask": a token's
+    place in a mask), input_hex (the bytes before the question, then the byte or token asked
+    about), tokens (the token id asked about, when there is one), oracle, xg2ref, engine_says,
+    replay (a command line that asks xg2ref the same question)
+
+Exit status: 1 when xg2ref disagrees with its oracle (or a case cannot run); with `strict`, also
+when a compared engine disagrees with the oracle; else 0.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .diff import run_diff
+from .diff_checks import DiffOptions
+from .diff_report import DiffReport
+from .tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
+
+_VERDICT_KINDS = ("prefix", "sentence", "whole")
+
+
+@dataclass
+class UserDiff:
+    """One `xg2ref diff FILE...` run: a DiffReport per engine compared (None: oracle only)."""
+
+    engines: list
+    reports: dict  # engine name (or None) -> DiffReport
+    seconds: float = 0.0
+    disagreements: list = field(default_factory=list)
+
+    def __post_init__(self):
+        seen = set()
+        for report in self.reports.values():
+            for d in report.reproducers:
+                for entry in _entries(d):
+                    key = (entry["case"], entry["engine"], entry["kind"], entry["input_hex"], str(entry["tokens"]))
+                    if key not in seen:
+                        seen.add(key)
+                        self.disagreements.append(entry)
+
+    def exit_status(self, strict: bool = False) -> int:
+        if any(r.exit_status() for r in self.reports.values()):
+            return 1
+        if strict and any(d["engine"] != "xg2ref" for d in self.disagreements):
+            return 1
+        return 0
+
+    def format(self, strict: bool = False) -> str:
+        parts = []
+        for name, report in self.reports.items():
+            title = f"== against {name}" if name else "== against the oracle only"
+            parts += [title, report.format(strict=strict), ""]
+        by_engine: dict = {}
+        for d in self.disagreements:
+            by_engine[d["engine"]] = by_engine.get(d["engine"], 0) + 1
+        counts = ", ".join(f"{k}: {v}" for k, v in sorted(by_engine.items())) or "none"
+        parts.append(f"disagreements with the oracle kept, by engine: {counts}")
+        status = self.exit_status(strict)
+        parts.append("OK" if not status else "FAIL")
+        return "\n".join(parts)
+
+    def to_json(self, strict: bool = False) -> dict:
+        first = next(iter(self.reports.values()))
+        return {"engines": self.engines, "vocab": first.vocab, "seed": first.seed, "options": first.options,
+                "seconds": round(self.seconds, 3), "exit_status": self.exit_status(strict),
+                "cases": [c.to_json() for c in first.cases],
+                "per_engine": {name: [c.to_json() for c in r.cases] for name, r in self.reports.items() if name},
+                "disagreements": self.disagreements}
+
+
+def _entries(d) -> list:
+    """The report entries of one reproducer: one per engine whose answer is not the oracle's
+    (not xg2ref's where the oracle was not asked)."""
+    verdicts = d.verdicts
+    oracle = verdicts.get("oracle")
+    judge = oracle if oracle is not None else verdicts.get("xg2ref")
+    kind = "verdict" if d.kind in _VERDICT_KINDS else "mask"
+    asked = d.prefix + (d.token or b"") if d.kind == "prefix" else d.prefix
+    out = []
+    for engine, says in verdicts.items():
+        if engine == "oracle" or says is None or judge is None or says == judge:
+            continue
+        if engine == "xg2ref" and oracle is None:
+            continue
+        out.append({"case": d.case, "engine": engine, "kind": kind, "question": d.kind,
+                    "input_hex": asked.hex() if kind == "verdict" else d.prefix.hex(),
+                    "token_hex": None if d.token is None else d.token.hex(),
+                    "tokens": [] if d.token_id is None else [d.token_id], "oracle": oracle,
+                    "xg2ref": verdicts.get("xg2ref"), "engine_says": says, "note": d.note, "replay": d.replay()})
+    return out
+
+
+def run_user_diff(cases: list, engines: list, info: TokenizerInfo, vocab_name: str, seed: int = 0,
+                  options: Optional[DiffOptions] = None, jobs: int = 1, progress: bool = True) -> UserDiff:
+    """`cases` (suite.Case) against each engine name of `engines` (none: the oracle only)."""
+    start = time.perf_counter()
+    reports: dict = {}
+    vocab = vocab_name if vocab_name in QUICKTOK_STOP_TOKENS else info  # a name lets cases run in parallel
+    for name in engines or [None]:
+        if name is None:
+            against = None
+        elif name == "xgrammar" and isinstance(vocab, str):
+            against = "xgrammar"  # by name: the cases may run in parallel
+        else:
+            from .oracle.other_engines import make_engine
+
+            against = make_engine(name, info)
+        report: DiffReport = run_diff(cases, against=against, vocab=vocab, seed=seed, options=options,
+                                      progress=progress, jobs=jobs)
+        report.reference = name
+        reports[name] = report
+    return UserDiff(engines=list(engines), reports=reports, seconds=time.perf_counter() - start)
