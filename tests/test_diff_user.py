@@ -69,7 +69,7 @@ def test_an_engine_that_disagrees_with_the_oracle_is_reported(files, monkeypatch
     status, report = _run([grammar, "--vocab", vocab, "--against", "flipped"], tmp)
     assert status == 0  # xg2ref agrees with its oracle
     wrong = [d for d in report["disagreements"] if d["engine"] == "flipped"]
-    assert wrong and all(d["kind"] == "mask" and d["tokens"] == [2] and d["engine_says"] is True
+    assert wrong and all(d["kind"] == "mask" and d["tokens"] == [2] and d["engine_says"] is True and not d["by_design"]
                          and d["oracle"] is False for d in wrong)
     assert all(d["replay"].startswith("xg2ref mask") for d in wrong)
     status, _ = _run([grammar, "--vocab", vocab, "--against", "flipped", "--strict"], tmp)
@@ -96,3 +96,20 @@ def test_files_against_xgrammar(files):
     status, report = _run([grammar, schema, "--vocab", vocab, "--against", "xgrammar"], tmp)
     assert status == 0 and report["engines"] == ["xgrammar"]
     assert not [d for d in report["disagreements"] if d["engine"] == "xg2ref"]
+
+
+def test_known_classes_of_difference():
+    from xg2ref.diff_classes import classify
+
+    assert classify("xgrammar", b'{"a": "', b"\\n", False) == "escapes (specs/05 difference 3)"
+    assert classify("xgrammar", b'{"a": "', b"\x01", True) == "escapes (specs/05 difference 3)"
+    assert classify("xgrammar", b'"\\u', b"d83d", True) == "lone surrogates (specs/05 difference 8)"
+    assert classify("xgrammar", b'"\\u', b"0041", True) is None
+    assert classify("llguidance", b'"', b"\x7f", False) == "string_del"
+    assert classify("llguidance", b'"', b"\x7f", True) is None
+    assert classify("outlines", b'"', "\u0085".encode(), False) == "string_chars"
+    assert classify("outlines", b'"\\', b"u00e9", False) == "string_chars"
+    assert classify("outlines", b"[1e", b"5", False) == "exponent_sign"
+    assert classify("outlines", b"[1", b" ,", False) == "whitespace"
+    assert classify("outlines", b"[1", b"x", False) is None and classify("outlines", b"[1", b" ", True) is None
+    assert classify("llguidance", b"[1", b",", False) is None  # nothing known: a finding

@@ -12,10 +12,11 @@ answered differently from the oracle (or, where the oracle could not judge, from
     case, engine, kind ("verdict": a string's prefix or sentence verdict; "mask": a token's
     place in a mask), input_hex (the bytes before the question, then the byte or token asked
     about), tokens (the token id asked about, when there is one), oracle, xg2ref, engine_says,
-    replay (a command line that asks xg2ref the same question)
+    replay (a command line that asks xg2ref the same question), by_design (the class of a known
+    deliberate difference, xg2ref/diff_classes.py, or null)
 
 Exit status: 1 when xg2ref disagrees with its oracle (or a case cannot run); with `strict`, also
-when a compared engine disagrees with the oracle; else 0.
+when a compared engine disagrees with the oracle other than by design; else 0.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .diff import run_diff
+from .diff_classes import classify
 from .diff_checks import DiffOptions
 from .diff_report import DiffReport
 from .tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
@@ -54,7 +56,7 @@ class UserDiff:
     def exit_status(self, strict: bool = False) -> int:
         if any(r.exit_status() for r in self.reports.values()):
             return 1
-        if strict and any(d["engine"] != "xg2ref" for d in self.disagreements):
+        if strict and any(d["engine"] != "xg2ref" and not d["by_design"] for d in self.disagreements):
             return 1
         return 0
 
@@ -65,9 +67,10 @@ class UserDiff:
             parts += [title, report.format(strict=strict), ""]
         by_engine: dict = {}
         for d in self.disagreements:
-            by_engine[d["engine"]] = by_engine.get(d["engine"], 0) + 1
-        counts = ", ".join(f"{k}: {v}" for k, v in sorted(by_engine.items())) or "none"
-        parts.append(f"disagreements with the oracle kept, by engine: {counts}")
+            key = (d["engine"], d["by_design"] or "unclassified")
+            by_engine[key] = by_engine.get(key, 0) + 1
+        counts = "; ".join(f"{e} {c}: {n}" for (e, c), n in sorted(by_engine.items())) or "none"
+        parts.append(f"disagreements with the oracle kept, by engine and class (diff_classes.py): {counts}")
         status = self.exit_status(strict)
         parts.append("OK" if not status else "FAIL")
         return "\n".join(parts)
@@ -95,7 +98,8 @@ def _entries(d) -> list:
             continue
         if engine == "xg2ref" and oracle is None:
             continue
-        out.append({"case": d.case, "engine": engine, "kind": kind, "question": d.kind,
+        by_design = classify(engine, d.prefix, d.token, says) if kind == "mask" else None
+        out.append({"case": d.case, "engine": engine, "kind": kind, "question": d.kind, "by_design": by_design,
                     "input_hex": asked.hex() if kind == "verdict" else d.prefix.hex(),
                     "token_hex": None if d.token is None else d.token.hex(),
                     "tokens": [] if d.token_id is None else [d.token_id], "oracle": oracle,

@@ -32,8 +32,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from ..exceptions import GrammarLimitError
-from ..grammar.ir import (ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch, TokenSet,
-                         referenced_rules)
+from ..grammar.ir import (ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch,
+                         TokenSet, referenced_rules)
 from ..kernels.earley import REPEAT_UNBOUNDED
 from ..util import deep_recursion
 from .fsm import FSM, TOKEN_SYMBOL_BASE

@@ -20,7 +20,8 @@ an oracle for small objects, written from the definition and sharing nothing wit
 
 from __future__ import annotations
 
-from ..grammar.ir import EPSILON, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, referenced_rules, walk
+from ..grammar.ir import (EPSILON, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, referenced_rules,
+                         walk)
 
 
 def lower_unordered_rules(ir: GrammarIR) -> GrammarIR:
