@@ -113,3 +113,18 @@ def test_known_classes_of_difference():
     assert classify("outlines", b"[1", b" ,", False) == "whitespace"
     assert classify("outlines", b"[1", b"x", False) is None and classify("outlines", b"[1", b" ", True) is None
     assert classify("llguidance", b"[1", b",", False) is None  # nothing known: a finding
+
+
+def test_a_steered_trace_walks_where_the_engine_leads(files, monkeypatch):
+    """With no sentence traces at all, the trace that follows the flipped engine's own mask meets
+    its over-acceptance (its `,` where the list has just opened)."""
+    import xg2ref.oracle.other_engines as other
+
+    tmp, grammar, _, vocab = files
+    monkeypatch.setattr(other, "make_engine", lambda name, info: _Flipped(info))
+    report = tmp / "steered.json"
+    assert main(["diff", grammar, "--vocab", vocab, "--against", "flipped", "--strings", "0", "--traces", "0",
+                 "--jobs", "1", "--no-progress", "--report", str(report)]) == 0
+    data = json.loads(report.read_text())
+    assert data["per_engine"]["flipped"][0]["traces"] == 1 and data["per_engine"]["flipped"][0]["steps"] >= 1
+    assert any(d["engine"] == "flipped" and d["tokens"] == [2] for d in data["disagreements"])

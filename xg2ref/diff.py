@@ -19,11 +19,17 @@ grammar, vocabulary and tokens and compare every answer. For each case of the su
    the stop tokens must be allowed iff the text is complete; finally the trace rolls back to a
    random step, and the mask there must be the mask first seen at that step.
 
+3. Steered traces (`n_steered`, with a reference): tokens drawn from the reference engine's own
+   mask at each step (half the time one that xg2ref refuses), so that the reference's
+   over-acceptance is walked into, not only met on paths xg2ref chose; masks compared and
+   differences judged as above.
+
 The first few disagreements of each case are kept as `Disagreement`s (xg2ref/diff_report.py),
 with each engine's verdict and a command line that replays them.
 
-What it leaves out: shrinking beyond the first disagreement of a string or trace, and engines
-other than xgrammar as the reference (any `Engine` of xg2ref/oracle/engines.py can be passed).
+What it leaves out: shrinking beyond the first disagreement of a string or trace. Any `Engine`
+(xg2ref/oracle/engines.py, oracle/other_engines.py) can be the reference; `xg2ref diff FILE...`
+runs one pass per engine (xg2ref/diff_user.py).
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ class DiffOptions:
     n_strings: int = 8  # sentences() draws per case, besides the samples; each is also mutated
     n_traces: int = 3  # token traces per case (samples first, then sentences() draws)
     max_trace_tokens: int = 24
+    n_steered: int = 1  # traces that follow the reference engine's own mask (with a reference)
     oracle_sample: int = 8  # random allowed and as many random rejected ids per trace step
     max_oracle_bytes: int = 128  # longest string or prefix the oracle judges beyond adjudication
     max_reproducers: int = 5  # kept per case and per engine compared
@@ -169,6 +170,8 @@ class CaseRun:
         for i in range(self.opts.n_traces):
             self.trace(self.trace_sentence(i))
             self._tick(f"trace {i + 1}")
+        for _ in range(self.opts.n_steered if self.ref is not None else 0):
+            self.steered_trace()
         if self.result.capped:
             self.result.notes.append(f"{self.result.capped} strings longer than {self.opts.max_oracle_bytes} bytes: "
                                      "verdicts compared with the reference only")
@@ -337,6 +340,33 @@ class CaseRun:
                 return
             prefix += self.vocab[nxt]
         self.check_rollback(seen, ref)
+
+    def steered_trace(self) -> None:
+        """A trace that follows the reference engine's own mask: at each step a random token it
+        allows (half the time one that xg2ref refuses, when there is one), so that the reference's
+        over-acceptance is walked into, not only met on xg2ref's path. Every step's masks are
+        compared and their differences judged as in `trace`; the trace ends where xg2ref cannot
+        follow (that difference is already judged), at the token limit, or when only stop
+        tokens are left."""
+        r, ref = self.result, self.ref
+        r.traces += 1
+        for m in (self.have, ref, self.oracle):
+            m.reset()
+        prefix = b""
+        for _ in range(self.opts.max_trace_tokens):
+            mask, ref_mask = self.have.bool_mask(), ref.bool_mask()
+            self.check_mask(prefix, mask, ref_mask, None)
+            choices = np.flatnonzero(ref_mask & ~self.never)
+            if not len(choices):
+                return
+            only_ref = np.flatnonzero(ref_mask & ~mask & ~self.never)
+            pool = only_ref if len(only_ref) and self.rng.random() < 0.5 else choices
+            t = int(pool[self.rng.randrange(len(pool))])
+            if not self.have.accept_token(t):
+                return
+            if not ref.accept_token(t) or not self.oracle.accept_token(t):
+                return
+            prefix += self.token_bytes(t)
 
     def oracle_ids(self, prefix: bytes, mask: np.ndarray, differ: np.ndarray, nxt: Optional[int]) -> list:
         """Token ids for the oracle at this step (see the module docstring of xg2ref/diff.py)."""
