@@ -79,3 +79,12 @@ def test_bad_input_is_a_usage_error(files, capsys):
 def test_verdicts_equal_the_oracle(prefix, text):
     grammar = Grammar.from_ebnf(GRAMMAR)
     assert explain_bytes(grammar, prefix, text).allowed == Recognizer(grammar.ir).is_prefix(prefix + text)
+
+
+def test_a_schema_file_is_explained_through_its_conversion(tmp_path, capsys):
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"name": {"type": "string", "maxLength": 3}},
+                                  "required": ["name"]}))
+    assert main(["explain", str(schema), "--prefix", '{"name": "abc', "--text", '"}']) == 0
+    assert main(["explain", str(schema), "--prefix", '{"name": "abc', "--text", 'd']) == 1
+    assert "rejected at byte 0 of the continuation (byte 13 of the input): 'd'" in capsys.readouterr().out

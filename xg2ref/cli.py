@@ -260,9 +260,16 @@ def cmd_fsm(args) -> int:
 def cmd_explain(args) -> int:
     from .explain import explain_bytes, explain_token
     from .grammar.grammar import Grammar
+    from .user_cases import CaseError, load_user_case
 
-    _, text, root = load_grammar_text(args.grammar, args.root)
-    grammar = Grammar.from_ebnf(text, root_rule_name=root)
+    if args.kind == "auto" and not args.grammar.endswith((".json", ".lark", ".regex", ".re")):
+        _, text, root = load_grammar_text(args.grammar, args.root)
+        grammar = Grammar.from_ebnf(text, root_rule_name=root)
+    else:  # a schema, structural tag, Lark grammar or regex: xg2ref's conversion, in its rule names
+        try:
+            grammar = load_user_case(args.grammar, args.kind).grammar()
+        except CaseError as err:
+            raise UsageError(str(err)) from None
     prefix = input_bytes(args.prefix, args.hex)
     if args.token is not None:
         if args.vocab is None:
@@ -444,6 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--text", help="the continuation asked about")
     what.add_argument("--token", type=int, help="a token id of --vocab (a stop token asks: is the prefix complete?)")
     p.add_argument("--vocab", help="a quicktok name, a tokenizer.json or a JSON list of tokens (with --token)")
+    p.add_argument("--kind", default="auto",
+                   help="auto (default: by the file's extension), ebnf, lark, regex, json_schema, structural_tag")
     p.add_argument("--hex", action="store_true", help="--prefix and --text are hex bytes")
 
     p = command("replay", "a generation log (token ids) checked step by step by the oracle and each engine: "
