@@ -87,9 +87,9 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
         raise InvalidJSONError(f"{path}.patternProperties: must be an object")
     additional = schema.get("additionalProperties")
     if additional is None:
-        # strict mode: none, unless the object names no properties at all (as xgrammar: an empty
-        # `properties` map is a declaration, `{}` only)
-        additional = loose or not conv.strict or ("properties" not in schema and not patterns)
+        # strict mode: none, unless the object has no `properties` keyword (as xgrammar: an empty
+        # `properties` map is a declaration, `{}` only; `patternProperties` alone declares none)
+        additional = loose or not conv.strict or "properties" not in schema
     searches = []
     for pattern in patterns:
         try:
