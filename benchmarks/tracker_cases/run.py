@@ -185,6 +185,25 @@ def md_text(text: str) -> str:
     return "`" + shown.replace("`", "\\`").replace("|", "\\|") + "`"
 
 
+def replay_case(case_id: str) -> int:
+    """One case's verdicts per engine, printed (the replay command of docs/findings.md)."""
+    cases = [c for c in load_cases() if c["id"] == case_id]
+    if not cases:
+        print(f"no case {case_id!r} in tests/data/tracker_cases.json")
+        return 2
+    c = cases[0]
+    table = {"xg2ref": xg2ref_verdicts(c), "xgrammar": xgrammar_verdicts(c),
+             "llguidance": llguidance_verdicts(cases)[0], "outlines": outlines_verdicts(cases)[0]}
+    print(f"{c['id']} ({c['kind']}): {c['url']}\n{c['summary']}\nsource: {json.dumps(c['source'], ensure_ascii=False)}")
+    for j, s in enumerate(c["strings"]):
+        print(f"  {json.dumps(s['text'], ensure_ascii=False)}: {'valid' if s['valid'] else 'invalid'} ({s['why']})")
+        for e in ENGINES:
+            v = table[e][j]
+            print(f"      {e:<11} {v if not isinstance(v, bool) else ('accept' if v else 'reject')}"
+                  f"{'' if is_right(v, s['valid'], c) else '   <- wrong'}")
+    return 0
+
+
 def run():
     cases = load_cases()
     started = time.time()
@@ -298,5 +317,7 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--llguidance-worker":
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
         _llguidance_worker([int(x) for x in sys.argv[2].split(",") if x])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--case":
+        sys.exit(replay_case(sys.argv[2]))
     else:
         run()
