@@ -5,6 +5,7 @@
     xg2ref explain GRAMMAR --prefix P (--text T | --token ID [--vocab V])
                                                       why a continuation is allowed or rejected
     xg2ref replay GRAMMAR --tokens FILE [--against E] a generation log step by step: oracle and engines
+    xg2ref fuzz --budget SECONDS [--against E,...]    generated inputs against other engines, findings shrunk
     xg2ref trace GRAMMAR STRING                       the Earley sets byte by byte, as dotted rules
     xg2ref fsm GRAMMAR [RULE]                         the byte-level FSM of a rule, or of all
     xg2ref diff [FILE...] [--against E[,E...]] ...    xg2ref vs its oracle vs other engines: your files, or the suite
@@ -316,6 +317,12 @@ def cmd_replay(args) -> int:
     return result.exit_status()
 
 
+def cmd_fuzz(args) -> int:
+    from .fuzz import main as fuzz_main
+
+    return fuzz_main(args)
+
+
 def cmd_cases(args) -> int:
     from .suite import load_cases
 
@@ -467,6 +474,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="engines beside xg2ref, comma-separated: xgrammar, llguidance, outlines, or none")
     p.add_argument("--oracle-sample", type=int, default=8, help="random ids of each side the oracle judges per step")
     p.add_argument("--seed", type=int, default=0)
+
+    p = command("fuzz", "generated and mutated grammars, regexes and schemas against other engines, for a time "
+                        "budget: disagreements with the oracle shrunk and classed (exit 1 when one is xg2ref's)",
+                cmd_fuzz)
+    from .fuzz import add_arguments as fuzz_arguments
+
+    fuzz_arguments(p)
 
     p = command("mask", "the tokens GRAMMAR allows after a prefix", cmd_mask)
     grammar_args(p)

@@ -1,0 +1,371 @@
+"""`xg2ref fuzz`: random cases against other engines for a time budget, findings shrunk and deduplicated.
+
+`xg2ref diff` checks the grammars a user already has; the fuzzer makes new ones until the
+budget is spent, and keeps what an engine gets wrong in its smallest form:
+
+    loop      draw case i of the seed (EBNF, regex or JSON schema, some of them mutated suite
+              schemas: xg2ref/fuzz_case.py), run the differential checks against every engine
+              named, confirm and shrink each disagreement with the oracle that is not by
+              design (xg2ref/fuzz_shrink.py), keep the first finding of each class
+    classes   by-design classes, else the engine, case kind, question, over- or under-
+              acceptance, the byte or token class asked about and, for schemas, the keywords
+              left in the shrunk case (fuzz_shrink.finding_class); shrinking is no longer tried
+              for a raw kind of disagreement (engine, question, answer, byte class) once it
+              has led `STALE_AFTER` times to a class already known
+    isolation each case runs in a forked worker process with a time limit, since an engine
+              can spin for good inside native code (llguidance's lexeme spin, in
+              other_engines.KNOWN_DEFECTS) or crash (xgrammar 0.2.8 on `r ::= r{0,2}`). A case
+              over `CASE_TIMEOUT`, or one that kills the worker, is probed to pin it on one
+              engine (fuzz_case.CaseChecker.failure): a "crash" finding (shrunk) or a "hang"
+              finding; unpinned, a timeout or an error of the run. The last case, if it runs
+              more than `BUDGET_GRACE` past the budget, is cut off and left untried
+    resume    the results file (--results) holds JSON lines: {"type": "finding", ...} per
+              finding and {"type": "progress", "seed", "index", ...} per case tried, written
+              after its findings; a run with the same file skips the (seed, index) pairs
+              already tried and the classes already found. PATH.cases/ holds each finding's
+              shrunk case, its tokens and the vocabulary, for the `xg2ref replay` command line
+              each finding carries
+
+Exit status (`main`): 1 when a finding (of this run or of the results file) is xg2ref's own: a
+disagreement with the oracle, a crash or a hang; 2 for bad options; else 0.
+
+What it leaves out: shrinking hangs, and a case that stalls only while shrinking (a variant
+makes an engine spin: no probe fails, so it stays a timeout and its findings are lost); running
+cases in parallel; a time limit, and surviving a crash, without fork (cases then run in this
+process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
+
+from .diff_checks import DiffOptions
+from .fuzz_case import KINDS, CaseChecker, default_vocabulary, draw_case
+from .tokenizer_info import TokenizerInfo
+
+__all__ = ["FuzzResult", "KINDS", "OPTIONS", "add_arguments", "main", "run_fuzz"]
+
+OPTIONS = DiffOptions(n_strings=3, n_traces=1, max_trace_tokens=14, n_steered=1, oracle_sample=3,
+                      max_oracle_bytes=96, max_reproducers=4)
+SHRINK_SECONDS = 15.0  # per finding
+CASE_TIMEOUT = 90.0  # per case, shrinking included: longer is a timeout
+BUDGET_GRACE = 30.0  # how long the last case may run past the budget before it is cut off
+STALE_AFTER = 3
+
+
+# ---- the worker process ------------------------------------------------------------------------
+
+
+def _serve(conn, checker: CaseChecker) -> None:
+    import faulthandler
+
+    faulthandler.disable()  # a crash is reported as a finding, not as a dump on stderr
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        conn.send(checker.run(*job))
+
+
+class _Worker:
+    """A forked process running `CaseChecker.run`, started again after a timeout. Without fork
+    (not on Linux or macOS) cases run in this process, with no time limit."""
+
+    def __init__(self, checker: CaseChecker):
+        import multiprocessing
+
+        self.checker = checker
+        self.ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+        self.proc = None
+
+    def run(self, job: tuple, timeout: float) -> Optional[dict]:
+        if self.ctx is None:
+            return self.checker.run(*job)
+        if self.proc is None:
+            self.conn, child = self.ctx.Pipe()
+            self.proc = self.ctx.Process(target=_serve, args=(child, self.checker), daemon=True)
+            self.proc.start()
+            child.close()
+        self.conn.send(job)
+        if self.conn.poll(timeout):
+            try:
+                return self.conn.recv()
+            except EOFError:  # the worker died (a crash inside an engine)
+                self.close()
+                return {"died": True}
+        self.close()
+        return None
+
+    def close(self, wait: float = 0.0) -> None:
+        """Stop the worker: asked to end when `wait` > 0 (then given that long), else killed."""
+        if self.proc is not None:
+            if wait and self.proc.is_alive():
+                try:
+                    self.conn.send(None)
+                except OSError:
+                    pass
+                self.proc.join(wait)
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join()
+            self.conn.close()
+            self.proc = None
+
+
+# ---- the run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class FuzzResult:
+    """One `xg2ref fuzz` run: new findings, and those of earlier runs of the results file."""
+
+    against: list
+    seed: int
+    budget_seconds: float
+    cases_tried: int = 0
+    skipped: int = 0  # draws xg2ref cannot read
+    by_kind: dict = field(default_factory=dict)
+    errors: list = field(default_factory=list)  # (index, message)
+    timeouts: list = field(default_factory=list)  # (index, kind, source)
+    findings: list = field(default_factory=list)
+    earlier_findings: list = field(default_factory=list)
+    seconds: float = 0.0
+    results_path: Optional[str] = None
+
+    def exit_status(self) -> int:
+        return 1 if any(f["engine"] == "xg2ref" for f in self.findings + self.earlier_findings) else 0
+
+    def format(self) -> str:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.by_kind.items())) or "none"
+        lines = [f"fuzzed against {', '.join(self.against) or 'the oracle only'} for {self.seconds:.0f} s "
+                 f"(seed {self.seed}): {self.cases_tried} cases ({kinds}), {self.skipped} draws xg2ref cannot "
+                 f"read, {len(self.errors)} errors, {len(self.timeouts)} timeouts"]
+        if self.earlier_findings:
+            lines.append(f"{len(self.earlier_findings)} findings of earlier runs in {self.results_path} (not repeated)")
+        lines.append(f"{len(self.findings)} new findings (one per class):")
+        for f in self.findings:
+            lines.append(f"  [{f['class']}]")
+            lines.append(f"    {f['kind']}: {_short(f['source'])}")
+            asked = f"input {f['input']!r}" + (f", token {f['tokens'][0]} {bytes.fromhex(f['token_hex'])!r}"
+                                                if f["tokens"] else "")
+            if f["question"] in ("crash", "hang"):
+                lines.append(f"    {f['question']}: {f['note']}")
+            else:
+                valid = f", jsonschema valid {f['jsonschema_valid']}" if f["jsonschema_valid"] is not None else ""
+                lines.append(f"    {f['question']} question, {asked}: oracle {f['oracle']}, {f['engine']} "
+                             f"{f['engine_says']}{valid}" + (f" ({f['note']})" if f["note"] else ""))
+            lines.append(f"    replay: {f['replay']}")
+        for index, message in self.errors[:5]:
+            lines.append(f"  error in case {index}: {message}")
+        for index, kind, source in self.timeouts[:5]:
+            lines.append(f"  timeout in case {index} ({kind}): {_short(source)}")
+        lines.append("FAIL: xg2ref disagrees with its oracle" if self.exit_status() else "OK")
+        return "\n".join(lines)
+
+
+def _short(text: str, width: int = 160) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _read_results(path: Optional[str]) -> tuple:
+    """({(seed, index) tried}, [findings]) of an earlier results file."""
+    tried, findings = set(), []
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut short by an interrupted run
+                if entry.get("type") == "progress":
+                    tried.add((entry["seed"], entry["index"]))
+                elif entry.get("type") == "finding":
+                    findings.append(entry)
+    return tried, findings
+
+
+def _replay(finding: dict, info: TokenizerInfo, vocab_label: str, cases_dir: Optional[str]) -> str:
+    """A command line that asks the finding's question again (files written under `cases_dir`)."""
+    from .diff_checks import greedy_encoder
+
+    ext = {"json_schema": "json", "regex": "regex", "ebnf": "ebnf"}[finding["kind"]]
+    stem = f"{finding['seed']}-{finding['index']}-{finding['engine']}-{zlib.crc32(finding['class'].encode()) % 10**6}"
+    case_path = os.path.join(cases_dir, f"{stem}.{ext}") if cases_dir else f"CASE.{ext}"
+    data = bytes.fromhex(finding["input_hex"])
+    tokens = greedy_encoder(info)(data)
+    if cases_dir:
+        with open(case_path, "w", encoding="utf-8") as f:
+            f.write(finding["source"])
+    against = "none" if finding["engine"] == "xg2ref" else finding["engine"]
+    if finding["question"] in ("crash", "hang"):
+        return (f"xg2ref diff {case_path} --kind {finding['kind']} --against {against} --vocab {vocab_label} "
+                f"--seed {finding['seed']}")
+    if tokens is None:  # bytes the vocabulary cannot spell: the oracle's reasons only
+        head = f"xg2ref explain {case_path} --kind {finding['kind']} --hex"
+        if finding["tokens"]:
+            return f"{head} --prefix '{data.hex()}' --token {finding['tokens'][0]} --vocab {vocab_label}"
+        return f"{head} --prefix '{data[:-1].hex()}' --text '{data[-1:].hex()}'"
+    tokens = tokens + finding["tokens"] + (info.stop_token_ids[:1] if finding["question"] == "sentence" else [])
+    tokens_path = os.path.join(cases_dir, f"{stem}.tokens.json") if cases_dir else "TOKENS.json"
+    if cases_dir:
+        with open(tokens_path, "w", encoding="utf-8") as f:
+            json.dump(tokens, f)
+    return (f"xg2ref replay {case_path} --kind {finding['kind']} --tokens {tokens_path} --vocab {vocab_label} "
+            f"--against {against}")
+
+
+def _failed(checker: CaseChecker, index: int, kind: str, source: str, timed_out: bool, result: FuzzResult) -> dict:
+    """What a case that stalled or killed the worker gives: a finding pinned on one engine
+    (`CaseChecker.failure`), else a timeout or an error of the run."""
+    failure = checker.failure(index, kind, source)
+    if failure is None and timed_out:
+        result.timeouts.append((index, kind, source))
+    return {"findings": [failure] if failure else [], "shrinks": [], "disagreements": int(failure is not None),
+            "skipped": None, "error": None if failure or timed_out else "the worker process died"}
+
+
+def _vocabulary(vocab, cases_dir: Optional[str]) -> tuple:
+    """(TokenizerInfo, how a command line names it)."""
+    if vocab is None:
+        info = default_vocabulary()
+        label = "VOCAB.json"
+        if cases_dir:
+            label = os.path.join(cases_dir, "vocab.json")
+            with open(label, "w", encoding="utf-8") as f:
+                json.dump([t.decode("utf-8") for t in info.decoded_vocab], f)
+        return info, label
+    if isinstance(vocab, TokenizerInfo):
+        return vocab, vocab.name or "VOCAB"
+    from .cli import load_vocab
+
+    return load_vocab(vocab), vocab
+
+
+def run_fuzz(against: list, budget_seconds: float, seed: int = 0, kinds: Sequence[str] = KINDS,
+             results_path: Optional[str] = None, vocab: Union[None, str, TokenizerInfo] = None, progress: bool = True,
+             options: DiffOptions = OPTIONS, shrink_seconds: float = SHRINK_SECONDS,
+             case_timeout: float = CASE_TIMEOUT) -> FuzzResult:
+    """Fuzz xg2ref and the engines `against` (names; [] = xg2ref vs the oracle only) for about
+    `budget_seconds` (module docstring). `vocab`: None (default_vocabulary), a quicktok name, a
+    tokenizer.json or JSON token list path, or a TokenizerInfo.
+
+    Example: run_fuzz(["xgrammar"], 60, seed=1, results_path="fuzz.jsonl").format()
+    """
+    from .diff_report import ProgressBar
+    from .oracle import other_engines
+
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise ValueError(f"unknown case kinds {bad}: choose from {', '.join(KINDS)}")
+    cases_dir = None
+    if results_path:
+        cases_dir = results_path + ".cases"
+        os.makedirs(cases_dir, exist_ok=True)
+    info, vocab_label = _vocabulary(vocab, cases_dir)
+    for name in against:  # fail early (EngineUnavailable, unknown name), not once per case
+        other_engines.make_engine(name, info)
+    tried, earlier = _read_results(results_path)
+    result = FuzzResult(list(against), seed, budget_seconds, earlier_findings=earlier, results_path=results_path)
+    seen = {f["class"] for f in earlier}
+    stale_counts: dict = {}
+    worker = _Worker(CaseChecker(against, info, seed, options, shrink_seconds))
+    bar = ProgressBar(max(int(budget_seconds), 1), enabled=progress)
+    out = open(results_path, "a", encoding="utf-8") if results_path else None
+    start, index = time.monotonic(), 0
+    try:
+        while time.monotonic() - start < budget_seconds:
+            if (seed, index) in tried:
+                index += 1
+                continue
+            kind, source, origin = draw_case(seed, index, tuple(kinds))
+            case_start = time.monotonic()
+            stale = {k for k, n in stale_counts.items() if n >= STALE_AFTER}
+            limit = budget_seconds - (case_start - start) + BUDGET_GRACE
+            got = worker.run((index, kind, source, set(seen), stale), min(case_timeout, limit))
+            entry = {"type": "progress", "seed": seed, "index": index, "kind": kind, "origin": origin,
+                     "source": source, "seconds": round(time.monotonic() - case_start, 3)}
+            if got is None and limit < case_timeout:
+                break  # cut off by the budget, not stuck: not tried, so a later run tries it again
+            if got is None or got.get("died"):
+                entry["failure"] = "timeout" if got is None else "crash"
+                got = _failed(worker.checker, index, kind, source, got is None, result)
+            entry.update(disagreements=got["disagreements"], findings=len(got["findings"]), error=got["error"],
+                         skipped=got["skipped"])
+            for raw, cls in got["shrinks"]:
+                if cls in seen:
+                    stale_counts[raw] = stale_counts.get(raw, 0) + 1
+            for finding in got["findings"]:
+                if finding["class"] in seen:
+                    continue
+                seen.add(finding["class"])
+                finding["replay"] = _replay(finding, info, vocab_label, cases_dir)
+                result.findings.append(finding)
+                if out:
+                    out.write(json.dumps({"type": "finding", **finding}) + "\n")
+            if got["error"]:
+                result.errors.append((index, got["error"]))
+            if got["skipped"]:
+                result.skipped += 1
+            else:
+                result.cases_tried += 1
+                result.by_kind[kind] = result.by_kind.get(kind, 0) + 1
+            if out:
+                out.write(json.dumps(entry) + "\n")
+                out.flush()
+            index += 1
+            bar.update(int(time.monotonic() - start), f"case {index}, {len(result.findings)} findings")
+    finally:
+        worker.close(wait=2.0)
+        bar.close()
+        if out:
+            out.close()
+    result.seconds = time.monotonic() - start
+    return result
+
+
+# ---- the command line -----------------------------------------------------------------------
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `xg2ref fuzz`."""
+    p.add_argument("--against", default="xgrammar",
+                   help="engines compared, comma-separated: xgrammar (default), llguidance, outlines; or none")
+    p.add_argument("--budget", type=float, required=True, metavar="SECONDS", help="how long to fuzz")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--kind", default=",".join(KINDS), help=f"case kinds, comma-separated (default {','.join(KINDS)})")
+    p.add_argument("--results", metavar="PATH",
+                   help="JSON-lines results file; a run with the same file continues where the last stopped")
+    p.add_argument("--vocab", help="a quicktok name, a tokenizer.json or a JSON list of tokens "
+                                   "(default: a small built-in vocabulary)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def main(args) -> int:
+    """`xg2ref fuzz`: print the findings; exit 1 when xg2ref disagrees with its oracle, 2 on bad options."""
+    from .oracle.engines import EngineUnavailable
+
+    against = [n.strip() for n in args.against.split(",") if n.strip() and n.strip() != "none"]
+    kinds = [k.strip() for k in args.kind.split(",") if k.strip()]
+    try:
+        result = run_fuzz(against, args.budget, seed=args.seed, kinds=kinds, results_path=args.results,
+                          vocab=args.vocab, progress=not args.no_progress)
+    except (EngineUnavailable, ValueError) as err:
+        print(f"xg2ref fuzz: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        if type(err).__name__ != "UsageError":  # cli.load_vocab's
+            raise
+        print(f"xg2ref fuzz: {err}", file=sys.stderr)
+        return 2
+    print(result.format())
+    if args.results:
+        print(f"results appended to {args.results}")
+    return result.exit_status()

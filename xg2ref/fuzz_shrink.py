@@ -1,0 +1,442 @@
+"""Shrinking one disagreement of `xg2ref fuzz` to a small case, and naming its class.
+
+A disagreement (xg2ref/diff_user.py) is one question an engine answers differently from the
+brute-force oracle. `Asker` puts such a `Question` to one engine and to the oracle on any
+variant of the case; the shrinkers keep a variant while the engine still gives its original
+answer and the oracle the other one:
+
+    prefix    is `data` a prefix of a sentence?     engine: reads `data` byte by byte, all accepted
+    sentence  is `data` a whole sentence?           engine: reads it byte by byte, then is_completed
+    whole     is `data` a prefix (all or nothing)?  engine: one accept_bytes(data)
+    token     is token t allowed after `data`?      engine: accept_bytes(data), then its mask at t
+    accept    is token t accepted after `data`?     engine: accept_bytes(data), then accept_token(t)
+
+(the oracle answers the prefix questions with `Recognizer.is_prefix`, the sentence question
+with `is_sentence`, the token questions with `OracleMatcher.token_allowed` after the same bytes.
+A token question whose bytes either side refuses is no question, and neither is one whose bytes
+the adapter of an engine that reads tokens only cannot spell: neither counts).
+
+Method. Input bytes shrink by delta debugging (`shrink_bytes`): remove chunks of halving size
+while the question still differs; the last round removes single bytes, so the result is
+1-minimal (dropping any one byte loses the difference). The case shrinks greedily, one
+candidate at a time, biggest deletions first, keeping each that still differs:
+
+    json_schema   delete half the entries of a big object or list; then one keyword, one
+                  property, or one element of a list (a `required` name, an `enum` value, an
+                  `anyOf` branch)
+    regex         delete a chunk of the pattern's text, halves down to single characters
+                  (a variant some engine cannot parse fails)
+    ebnf          drop a rule; replace a choice by one alternative or drop one; drop an item of a
+                  sequence; replace a repetition by its body; cut a literal to its first byte
+
+`finding_class` names a shrunk finding for deduplication. A known by-design class first:
+xg2ref/diff_classes.py (asked of the last byte for prefix questions), then these documented
+differences (specs/01, specs/05, other_engines.BY_DESIGN):
+
+    xgrammar    dead ends      over-accepts in a grammar with an unproductive rule or empty class
+    xgrammar    -0             refuses `-`, `0` after `-`, or what follows `-0`, under a bound
+    outlines    whitespace     refuses `,` `]` `}` after whitespace in a JSON schema
+    llguidance  forced_text    refuses a token that is a prefix of the bytes it says are forced
+                               (or holds them whole)
+    any         additional_properties (engines that list it) the difference vanishes once
+                               every object of the schema says additionalProperties: false
+
+Else the class is the engine, the case kind, the question, over- or under-acceptance, the
+class of the byte or token asked about, and for JSON schemas the constraint keywords and
+scalar types left in the shrunk schema (`keywords`).
+
+What it leaves out: shrinking rollback questions (they are kept as found); simplifying bytes
+(only deleting them); shrinking a schema's numbers or strings (only deleting keywords);
+recognizing the by-design classes that no question alone shows (llguidance's greedy_lexemes,
+outlines' recursion_depth and property_order): they come out as findings.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator, Optional
+
+from .diff_checks import _compile
+from .diff_classes import classify
+from .oracle.engines import OracleMatcher
+from .oracle.recognizer import MAX_INPUT_BYTES
+from .user_cases import case_from_text
+
+VERDICT_QUESTIONS = ("prefix", "sentence", "whole")
+MASK_QUESTIONS = ("token", "accept")
+_CACHE_LIMIT = 64
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of the module docstring: `data` is the input (verdicts) or the prefix (tokens)."""
+
+    kind: str
+    data: bytes
+    token_id: Optional[int] = None
+
+
+def case_source(kind: str, spec: Any) -> str:
+    """The source text of a case: the JSON text of a schema, a regex or EBNF text as is."""
+    return json.dumps(spec) if kind == "json_schema" else spec
+
+
+class Asker:
+    """One engine and the oracle over one vocabulary; compiled variants are remembered by source."""
+
+    def __init__(self, engine, info):
+        self.engine, self.info = engine, info
+        self._matchers: dict = {}
+        self._oracles: dict = {}
+
+    def _remember(self, table: dict, key, make):
+        if key not in table:
+            if len(table) >= _CACHE_LIMIT:
+                table.clear()
+            try:
+                table[key] = make()
+            except Exception:  # a variant an engine cannot read: no answer
+                table[key] = None
+        return table[key]
+
+    def matcher(self, kind: str, spec):
+        source = case_source(kind, spec)
+        return self._remember(self._matchers, (kind, source),
+                              lambda: _compile(self.engine, case_from_text("fuzz", source, kind)))
+
+    def oracle(self, kind: str, spec) -> Optional[OracleMatcher]:
+        source = case_source(kind, spec)
+        return self._remember(self._oracles, (kind, source),
+                              lambda: OracleMatcher(case_from_text("fuzz", source, kind).grammar().ir, self.info))
+
+    def spellable(self, q: Question) -> bool:
+        """Whether an engine that reads tokens only (its adapter has `encode`) can be given the
+        question's bytes: each byte alone for the byte-by-byte questions, else all of them."""
+        encode = getattr(self.engine, "encode", None)
+        if encode is None:
+            return True
+        if q.kind in ("prefix", "sentence"):
+            return all(encode(bytes((b,))) is not None for b in q.data)
+        return encode(q.data) is not None
+
+    def engine_says(self, kind: str, spec, q: Question) -> Optional[bool]:
+        """The engine's answer (None: it cannot compile the case, cannot be given the bytes, or
+        refuses a token question's bytes)."""
+        m = self.matcher(kind, spec)
+        if m is None or not self.spellable(q):
+            return None
+        try:
+            m.reset()
+            if q.kind in ("prefix", "sentence"):
+                walked = all(m.accept_bytes(bytes((b,))) for b in q.data)
+                return walked if q.kind == "prefix" else walked and m.is_completed()
+            if q.kind == "whole":
+                return m.accept_bytes(q.data)
+            if not m.accept_bytes(q.data):
+                return None
+            return bool(m.bool_mask()[q.token_id]) if q.kind == "token" else m.accept_token(q.token_id)
+        except Exception:
+            return None
+
+    def oracle_says(self, kind: str, spec, q: Question) -> Optional[bool]:
+        """The oracle's answer (None: no grammar, input past its limit, or bytes it refuses)."""
+        o = self.oracle(kind, spec)
+        if o is None or len(q.data) + 8 > MAX_INPUT_BYTES:
+            return None
+        if q.kind in ("prefix", "whole"):
+            return o.recognizer.is_prefix(q.data)
+        if q.kind == "sentence":
+            return o.recognizer.is_sentence(q.data)
+        o.reset()
+        if q.data and not o.accept_bytes(q.data):
+            return None
+        return o.token_allowed(q.token_id)
+
+    def differs(self, kind: str, spec, q: Question, says: bool) -> bool:
+        """The engine still answers `says` and the oracle the other way."""
+        return self.engine_says(kind, spec, q) == says and self.oracle_says(kind, spec, q) == (not says)
+
+
+# ---- delta debugging and greedy deletion ------------------------------------------------------
+
+
+def shrink_bytes(data: bytes, test: Callable[[bytes], bool], deadline: float = float("inf")) -> bytes:
+    """A 1-minimal subsequence of `data` that passes `test` (which `data` passes), by ddmin.
+
+    Example: shrink_bytes(b"xaybz", lambda s: b"a" in s and b"b" in s) == b"ab"
+    """
+    data, n = bytes(data), 2
+    while data and time.monotonic() < deadline:
+        n = min(n, len(data))
+        size = -(-len(data) // n)
+        for start in range(0, len(data), size):
+            candidate = data[:start] + data[start + size:]
+            if test(candidate):
+                data, n = candidate, max(n - 1, 2)
+                break
+        else:
+            if n == len(data):
+                break
+            n = min(2 * n, len(data))
+    return data
+
+
+def shrink_greedy(value, candidates: Callable[[Any], Iterator], test: Callable[[Any], bool],
+                  deadline: float = float("inf")):
+    """Keep the first candidate that passes `test`, and go on from there until none passes.
+    After a success the scan resumes at the same position (the earlier ones failed already);
+    it stops after a full pass from the beginning finds nothing."""
+    start = 0
+    while time.monotonic() < deadline:
+        for i, candidate in enumerate(candidates(value)):
+            if i < start:
+                continue
+            if time.monotonic() >= deadline:
+                return value
+            if test(candidate):
+                value, start = candidate, i
+                break
+        else:
+            if start == 0:
+                return value
+            start = 0
+    return value
+
+
+def schema_deletions(schema) -> Iterator:
+    """Schemas with one keyword, property or list element (a `required` name, an `enum` value,
+    an `anyOf` branch, ...) fewer, outer ones first; before them, the schemas without one half
+    of a container of four entries or more.
+
+    Example: list(schema_deletions({"type": "integer", "enum": [1, 2]}))[0] == {"enum": [1, 2]}
+    """
+    containers = []  # (path, node), breadth first
+    queue = [((), schema)]
+    while queue:
+        path, node = queue.pop(0)
+        containers.append((path, node))
+        kids = node.items() if isinstance(node, dict) else enumerate(node)
+        queue += [(path + (k,), v) for k, v in kids if isinstance(v, (dict, list))]
+    keyed = [(path, list(node) if isinstance(node, dict) else list(range(len(node)))) for path, node in containers]
+    for path, keys in keyed:
+        if len(keys) >= 4:
+            yield _without(schema, path, set(keys[:len(keys) // 2]))
+            yield _without(schema, path, set(keys[len(keys) // 2:]))
+    for (path, keys), (_, node) in zip(keyed, containers):
+        if isinstance(node, list) and len(node) == 1 and path[-1:] != ("required",):
+            continue
+        for key in keys:
+            yield _without(schema, path, {key})
+
+
+def _without(node, path: tuple, keys: set):
+    if path:
+        head = path[0]
+        if isinstance(node, dict):
+            return {k: (_without(v, path[1:], keys) if k == head else v) for k, v in node.items()}
+        return [(_without(v, path[1:], keys) if i == head else v) for i, v in enumerate(node)]
+    if isinstance(node, dict):
+        return {k: v for k, v in node.items() if k not in keys}
+    return [v for i, v in enumerate(node) if i not in keys]
+
+
+def text_deletions(text: str) -> Iterator[str]:
+    """`text` with one chunk deleted: halves, quarters, ... single characters."""
+    size = max(len(text) // 2, 1)
+    while True:
+        for start in range(0, len(text), size):
+            yield text[:start] + text[start + size:]
+        if size == 1:
+            return
+        size = max(size // 2, 1)
+
+
+def grammar_reductions(text: str) -> Iterator[str]:
+    """EBNF texts one step smaller than `text` (module docstring); unreadable ones fail the test."""
+    from .grammar.grammar import Grammar
+    from .grammar.ir import GrammarIR
+    from .grammar.printer import print_grammar
+
+    ir = Grammar.from_ebnf(text).ir
+    rules = list(ir.rules)
+    variants = [rules[:i] + rules[i + 1:] for i, r in enumerate(rules) if r.name != ir.root]
+    for i, rule in enumerate(rules):
+        variants += [rules[:i] + [replace(rule, body=b)] + rules[i + 1:] for b in _expr_reductions(rule.body)]
+    for variant in variants:
+        try:
+            yield print_grammar(GrammarIR(tuple(variant), root=ir.root))
+        except ValueError:
+            continue
+
+
+def _expr_reductions(e) -> Iterator:
+    from .grammar.ir import ByteString, Choice, Repeat, Sequence
+
+    if isinstance(e, (Choice, Sequence)):
+        kids = e.alternatives if isinstance(e, Choice) else e.items
+        make = Choice if isinstance(e, Choice) else Sequence
+        if isinstance(e, Choice):
+            yield from kids
+        for i in range(len(kids)):
+            rest = kids[:i] + kids[i + 1:]
+            yield rest[0] if len(rest) == 1 else make(rest)
+        for i, kid in enumerate(kids):
+            for smaller in _expr_reductions(kid):
+                yield make(kids[:i] + (smaller,) + kids[i + 1:])
+    elif isinstance(e, Repeat):
+        yield e.body
+        for smaller in _expr_reductions(e.body):
+            yield Repeat(smaller, e.min, e.max)
+    elif isinstance(e, ByteString) and len(e.value) > 1:
+        yield ByteString(e.value[:1])
+
+
+def shrink_spec(kind: str, spec, test: Callable[[Any], bool], deadline: float = float("inf")):
+    """The smallest variant of a case's spec (schema, regex or EBNF text) found that passes `test`."""
+    if kind == "json_schema":
+        return shrink_greedy(spec, schema_deletions, test, deadline)
+    if kind == "regex":
+        return shrink_greedy(spec, text_deletions, test, deadline)
+    if kind == "ebnf":
+        return shrink_greedy(spec, grammar_reductions, test, deadline)
+    return spec
+
+
+# ---- classes ---------------------------------------------------------------------------------
+
+
+def byte_class(data: bytes) -> str:
+    """A coarse name for the first byte of `data`: digit, letter, whitespace, control,
+    non-ASCII, the character itself for other ASCII, or "nothing"."""
+    if not data:
+        return "nothing"
+    c = data[0]
+    if chr(c).isdigit():
+        return "digit"
+    if chr(c).isalpha() and c < 0x80:
+        return "letter"
+    if c in b" \t\n\r":
+        return "whitespace"
+    if c < 0x20 or c == 0x7F:
+        return "control"
+    return "non-ASCII" if c >= 0x80 else repr(chr(c))
+
+
+# JSON Schema keywords that name a constraint (structure: properties, items, required, left out)
+_KEYWORDS = {"enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+             "minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "uniqueItems", "prefixItems",
+             "additionalItems", "contains", "minProperties", "maxProperties", "additionalProperties",
+             "patternProperties", "propertyNames", "dependentRequired", "anyOf", "oneOf", "allOf", "not", "if",
+             "then", "else", "$ref", "unevaluatedProperties", "unevaluatedItems"}
+
+
+_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}  # name -> schema
+_SUBSCHEMAS = {"items", "prefixItems", "additionalProperties", "additionalItems", "contains", "propertyNames", "not",
+               "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "anyOf", "oneOf", "allOf"}
+
+
+def keywords(schema) -> list:
+    """The constraint keywords (and scalar types) of a JSON schema and its subschemas, sorted.
+
+    Example: keywords({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}})
+             == ["minimum", "type=integer"]
+    """
+    found: set = set()
+
+    def visit(node):
+        if not isinstance(node, dict):
+            return
+        for key, value in node.items():
+            if key in _KEYWORDS:
+                found.add(key)
+            elif key == "type":
+                found.update(f"type={t}" for t in (value if isinstance(value, list) else [value])
+                             if t not in ("object", "array"))
+            if key in _MAPS and isinstance(value, dict):
+                for sub in value.values():
+                    visit(sub)
+            elif key in _SUBSCHEMAS:
+                for sub in value if isinstance(value, list) else [value]:
+                    visit(sub)
+
+    visit(schema)
+    return sorted(found)
+
+
+def by_design(engine: str, kind: str, spec, q: Question, says: bool, asker: Optional[Asker], token: bytes):
+    """The known class of a deliberate difference, or None (module docstring)."""
+    if q.kind in MASK_QUESTIONS:
+        named = classify(engine, q.data, token, says)
+    elif q.kind in ("prefix", "whole") and q.data:
+        named = classify(engine, q.data[:-1], q.data[-1:], says)
+    else:
+        named = None
+    if named:
+        return named
+    before, asked = (q.data, token) if q.kind in MASK_QUESTIONS else (q.data[:-1], q.data[-1:])
+    if engine == "xgrammar" and kind == "ebnf" and says and _has_dead_ends(spec):
+        return "dead ends (specs/01 difference 4)"
+    bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & set(keywords(spec)) \
+        if kind == "json_schema" else set()
+    if engine == "xgrammar" and bounded and not says and \
+            (asked[:1] == b"-" or before.endswith(b"-") and asked[:1] == b"0" or before.endswith(b"-0")):
+        return "-0 (specs/05 difference 9)"
+    if engine == "outlines" and kind == "json_schema" and not says and before[-1:].isspace() and asked[:1] in b",]}":
+        return "whitespace"
+    if engine == "llguidance" and q.kind == "token" and not says and asker is not None and token:
+        m = asker.matcher(kind, spec)
+        forced = b""
+        if m is not None and hasattr(m, "forced_bytes"):
+            m.reset()
+            forced = m.forced_bytes() if m.accept_bytes(q.data) else b""
+        if forced and (forced.startswith(token) or token.startswith(forced)):
+            return "forced_text"
+    from .oracle.other_engines import BY_DESIGN
+
+    if kind == "json_schema" and asker is not None and "additional_properties" in BY_DESIGN.get(engine, {}):
+        closed = _closed(spec)
+        if closed != spec and not asker.differs(kind, closed, q, says):
+            return "additional_properties"
+    return None
+
+
+def _has_dead_ends(text: str) -> bool:
+    """The grammar has an unproductive rule or an empty character class."""
+    from .grammar.grammar import Grammar
+    from .grammar.ir import CharClass, walk
+    from .grammar.passes import unproductive_rules
+
+    try:
+        ir = Grammar.from_ebnf(text).ir
+    except Exception:
+        return False
+    empty = any(isinstance(n, CharClass) and not n.codepoint_ranges() for r in ir.rules for n in walk(r.body))
+    return empty or bool(unproductive_rules(ir))
+
+
+def _closed(node):
+    """`node` with additionalProperties: false on every object schema that does not set it."""
+    if isinstance(node, list):
+        return [_closed(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: (_closed(v) if k != "properties" else {p: _closed(s) for p, s in v.items()} if isinstance(v, dict)
+               else v) for k, v in node.items()}
+    if (out.get("type") == "object" or "properties" in out) and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def finding_class(engine: str, kind: str, spec, q: Question, says: Optional[bool], token: bytes,
+                  design: Optional[str]) -> str:
+    """The deduplication key of a finding (module docstring)."""
+    if design:
+        return f"{engine}: by design: {design}"
+    if says is None:  # a rollback: no answer to compare
+        return f"{engine}: {kind} {q.kind}"
+    asked = token if q.kind in MASK_QUESTIONS else q.data[-1:]
+    what = "stop token" if q.kind in MASK_QUESTIONS and not token else byte_class(asked)
+    detail = f" [{', '.join(keywords(spec))}]" if kind == "json_schema" else ""
+    return f"{engine}: {kind} {q.kind}: {'over' if says else 'under'}-accepts {what}{detail}"
