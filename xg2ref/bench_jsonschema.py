@@ -42,6 +42,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .util import read_json_lines
+
 MAX_WALK_TOKENS = 512
 SUBSETS = ("Github_trivial", "Github_easy", "Github_medium", "Github_hard", "Github_ultra", "Glaiveai2K",
            "JsonSchemaStore", "Kubernetes", "Snowplow", "WashingtonPost")
@@ -334,15 +336,8 @@ def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=N
     from .diff_report import ProgressBar
 
     data = load_schemas(data_dir, subsets or SUBSETS, sample, seed)
-    done_records = {}
-    if results and os.path.exists(results):
-        with open(results, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut short by a stopped run: that schema runs again
-                done_records[(rec["subset"], rec["uid"])] = rec
+    # (a line cut short by a stopped run is skipped: that schema runs again)
+    done_records = {(rec["subset"], rec["uid"]): rec for rec in read_json_lines(results)}
     if rerun:
         again = {key for key, rec in done_records.items()
                  if (rerun in ("failures", "both") and (not rec["ours"] or rec["timed_out"]))

@@ -49,6 +49,7 @@ from typing import Optional, Sequence, Union
 from .diff_checks import DiffOptions
 from .fuzz_case import KINDS, CaseChecker, default_vocabulary, draw_case
 from .tokenizer_info import TokenizerInfo
+from .util import read_json_lines
 
 __all__ = ["FuzzResult", "KINDS", "OPTIONS", "add_arguments", "main", "run_fuzz"]
 
@@ -178,17 +179,11 @@ def _short(text: str, width: int = 160) -> str:
 def _read_results(path: Optional[str]) -> tuple:
     """({(seed, index) tried}, [findings]) of an earlier results file."""
     tried, findings = set(), []
-    if path and os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut short by an interrupted run
-                if entry.get("type") == "progress":
-                    tried.add((entry["seed"], entry["index"]))
-                elif entry.get("type") == "finding":
-                    findings.append(entry)
+    for entry in read_json_lines(path):  # (a line cut short by an interrupted run is skipped)
+        if entry.get("type") == "progress":
+            tried.add((entry["seed"], entry["index"]))
+        elif entry.get("type") == "finding":
+            findings.append(entry)
     return tried, findings
 
 

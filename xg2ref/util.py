@@ -63,3 +63,19 @@ def layout_key(value):
     if isinstance(value, tuple):
         return (type(value), tuple(layout_key(v) for v in value))
     return type(value)
+
+
+def read_json_lines(path):
+    """The JSON values of a results file, one per line, in order; a line that does not parse (cut
+    short when a run was stopped) is skipped, and a missing file reads as empty."""
+    import json
+    import os
+
+    if not path or not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
