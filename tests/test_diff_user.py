@@ -128,3 +128,80 @@ def test_a_steered_trace_walks_where_the_engine_leads(files, monkeypatch):
     data = json.loads(report.read_text())
     assert data["per_engine"]["flipped"][0]["traces"] == 1 and data["per_engine"]["flipped"][0]["steps"] >= 1
     assert any(d["engine"] == "flipped" and d["tokens"] == [2] for d in data["disagreements"])
+
+
+def test_char_lexed_lark_keeps_the_language():
+    """One lexeme per character: the same language as the grammar (checked by xg2ref's own
+    Lark reader on a few strings), written so that no lexeme can run greedily past another."""
+    from xg2ref.diff_classes import char_lexed_lark
+    from xg2ref.grammar.grammar import Grammar
+
+    ir = Grammar.from_ebnf('root ::= "ab" r{1,2} | [^a-c]*\nr ::= "é" | [x-z]+\n').ir
+    lark = char_lexed_lark(ir)
+    assert lark.splitlines()[:3] == ['start: r0', 'r0: (("a" "b" (r1){1,2}) | (/[\\x{0}-\\x{60}\\x{64}-\\x{10ffff}]/)*)',
+                                     'r1: ("é" | (/[\\x{78}-\\x{7a}]/)+)']
+    assert char_lexed_lark(Grammar.from_ebnf('root ::= "a"{1,100}').ir) is None  # too long to write out
+    assert char_lexed_lark(Grammar.from_ebnf('root ::= [] | "a"').ir) is None
+
+
+def test_front_end_flags_round_trip():
+    from xg2ref.cli import build_parser, front_end_options
+    from xg2ref.user_cases import front_end_flags
+
+    options = {"any_whitespace": False, "strict_mode": True, "any_order": True, "max_whitespace_cnt": 3}
+    flags = front_end_flags(options)
+    args = build_parser().parse_args(["explain", "s.json", "--text", "x", *flags.split()])
+    assert front_end_options(args) == options and front_end_flags({}) == ""
+
+
+def test_disagreements_are_shrunk(files, monkeypatch):
+    """Each disagreement of the flipped engine comes with a smaller grammar and input on which
+    it still differs from the oracle, and a replay command over files written beside the report."""
+    import xg2ref.oracle.other_engines as other
+    from xg2ref.fuzz_shrink import Asker, Question
+
+    tmp, grammar, _, vocab = files
+    real = other.make_engine
+    monkeypatch.setattr(other, "make_engine", lambda name, info: _Flipped(info) if name == "flipped"
+                        else real(name, info))
+    status, report = _run([grammar, "--vocab", vocab, "--against", "flipped", "--shrink-seconds", "20"], tmp)
+    assert status == 0
+    wrong = [d for d in report["disagreements"] if d["engine"] == "flipped"]
+    assert wrong and all(d["shrunk"] for d in wrong)
+    from xg2ref.cli import load_vocab
+
+    info = load_vocab(vocab)
+    asker = Asker(_Flipped(info), info)
+    for d in wrong:
+        f = d["shrunk"]
+        assert len(f["source"]) < len(GRAMMAR) and len(f["input_hex"]) <= len(d["input_hex"])
+        assert f["engine_says"] is True and f["oracle"] is False and f["token_hex"] == b",".hex()
+        q = Question(f["question"], bytes.fromhex(f["input_hex"]), f["tokens"][0])
+        assert asker.differs("ebnf", f["source"], q, True)
+        assert f["replay"].startswith("xg2ref ") and str(tmp / "report.json.cases") in f["replay"]
+    status, report = _run([grammar, "--vocab", vocab, "--against", "flipped", "--shrink-seconds", "0"], tmp)
+    assert not any(d.get("shrunk") for d in report["disagreements"])
+
+
+@pytest.mark.xgrammar
+def test_a_json_verdict_is_shrunk_and_judged_by_jsonschema():
+    """xgrammar reads a schema with object keywords and no type as an object schema (specs/05,
+    difference 2): the array it refuses loses its spaces, the member's name and the schema's
+    other keywords, and jsonschema accepts it before and after."""
+    pytest.importorskip("xgrammar")
+    pytest.importorskip("jsonschema")
+    from xg2ref.diff_user import UserDiff, shrink_disagreements
+    from xg2ref.fuzz_case import default_vocabulary
+    from xg2ref.user_cases import case_from_text
+
+    schema = {"properties": {"a": {"type": "integer"}}, "title": "untyped"}
+    case = case_from_text("untyped.json", json.dumps(schema), "json_schema")
+    data = b'[1, {"a": 2}]'
+    diff = UserDiff(engines=["xgrammar"], reports={})
+    diff.disagreements.append({"case": case.name, "engine": "xgrammar", "kind": "verdict", "question": "sentence",
+                               "by_design": None, "input_hex": data.hex(), "token_hex": None, "tokens": [],
+                               "oracle": True, "xg2ref": True, "engine_says": False})
+    shrink_disagreements(diff, [case], default_vocabulary(), "fuzz", seconds=30, progress=False)
+    f = diff.disagreements[0]["shrunk"]
+    assert f["jsonschema_valid_original"] is True and f["jsonschema_valid"] is True and f["oracle"] is True
+    assert bytes.fromhex(f["input_hex"]) == b'[1,{"":2}]' and json.loads(f["source"]) == {"properties": {}}

@@ -334,3 +334,96 @@ def test_registry(info, monkeypatch):
     assert oe.available_engines()["outlines"] is False
     with pytest.raises(EngineUnavailable, match="pip install 'outlines-core==0.2.14'"):
         oe.make_engine("outlines", info)
+
+
+# ---- xg2ref's JSON-schema options, mapped onto each engine ------------------------------------
+
+
+@pytest.mark.parametrize("options,texts", [
+    ({}, {b'{"a":1}': True, b'{ "a" : 1 }': True}),
+    ({"any_whitespace": False}, {b'{"a": 1, "b": 2}': True, b'{"a":1}': False, b'{"a": 1,"b": 2}': False}),
+    ({"any_whitespace": False, "separators": (",", ":")}, {b'{"a":1,"b":2}': True, b'{"a": 1}': False}),
+    ({"max_whitespace_cnt": 2}, {b'{  "a":1}': True, b'{   "a":1}': False}),
+])
+def test_json_options_reach_the_engines(request, ref, options, texts):
+    """Each engine that can express an option agrees with xg2ref on complete texts under it."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+    for name in ("llg", "outl"):
+        engine = request.getfixturevalue(name)
+        if name == "outl" and options == {"any_whitespace": False}:
+            with pytest.raises(oe.UnsupportedByEngine, match="compact separators"):
+                engine.compile_front_end("json_schema", schema, **options)
+            continue
+        matchers = [ref.compile_front_end("json_schema", schema, **options),
+                    engine.compile_front_end("json_schema", schema, **options)]
+        for text, valid in texts.items():
+            for m in matchers:
+                m.reset()
+                assert (m.accept_bytes(text) and m.is_completed()) == valid, (name, options, text)
+    for engine in (request.getfixturevalue("llg"), request.getfixturevalue("outl")):
+        with pytest.raises(oe.UnsupportedByEngine, match="indent"):
+            engine.compile_front_end("json_schema", schema, indent=2)
+        with pytest.raises(oe.UnsupportedByEngine, match="unknown"):
+            engine.compile_front_end("json_schema", schema, colour="red")
+
+
+# ---- the by-design classes that ask the engine again (xg2ref/diff_classes.py) ----------------
+
+
+def _asker(info, engine, **options):
+    from xg2ref.fuzz_shrink import Asker
+
+    return Asker(engine, info, options)
+
+
+def test_greedy_lexemes_are_recognized(info, llg):
+    from xg2ref.diff_classes import by_design
+    from xg2ref.fuzz_shrink import Question
+
+    asker = _asker(info, llg)
+    grammar = 'root ::= "c" r2 r2\nr1 ::= "bc"\nr2 ::= r1{1,2}\n'  # R2 takes "bcbc" whole, greedily
+    q = Question("sentence", b"cbcbc")
+    assert asker.engine_says("ebnf", grammar, q) is False and asker.oracle_says("ebnf", grammar, q) is True
+    assert by_design("llguidance", "ebnf", grammar, q, False, asker, b"") == "greedy_lexemes"
+    # a refusal that one-character lexemes do not lift is not of the class
+    assert by_design("llguidance", "ebnf", grammar, Question("sentence", b"cbc"), False, asker, b"") is None
+
+
+def test_recursion_depth_and_property_order_are_recognized(info, outl, llg):
+    from xg2ref.diff_classes import by_design
+    from xg2ref.fuzz_shrink import Question
+
+    nested = {"$defs": {"n": {"type": "object", "properties": {"k": {"$ref": "#/$defs/n"}}}}, "$ref": "#/$defs/n"}
+    deep = Question("prefix", b'{"k":{"k":{"k":{"k":{')
+    asker = _asker(info, outl)
+    assert asker.engine_says("json_schema", nested, deep) is False
+    assert by_design("outlines", "json_schema", nested, deep, False, asker, b"") == "recursion_depth"
+    pair = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+    swapped = Question("prefix", b'{"b":1,"a"')
+    for name, engine in (("llguidance", llg), ("outlines", outl)):
+        unordered = _asker(info, engine, any_order=True)
+        assert unordered.engine_says("json_schema", pair, swapped) is False
+        assert unordered.oracle_says("json_schema", pair, swapped) is True
+        assert by_design(name, "json_schema", pair, swapped, False, unordered, b"") == "property_order"
+        assert "property_order" in oe.BY_DESIGN[name]
+
+
+def test_additional_properties_both_ways(info, outl):
+    """outlines takes only listed properties where the schema lists some (even with
+    additionalProperties: true), any where it lists none: the first is xg2ref's strict mode, the
+    second vanishes once the schema is closed explicitly."""
+    from xg2ref.diff_classes import by_design, closed, opened
+    from xg2ref.fuzz_shrink import Question
+
+    assert closed({"properties": {}}) == {"properties": {}, "additionalProperties": False}
+    assert opened({"type": "object", "additionalProperties": False}) == {"type": "object", "additionalProperties": False}
+    listed = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    lax = _asker(info, outl, strict_mode=False)
+    extra = Question("prefix", b'{"a":1,"z"')
+    assert lax.engine_says("json_schema", listed, extra) is False and lax.oracle_says("json_schema", listed, extra)
+    assert by_design("outlines", "json_schema", listed, extra, False, lax, b"") == "additional_properties"
+    bare = {"type": "object", "required": ["a"]}
+    strict = _asker(info, outl)
+    other = Question("prefix", b'{"b"')
+    assert strict.engine_says("json_schema", bare, other) is True and strict.oracle_says("json_schema", bare, other) is False
+    assert by_design("outlines", "json_schema", bare, other, True, strict, b"") == "additional_properties"

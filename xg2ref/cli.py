@@ -258,6 +258,21 @@ def cmd_fsm(args) -> int:
     return 0
 
 
+def add_front_end_arguments(p: argparse.ArgumentParser) -> None:
+    """The JSON-schema options of `compile_json_schema`, for commands that read a user's case."""
+    bool_flag = argparse.BooleanOptionalAction
+    p.add_argument("--any-whitespace", action=bool_flag, help="JSON Schema: any whitespace (default: on)")
+    p.add_argument("--strict-mode", action=bool_flag, help="JSON Schema: strict mode (default: on)")
+    p.add_argument("--any-order", action=bool_flag, help="JSON Schema: members in any order (default: off)")
+    p.add_argument("--max-whitespace-cnt", type=int, help="JSON Schema: longest whitespace run")
+
+
+def front_end_options(args) -> dict:
+    """The options `add_front_end_arguments` read that were given."""
+    return {k: getattr(args, k) for k in ("any_whitespace", "strict_mode", "any_order", "max_whitespace_cnt")
+            if getattr(args, k, None) is not None}
+
+
 def cmd_explain(args) -> int:
     from .explain import explain_bytes, explain_token
     from .grammar.grammar import Grammar
@@ -268,7 +283,7 @@ def cmd_explain(args) -> int:
         grammar = Grammar.from_ebnf(text, root_rule_name=root)
     else:  # a schema, structural tag, Lark grammar or regex: xg2ref's conversion, in its rule names
         try:
-            grammar = load_user_case(args.grammar, args.kind).grammar()
+            grammar = load_user_case(args.grammar, args.kind, front_end_options(args)).grammar()
         except CaseError as err:
             raise UsageError(str(err)) from None
     prefix = input_bytes(args.prefix, args.hex)
@@ -304,7 +319,7 @@ def cmd_replay(args) -> int:
 
     info = load_vocab(args.vocab)
     try:
-        case = load_user_case(args.grammar, args.kind)
+        case = load_user_case(args.grammar, args.kind, front_end_options(args))
         with open(args.tokens, encoding="utf-8") as f:
             tokens = read_log(f.read())
     except (CaseError, OSError, ValueError) as err:
@@ -364,12 +379,10 @@ def cmd_diff(args) -> int:
 
 def _diff_files(args, engines: list, options):
     """`xg2ref diff FILE...`: the user's files against each engine (xg2ref/diff_user.py)."""
-    from .diff_user import run_user_diff
+    from .diff_user import run_user_diff, shrink_disagreements
     from .user_cases import CaseError, load_user_case
 
-    front = {k: v for k, v in (("any_whitespace", args.any_whitespace), ("strict_mode", args.strict_mode),
-                               ("any_order", args.any_order), ("max_whitespace_cnt", args.max_whitespace_cnt))
-             if v is not None}
+    front = front_end_options(args)
     try:
         cases = [load_user_case(f, args.kind, front) for f in args.files]
     except CaseError as err:
@@ -377,8 +390,12 @@ def _diff_files(args, engines: list, options):
     except XG2RefError as err:
         raise UsageError(f"{type(err).__name__}: {err}") from None
     info = load_vocab(args.vocab)
-    return run_user_diff(cases, engines, info, args.vocab, seed=args.seed, options=options, jobs=args.jobs,
+    diff = run_user_diff(cases, engines, info, args.vocab, seed=args.seed, options=options, jobs=args.jobs,
                          progress=not args.no_progress)
+    if args.shrink_seconds > 0:
+        shrink_disagreements(diff, cases, info, args.vocab, args.shrink_seconds,
+                             cases_dir=args.report + ".cases" if args.report else None, progress=not args.no_progress)
+    return diff
 
 
 def cmd_bench(args) -> int:
@@ -461,6 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default="auto",
                    help="auto (default: by the file's extension), ebnf, lark, regex, json_schema, structural_tag")
     p.add_argument("--hex", action="store_true", help="--prefix and --text are hex bytes")
+    add_front_end_arguments(p)
 
     p = command("replay", "a generation log (token ids) checked step by step by the oracle and each engine: "
                           "exit 0 when it stays in the language and every engine agrees with the oracle",
@@ -474,6 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="engines beside xg2ref, comma-separated: xgrammar, llguidance, outlines, or none")
     p.add_argument("--oracle-sample", type=int, default=8, help="random ids of each side the oracle judges per step")
     p.add_argument("--seed", type=int, default=0)
+    add_front_end_arguments(p)
 
     p = command("fuzz", "generated and mutated grammars, regexes and schemas against other engines, for a time "
                         "budget: disagreements with the oracle shrunk and classed (exit 1 when one is xg2ref's)",
@@ -509,11 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default="auto", help="auto (default), ebnf, lark, regex, json_schema, structural_tag")
     p.add_argument("--against", default="xgrammar",
                    help="engines compared, comma-separated: xgrammar (default), llguidance, outlines; or none")
-    bool_flag = argparse.BooleanOptionalAction
-    p.add_argument("--any-whitespace", action=bool_flag, help="JSON Schema: any whitespace (default: on)")
-    p.add_argument("--strict-mode", action=bool_flag, help="JSON Schema: strict mode (default: on)")
-    p.add_argument("--any-order", action=bool_flag, help="JSON Schema: members in any order (default: off)")
-    p.add_argument("--max-whitespace-cnt", type=int, help="JSON Schema: longest whitespace run")
+    add_front_end_arguments(p)
     p.add_argument("--cases", nargs="+", metavar="NAME", help="suite cases (default: all)")
     p.add_argument("--vocab", default="llama3", help="quicktok name or tokenizer.json (default llama3)")
     p.add_argument("--seed", type=int, default=0)
@@ -523,7 +538,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-tokens", type=int, help="tokens per trace at most")
     p.add_argument("--oracle-sample", type=int, help="random allowed and rejected ids the oracle judges per step")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
-    p.add_argument("--report", metavar="PATH", help="write a JSON report with every reproducer")
+    p.add_argument("--report", metavar="PATH", help="write a JSON report with every reproducer (with FILEs: the "
+                                                    "shrunk cases go to PATH.cases/)")
+    p.add_argument("--shrink-seconds", type=float, default=10.0, metavar="S",
+                   help="with FILEs: time limit to shrink each disagreement (default 10; 0: no shrinking)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 also when a compared engine disagrees (with the oracle, or on the suite with xg2ref)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

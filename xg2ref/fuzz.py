@@ -187,11 +187,15 @@ def _read_results(path: Optional[str]) -> tuple:
     return tried, findings
 
 
-def _replay(finding: dict, info: TokenizerInfo, vocab_label: str, cases_dir: Optional[str]) -> str:
-    """A command line that asks the finding's question again (files written under `cases_dir`)."""
+def replay_command(finding: dict, info: TokenizerInfo, vocab_label: str, cases_dir: Optional[str],
+                   options: Optional[dict] = None) -> str:
+    """A command line that asks the finding's question again (files written under `cases_dir`;
+    `options`: the case's front-end options)."""
     from .diff_checks import greedy_encoder
+    from .user_cases import front_end_flags
 
-    ext = {"json_schema": "json", "regex": "regex", "ebnf": "ebnf"}[finding["kind"]]
+    ext = {"json_schema": "json", "regex": "regex", "ebnf": "ebnf", "lark": "lark", "structural_tag": "json"}[
+        finding["kind"]]
     stem = f"{finding['seed']}-{finding['index']}-{finding['engine']}-{zlib.crc32(finding['class'].encode()) % 10**6}"
     case_path = os.path.join(cases_dir, f"{stem}.{ext}") if cases_dir else f"CASE.{ext}"
     data = bytes.fromhex(finding["input_hex"])
@@ -200,11 +204,12 @@ def _replay(finding: dict, info: TokenizerInfo, vocab_label: str, cases_dir: Opt
         with open(case_path, "w", encoding="utf-8") as f:
             f.write(finding["source"])
     against = "none" if finding["engine"] == "xg2ref" else finding["engine"]
+    flags = front_end_flags(options or {})
     if finding["question"] in ("crash", "hang"):
-        return (f"xg2ref diff {case_path} --kind {finding['kind']} --against {against} --vocab {vocab_label} "
+        return (f"xg2ref diff {case_path} --kind {finding['kind']}{flags} --against {against} --vocab {vocab_label} "
                 f"--seed {finding['seed']}")
     if tokens is None:  # bytes the vocabulary cannot spell: the oracle's reasons only
-        head = f"xg2ref explain {case_path} --kind {finding['kind']} --hex"
+        head = f"xg2ref explain {case_path} --kind {finding['kind']}{flags} --hex"
         if finding["tokens"]:
             return f"{head} --prefix '{data.hex()}' --token {finding['tokens'][0]} --vocab {vocab_label}"
         return f"{head} --prefix '{data[:-1].hex()}' --text '{data[-1:].hex()}'"
@@ -213,7 +218,7 @@ def _replay(finding: dict, info: TokenizerInfo, vocab_label: str, cases_dir: Opt
     if cases_dir:
         with open(tokens_path, "w", encoding="utf-8") as f:
             json.dump(tokens, f)
-    return (f"xg2ref replay {case_path} --kind {finding['kind']} --tokens {tokens_path} --vocab {vocab_label} "
+    return (f"xg2ref replay {case_path} --kind {finding['kind']}{flags} --tokens {tokens_path} --vocab {vocab_label} "
             f"--against {against}")
 
 
@@ -301,7 +306,7 @@ def run_fuzz(against: list, budget_seconds: float, seed: int = 0, kinds: Sequenc
                 if finding["class"] in seen:
                     continue
                 seen.add(finding["class"])
-                finding["replay"] = _replay(finding, info, vocab_label, cases_dir)
+                finding["replay"] = replay_command(finding, info, vocab_label, cases_dir)
                 result.findings.append(finding)
                 if out:
                     out.write(json.dumps({"type": "finding", **finding}) + "\n")

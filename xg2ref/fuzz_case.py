@@ -46,8 +46,9 @@ from dataclasses import replace
 from typing import Optional, Sequence
 
 from .diff_checks import DiffOptions
-from .fuzz_shrink import (MASK_QUESTIONS, VERDICT_QUESTIONS, Asker, Question, by_design, byte_class, case_source,
-                          finding_class, shrink_bytes, shrink_spec)
+from .diff_classes import by_design
+from .fuzz_shrink import (MASK_QUESTIONS, VERDICT_QUESTIONS, Asker, Question, byte_class, case_source, finding_class,
+                          shrink_bytes, shrink_spec)
 from .tokenizer_info import TokenizerInfo
 
 KINDS = ("ebnf", "regex", "json_schema")
@@ -162,16 +163,18 @@ def _jsonschema_valid(schema, data: bytes) -> Optional[bool]:
 class CaseChecker:
     """Runs one case against the engines and turns its disagreements into findings."""
 
-    def __init__(self, against: list, info: TokenizerInfo, seed: int, options: DiffOptions, shrink_seconds: float):
+    def __init__(self, against: list, info: TokenizerInfo, seed: int, options: DiffOptions, shrink_seconds: float,
+                 front: Optional[dict] = None, root: str = "root"):
         self.against, self.info, self.seed, self.options = list(against), info, seed, options
         self.shrink_seconds = shrink_seconds
+        self.front, self.root = dict(front or {}), root  # the case's front-end options, an EBNF case's root
         self.askers: dict = {}
 
     def asker(self, name: str) -> Asker:
         if name not in self.askers:
             from .oracle import other_engines
 
-            self.askers[name] = Asker(other_engines.make_engine(name, self.info), self.info)
+            self.askers[name] = Asker(other_engines.make_engine(name, self.info), self.info, self.front, self.root)
         return self.askers[name]
 
     def run(self, index: int, kind: str, source: str, seen: set, stale: set) -> dict:

@@ -29,26 +29,15 @@ candidate at a time, biggest deletions first, keeping each that still differs:
     ebnf          drop a rule; replace a choice by one alternative or drop one; drop an item of a
                   sequence; replace a repetition by its body; cut a literal to its first byte
 
-`finding_class` names a shrunk finding for deduplication. A known by-design class first:
-xg2ref/diff_classes.py (asked of the last byte for prefix questions), then these documented
-differences (specs/01, specs/05, other_engines.BY_DESIGN):
-
-    xgrammar    dead ends      over-accepts in a grammar with an unproductive rule or empty class
-    xgrammar    -0             refuses `-`, `0` after `-`, or what follows `-0`, under a bound
-    outlines    whitespace     refuses `,` `]` `}` after whitespace in a JSON schema
-    llguidance  forced_text    refuses a token that is a prefix of the bytes it says are forced
-                               (or holds them whole)
-    any         additional_properties (engines that list it) the difference vanishes once
-                               every object of the schema says additionalProperties: false
-
+`finding_class` names a shrunk finding for deduplication: a known by-design class first
+(xg2ref/diff_classes.py `by_design`, which may ask the engine again through the `Asker`).
 Else the class is the engine, the case kind, the question, over- or under-acceptance, the
 class of the byte or token asked about, and for JSON schemas the constraint keywords and
 scalar types left in the shrunk schema (`keywords`).
 
 What it leaves out: shrinking rollback questions (they are kept as found); simplifying bytes
 (only deleting them); shrinking a schema's numbers or strings (only deleting keywords);
-recognizing the by-design classes that no question alone shows (llguidance's greedy_lexemes,
-outlines' recursion_depth and property_order): they come out as findings.
+by-design classes other than diff_classes.py's.
 """
 
 from __future__ import annotations
@@ -59,7 +48,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Optional
 
 from .diff_checks import _compile
-from .diff_classes import classify
+from .diff_classes import keywords
 from .oracle.engines import OracleMatcher
 from .oracle.recognizer import MAX_INPUT_BYTES
 from .user_cases import case_from_text
@@ -84,12 +73,15 @@ def case_source(kind: str, spec: Any) -> str:
 
 
 class Asker:
-    """One engine and the oracle over one vocabulary; compiled variants are remembered by source."""
+    """One engine and the oracle over one vocabulary; compiled variants are remembered by source.
+    `options` are the case's front-end options, `root` an EBNF case's root rule."""
 
-    def __init__(self, engine, info):
+    def __init__(self, engine, info, options: Optional[dict] = None, root: str = "root"):
         self.engine, self.info = engine, info
+        self.options, self.root = dict(options or {}), root
         self._matchers: dict = {}
         self._oracles: dict = {}
+        self._deeper = None
 
     def _remember(self, table: dict, key, make):
         if key not in table:
@@ -101,15 +93,35 @@ class Asker:
                 table[key] = None
         return table[key]
 
+    def case(self, kind: str, spec):
+        return case_from_text("fuzz", case_source(kind, spec), kind, self.options, root=self.root)
+
     def matcher(self, kind: str, spec):
-        source = case_source(kind, spec)
-        return self._remember(self._matchers, (kind, source),
-                              lambda: _compile(self.engine, case_from_text("fuzz", source, kind)))
+        return self._remember(self._matchers, (kind, case_source(kind, spec)),
+                              lambda: _compile(self.engine, self.case(kind, spec)))
+
+    def oracle_grammar(self, kind: str, spec):
+        """xg2ref's GrammarIR of the case (what the oracle reads)."""
+        return self.case(kind, spec).grammar().ir
 
     def oracle(self, kind: str, spec) -> Optional[OracleMatcher]:
-        source = case_source(kind, spec)
-        return self._remember(self._oracles, (kind, source),
-                              lambda: OracleMatcher(case_from_text("fuzz", source, kind).grammar().ir, self.info))
+        return self._remember(self._oracles, (kind, case_source(kind, spec)),
+                              lambda: OracleMatcher(self.oracle_grammar(kind, spec), self.info))
+
+    def with_options(self, **changes) -> "Asker":
+        """An asker of the same engine for the case under other front-end options."""
+        return Asker(self.engine, self.info, {**self.options, **changes}, self.root)
+
+    def deeper(self) -> Optional["Asker"]:
+        """An asker of the same engine with recursion unrolled 4 levels deeper (engines with a
+        `max_recursion_depth`), or None."""
+        depth = getattr(self.engine, "max_recursion_depth", None)
+        if depth is None:
+            return None
+        if self._deeper is None:
+            engine = type(self.engine).from_tokenizer_info(self.info, max_recursion_depth=depth + 4)
+            self._deeper = Asker(engine, self.info, self.options, self.root)
+        return self._deeper
 
     def spellable(self, q: Question) -> bool:
         """Whether an engine that reads tokens only (its adapter has `encode`) can be given the
@@ -124,7 +136,10 @@ class Asker:
     def engine_says(self, kind: str, spec, q: Question) -> Optional[bool]:
         """The engine's answer (None: it cannot compile the case, cannot be given the bytes, or
         refuses a token question's bytes)."""
-        m = self.matcher(kind, spec)
+        return self.ask(self.matcher(kind, spec), q)
+
+    def ask(self, m, q: Question) -> Optional[bool]:
+        """The answer of the engine's matcher `m` (None: no matcher, or as `engine_says`)."""
         if m is None or not self.spellable(q):
             return None
         try:
@@ -322,111 +337,6 @@ def byte_class(data: bytes) -> str:
     if c < 0x20 or c == 0x7F:
         return "control"
     return "non-ASCII" if c >= 0x80 else repr(chr(c))
-
-
-# JSON Schema keywords that name a constraint (structure: properties, items, required, left out)
-_KEYWORDS = {"enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-             "minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "uniqueItems", "prefixItems",
-             "additionalItems", "contains", "minProperties", "maxProperties", "additionalProperties",
-             "patternProperties", "propertyNames", "dependentRequired", "anyOf", "oneOf", "allOf", "not", "if",
-             "then", "else", "$ref", "unevaluatedProperties", "unevaluatedItems"}
-
-
-_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}  # name -> schema
-_SUBSCHEMAS = {"items", "prefixItems", "additionalProperties", "additionalItems", "contains", "propertyNames", "not",
-               "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "anyOf", "oneOf", "allOf"}
-
-
-def keywords(schema) -> list:
-    """The constraint keywords (and scalar types) of a JSON schema and its subschemas, sorted.
-
-    Example: keywords({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}})
-             == ["minimum", "type=integer"]
-    """
-    found: set = set()
-
-    def visit(node):
-        if not isinstance(node, dict):
-            return
-        for key, value in node.items():
-            if key in _KEYWORDS:
-                found.add(key)
-            elif key == "type":
-                found.update(f"type={t}" for t in (value if isinstance(value, list) else [value])
-                             if t not in ("object", "array"))
-            if key in _MAPS and isinstance(value, dict):
-                for sub in value.values():
-                    visit(sub)
-            elif key in _SUBSCHEMAS:
-                for sub in value if isinstance(value, list) else [value]:
-                    visit(sub)
-
-    visit(schema)
-    return sorted(found)
-
-
-def by_design(engine: str, kind: str, spec, q: Question, says: bool, asker: Optional[Asker], token: bytes):
-    """The known class of a deliberate difference, or None (module docstring)."""
-    if q.kind in MASK_QUESTIONS:
-        named = classify(engine, q.data, token, says)
-    elif q.kind in ("prefix", "whole") and q.data:
-        named = classify(engine, q.data[:-1], q.data[-1:], says)
-    else:
-        named = None
-    if named:
-        return named
-    before, asked = (q.data, token) if q.kind in MASK_QUESTIONS else (q.data[:-1], q.data[-1:])
-    if engine == "xgrammar" and kind == "ebnf" and says and _has_dead_ends(spec):
-        return "dead ends (specs/01 difference 4)"
-    bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & set(keywords(spec)) \
-        if kind == "json_schema" else set()
-    if engine == "xgrammar" and bounded and not says and \
-            (asked[:1] == b"-" or before.endswith(b"-") and asked[:1] == b"0" or before.endswith(b"-0")):
-        return "-0 (specs/05 difference 9)"
-    if engine == "outlines" and kind == "json_schema" and not says and before[-1:].isspace() and asked[:1] in b",]}":
-        return "whitespace"
-    if engine == "llguidance" and q.kind == "token" and not says and asker is not None and token:
-        m = asker.matcher(kind, spec)
-        forced = b""
-        if m is not None and hasattr(m, "forced_bytes"):
-            m.reset()
-            forced = m.forced_bytes() if m.accept_bytes(q.data) else b""
-        if forced and (forced.startswith(token) or token.startswith(forced)):
-            return "forced_text"
-    from .oracle.other_engines import BY_DESIGN
-
-    if kind == "json_schema" and asker is not None and "additional_properties" in BY_DESIGN.get(engine, {}):
-        closed = _closed(spec)
-        if closed != spec and not asker.differs(kind, closed, q, says):
-            return "additional_properties"
-    return None
-
-
-def _has_dead_ends(text: str) -> bool:
-    """The grammar has an unproductive rule or an empty character class."""
-    from .grammar.grammar import Grammar
-    from .grammar.ir import CharClass, walk
-    from .grammar.passes import unproductive_rules
-
-    try:
-        ir = Grammar.from_ebnf(text).ir
-    except Exception:
-        return False
-    empty = any(isinstance(n, CharClass) and not n.codepoint_ranges() for r in ir.rules for n in walk(r.body))
-    return empty or bool(unproductive_rules(ir))
-
-
-def _closed(node):
-    """`node` with additionalProperties: false on every object schema that does not set it."""
-    if isinstance(node, list):
-        return [_closed(v) for v in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: (_closed(v) if k != "properties" else {p: _closed(s) for p, s in v.items()} if isinstance(v, dict)
-               else v) for k, v in node.items()}
-    if (out.get("type") == "object" or "properties" in out) and "additionalProperties" not in out:
-        out["additionalProperties"] = False
-    return out
 
 
 def finding_class(engine: str, kind: str, spec, q: Question, says: Optional[bool], token: bytes,

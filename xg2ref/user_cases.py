@@ -55,11 +55,12 @@ def guess_kind(path: str, text: str) -> str:
     raise CaseError(f"{path}: cannot tell its kind; pass --kind ({', '.join(KINDS[1:])})")
 
 
-def case_from_text(name: str, text: str, kind: str, options: Optional[dict] = None) -> Case:
-    """A case of `kind` from source text (no samples: strings come from the generators)."""
+def case_from_text(name: str, text: str, kind: str, options: Optional[dict] = None, root: str = "root") -> Case:
+    """A case of `kind` from source text (no samples: strings come from the generators);
+    `root` is an EBNF grammar's root rule."""
     options = dict(options or {})
     if kind == "ebnf":
-        case = Case(name=name, text=text, root="root", samples=(), source=name, license="the user's")
+        case = Case(name=name, text=text, root=root, samples=(), source=name, license="the user's")
     else:
         if kind in ("json_schema", "structural_tag"):
             try:
@@ -76,6 +77,26 @@ def case_from_text(name: str, text: str, kind: str, options: Optional[dict] = No
                     spec=spec, options=options)
         object.__setattr__(case, "text", str(case.grammar()))
     return case
+
+
+_FLAGS = (("any_whitespace", "--any-whitespace"), ("strict_mode", "--strict-mode"), ("any_order", "--any-order"),
+          ("max_whitespace_cnt", "--max-whitespace-cnt"))
+
+
+def front_end_flags(options: dict) -> str:
+    """The command-line flags that give a case these front-end options (leading space, or "").
+
+    Example: front_end_flags({"strict_mode": False, "max_whitespace_cnt": 2})
+             == " --no-strict-mode --max-whitespace-cnt 2"
+    """
+    out = []
+    for name, flag in _FLAGS:
+        value = options.get(name)
+        if isinstance(value, bool):
+            out.append(flag if value else "--no-" + flag[2:])
+        elif value is not None:
+            out.append(f"{flag} {int(value)}")
+    return "".join(" " + f for f in out)
 
 
 def load_user_case(spec: str, kind: str = "auto", options: Optional[dict] = None) -> Case:

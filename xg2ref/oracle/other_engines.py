@@ -7,9 +7,9 @@ reset). This module puts two more engines behind that interface:
     LLGuidanceEngine(encoded_vocab, stop_token_ids, vocab_size)      name "llguidance"
         compile(ebnf_text, root)         xgrammar-style EBNF through llguidance's GBNF-to-Lark
                                          converter (`llguidance.gbnf_to_lark`)
-        compile_front_end(kind, spec)    kind "regex", "json_schema" (flexible whitespace) or "lark"
+        compile_front_end(kind, spec, **options)    kind "regex", "json_schema" or "lark"
     OutlinesEngine(encoded_vocab, stop_token_ids, vocab_size)        name "outlines"
-        compile_front_end(kind, spec)    kind "regex" or "json_schema" (`OUTLINES_WHITESPACE`)
+        compile_front_end(kind, spec, **options)    kind "regex" or "json_schema"
     available_engines() -> {name: installed}
     make_engine(name, tokenizer_info) -> Engine     "xg2ref", "xgrammar", "llguidance", "outlines"
 
@@ -20,6 +20,19 @@ from outlines' vocabulary: neither engine ever allows them as text. Neither libr
 raw bytes, so `accept_bytes` tokenizes the bytes with the adapter's encoder (default
 `longest_match_encoder`: longest token first, backtracking when that leaves bytes no token
 spells) and accepts those tokens as one step; bytes the vocabulary cannot spell are refused.
+
+JSON-schema options are xg2ref's (`compile_json_schema`), mapped onto each engine's own:
+
+    option                      llguidance                          outlines
+    any_whitespace=True         whitespace_flexible                 whitespace_pattern OUTLINES_WHITESPACE
+      max_whitespace_cnt=n      whitespace_pattern [ \t\n\r]{1,n}    [ \t\n\r]{0,n}
+    any_whitespace=False        item/key separators (", " ": ")     whitespace_pattern "" (only with
+                                                                    separators (",", ":"))
+    indent                      -                                   -
+    strict_mode, any_order      nothing to set: the differences are BY_DESIGN (additional_properties,
+                                property_order)
+
+An option an engine cannot express raises `UnsupportedByEngine`.
 
 Masks follow xgrammar: the stop tokens are allowed iff the text so far is complete. The adapters
 keep the stop themselves (see `_TokenMatcher`); after one, their mask allows the stop tokens only
@@ -48,7 +61,7 @@ from .engines import EngineUnavailable, XG2RefEngine, XGrammarEngine
 
 __all__ = ["BY_DESIGN", "ENGINE_NAMES", "KNOWN_DEFECTS", "LLGuidanceEngine", "LLGuidanceMatcher", "OUTLINES_WHITESPACE",
            "OutlinesEngine", "OutlinesMatcher", "UnsupportedByEngine", "available_engines",
-           "longest_match_encoder", "make_engine"]
+           "llguidance_json_options", "longest_match_encoder", "make_engine", "outlines_whitespace"]
 
 ENGINE_NAMES = ("xg2ref", "xgrammar", "llguidance", "outlines")
 _PACKAGES = {"xg2ref": ("xg2ref", None), "xgrammar": ("xgrammar", "xgrammar==0.2.8"),
@@ -72,6 +85,7 @@ BY_DESIGN = {
         "additional_properties": "JSON schemas follow the standard: an object without additionalProperties "
                                  "takes unlisted properties (xg2ref's strict_mode forbids them)",
         "string_del": "JSON strings take no unescaped U+007F (DEL), which JSON and xg2ref allow",
+        "property_order": "properties come in schema order (as xg2ref without any_order)",
     },
     "outlines": {
         "whitespace": "JSON whitespace is OUTLINES_WHITESPACE in outlines' own slots: none before the comma "
@@ -79,6 +93,8 @@ BY_DESIGN = {
         "recursion_depth": "recursive schemas and values of any type are unrolled "
                            f"{OUTLINES_MAX_RECURSION_DEPTH} levels deep, then cut off",
         "property_order": "properties come in schema order (as xg2ref without any_order)",
+        "additional_properties": "an object with properties takes no others whatever additionalProperties says "
+                                 "(as xg2ref's strict_mode); one without takes any (as the standard)",
         "exponent_sign": "a number's exponent needs a sign (1e+5, not 1e5)",
         "string_chars": "strings take no \\uXXXX escape and no unescaped U+007F..U+009F",
     },
@@ -309,16 +325,19 @@ class LLGuidanceEngine:
             raise UnsupportedByEngine(f"llguidance's GBNF converter cannot read this grammar: {err}") from None
         return LLGuidanceMatcher(self, self.llg.LLMatcher.grammar_from_lark(lark))
 
-    def compile_front_end(self, kind: str, spec) -> LLGuidanceMatcher:
-        """A regex, a JSON schema (dict or text; flexible whitespace as xg2ref's any_whitespace)
-        or a Lark grammar."""
+    def compile_front_end(self, kind: str, spec, **options) -> LLGuidanceMatcher:
+        """A regex, a JSON schema (dict or text; `options` as xg2ref's, module docstring) or a
+        Lark grammar."""
         matcher_cls = self.llg.LLMatcher
+        if options and kind != "json_schema":
+            raise UnsupportedByEngine(f"llguidance adapter takes no options for {kind!r}: {sorted(options)}")
         if kind == "regex":
             grammar = matcher_cls.grammar_from_regex(spec)
         elif kind == "json_schema":
             text = spec if isinstance(spec, str) else json.dumps(spec)
+            _check_json_options(options, "llguidance")
             try:
-                grammar = matcher_cls.grammar_from_json_schema(text, defaults={"whitespace_flexible": True})
+                grammar = matcher_cls.grammar_from_json_schema(text, defaults=llguidance_json_options(**options))
             except ValueError as err:
                 raise UnsupportedByEngine(f"llguidance rejects the schema: {err}") from None
         elif kind == "lark":
@@ -326,6 +345,46 @@ class LLGuidanceEngine:
         else:
             raise UnsupportedByEngine(f"llguidance adapter has no front end {kind!r} (regex, json_schema, lark)")
         return LLGuidanceMatcher(self, grammar)
+
+
+_JSON_OPTIONS = {"any_whitespace", "indent", "separators", "strict_mode", "max_whitespace_cnt", "any_order"}
+
+
+def _check_json_options(options: dict, engine: str) -> None:
+    unknown = set(options) - _JSON_OPTIONS
+    if unknown:
+        raise UnsupportedByEngine(f"{engine} adapter: unknown JSON-schema options {sorted(unknown)}")
+
+
+def llguidance_json_options(any_whitespace: bool = True, indent=None, separators=None, strict_mode: bool = True,
+                            max_whitespace_cnt=None, any_order: bool = False) -> dict:
+    """llguidance's JSON compile options for xg2ref's (module docstring).
+
+    Example: llguidance_json_options(any_whitespace=False) ==
+             {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+    """
+    if indent is not None:
+        raise UnsupportedByEngine(f"llguidance has no fixed indented layout (indent={indent})")
+    if any_whitespace:
+        out = {"whitespace_flexible": True}
+        if max_whitespace_cnt is not None:
+            out["whitespace_pattern"] = f"[\\x20\\x0A\\x0D\\x09]{{1,{int(max_whitespace_cnt)}}}"
+        return out
+    item, key = separators or (", ", ": ")
+    return {"whitespace_flexible": False, "item_separator": item, "key_separator": key}
+
+
+def outlines_whitespace(any_whitespace: bool = True, indent=None, separators=None, strict_mode: bool = True,
+                        max_whitespace_cnt=None, any_order: bool = False) -> str:
+    """outlines' one whitespace pattern for xg2ref's options (module docstring)."""
+    if indent is not None:
+        raise UnsupportedByEngine(f"outlines has no fixed indented layout (indent={indent})")
+    if any_whitespace:
+        return OUTLINES_WHITESPACE if max_whitespace_cnt is None else f"[\\n\\t\\r ]{{0,{int(max_whitespace_cnt)}}}"
+    if tuple(separators or ()) != (",", ":"):
+        raise UnsupportedByEngine("outlines has one whitespace pattern for every slot: without any_whitespace "
+                                  "it can say only the compact separators (',', ':')")
+    return ""
 
 
 # ---- outlines-core --------------------------------------------------------------------------
@@ -385,8 +444,10 @@ class OutlinesEngine:
     name = "outlines"
 
     def __init__(self, encoded_vocab: Sequence[bytes], stop_token_ids: Iterable[int], vocab_size: int,
-                 encoder: Optional[Callable[[bytes], Optional[list]]] = None, max_rollback: int = 4096):
+                 encoder: Optional[Callable[[bytes], Optional[list]]] = None, max_rollback: int = 4096,
+                 max_recursion_depth: int = OUTLINES_MAX_RECURSION_DEPTH):
         self.oc = _import("outlines")
+        self.max_recursion_depth = int(max_recursion_depth)
         self.vocab_size = int(vocab_size)
         self.max_rollback = int(max_rollback)
         self.stop_token_ids = sorted(set(int(t) for t in stop_token_ids))
@@ -408,23 +469,27 @@ class OutlinesEngine:
     def compile(self, ebnf_text: str, root: str = "root") -> OutlinesMatcher:
         raise UnsupportedByEngine("outlines-core reads regexes and JSON schemas only, not EBNF")
 
-    def json_schema_regex(self, schema) -> str:
-        """The regex outlines builds for a JSON schema (dict or text), with `OUTLINES_WHITESPACE`."""
+    def json_schema_regex(self, schema, **options) -> str:
+        """The regex outlines builds for a JSON schema (dict or text) with xg2ref's `options`
+        (module docstring), unrolling recursion `max_recursion_depth` levels."""
+        _check_json_options(options, "outlines")
+        whitespace = outlines_whitespace(**options)
         text = schema if isinstance(schema, str) else json.dumps(schema)
         try:
-            return self.oc.json_schema.build_regex_from_schema(
-                text, whitespace_pattern=OUTLINES_WHITESPACE, max_recursion_depth=OUTLINES_MAX_RECURSION_DEPTH)
+            return self.oc.json_schema.build_regex_from_schema(text, whitespace_pattern=whitespace,
+                                                               max_recursion_depth=self.max_recursion_depth)
         except Exception as err:
             raise UnsupportedByEngine(f"outlines cannot turn the schema into a regex: {err}") from None
 
-    def compile_front_end(self, kind: str, spec) -> OutlinesMatcher:
-        """A regex or a JSON schema."""
+    def compile_front_end(self, kind: str, spec, **options) -> OutlinesMatcher:
+        """A regex or a JSON schema (`options` as xg2ref's, module docstring)."""
         if kind == "json_schema":
-            regex = self.json_schema_regex(spec)
-        elif kind == "regex":
+            regex = self.json_schema_regex(spec, **options)
+        elif kind == "regex" and not options:
             regex = spec
         else:
-            raise UnsupportedByEngine(f"outlines adapter has no front end {kind!r} (regex, json_schema)")
+            raise UnsupportedByEngine(f"outlines adapter has no front end {kind!r} with options {sorted(options)} "
+                                      "(regex, json_schema)")
         try:
             index = self.oc.Index(regex, self.vocabulary)
         except Exception as err:
