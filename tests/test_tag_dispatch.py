@@ -257,3 +257,19 @@ def test_random_dispatches_agree_with_xgrammar(case):
     other = xg.Grammar.from_ebnf(ebnf)
     for text in texts:
         assert theirs(other, text) == oracle.is_sentence(text.encode()), (ebnf, text)
+
+
+def test_a_dispatch_is_nullable_so_its_repetition_is_not_counted():
+    """A dispatch's free text may end at once, so the grammar passes call it nullable, as its
+    FSM does; a long repetition of it is then not compressed into a counted rule (whose loop
+    assumes a body that reads at least one byte) and compiles like any other."""
+    from xg2ref.fsm.build import build_grammar_fsms
+    from xg2ref.grammar.passes import nullable_rules
+
+    grammar = Grammar.from_ebnf('root ::= d{40,}\nd ::= TagDispatch(("<a>", e), loop_after_dispatch=false, '
+                                'excludes=("</a>",))\ne ::= "x"\n')
+    assert "d" in nullable_rules(grammar.ir)
+    fsms = build_grammar_fsms(grammar.ir)
+    assert fsms.nullable[fsms.rule_names.index("d")]
+    vocab = [b"<a>", b"x", b"</a", b">", b"y", b"</s>"]
+    random_walks_match_oracle(grammar, vocab, stop=5, walks=4, steps=8, seed=1)

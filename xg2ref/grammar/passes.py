@@ -261,10 +261,14 @@ def is_nullable(expr: Expr, nullable: AbstractSet[str]) -> bool:
 
         ""  nullable        [a]  never (not even [])       name  iff name in nullable
         a b  all items      a | b  any alternative         x{m,n}  m == 0 or x nullable
+        TagDispatch  always: its free text may end at once (tags are never empty)
+        TokenSet     never (one token)
     """
     def rule(node: Expr, kids: list[bool]) -> bool:
         if isinstance(node, ByteString):
             return not node.value
+        if isinstance(node, TagDispatch):
+            return True
         if isinstance(node, RuleRef):
             return node.name in nullable
         if isinstance(node, Sequence):
