@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install clean
+.PHONY: run test install clean notebooks
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,15 @@ test: $(STAMP)
 	cache=$$(mktemp -d) && NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$$cache $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/test_repetition.py tests/test_mask_cache.py tests/test_properties.py tests/test_configurations.py; \
 		status=$$?; rm -rf $$cache; exit $$status
+
+# Execute each notebook's jupytext source into the .ipynb beside it (NB=notebooks/03_*.py for one).
+NB ?= notebooks/[0-9]*.py
+notebooks: $(STAMP)
+	for f in $(NB); do $(BIN)/python -c "import sys, jupytext, nbclient, nbformat; \
+	nb = jupytext.read(sys.argv[1]); \
+	nb.metadata['kernelspec'] = {'name': 'python3', 'language': 'python', 'display_name': 'Python 3'}; \
+	nbclient.NotebookClient(nb, kernel_name='python3', timeout=600, resources={'metadata': {'path': '.'}}).execute(); \
+	nbformat.write(nb, sys.argv[1][:-3] + '.ipynb')" $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,4 +1,4 @@
-"""BatchGrammarMatcher (xg2ref/batch_matcher.py): a batch gives exactly the results of one
+"""BatchGrammarMatcher (xg2ref/matcher.py): a batch gives exactly the results of one
 matcher per row, through fills into permuted rows, accepted and rejected tokens, strings and
 rollbacks; sizes are checked before any matcher moves."""
 

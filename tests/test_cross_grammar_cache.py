@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xg2ref as xgr
-import xg2ref.compiler as C
+import xg2ref.analysis as C
 from xg2ref.compiler import compile_ir_grammar
 from xg2ref.cross_grammar_cache import CrossGrammarCache, IndexSet
 from xg2ref.fsm.hashing import RuleHashes

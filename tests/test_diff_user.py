@@ -190,8 +190,8 @@ def test_a_json_verdict_is_shrunk_and_judged_by_jsonschema():
     other keywords, and jsonschema accepts it before and after."""
     pytest.importorskip("xgrammar")
     pytest.importorskip("jsonschema")
-    from xg2ref.diff_user import UserDiff, shrink_disagreements
-    from xg2ref.fuzz_case import default_vocabulary
+    from xg2ref.diff_user import UserDiff
+    from xg2ref.fuzz_case import default_vocabulary, shrink_disagreements
     from xg2ref.user_cases import case_from_text
 
     schema = {"properties": {"a": {"type": "integer"}}, "title": "untyped"}

@@ -1,4 +1,4 @@
-"""TagDispatch (xg2ref/grammar/tag_dispatch.py): the FSM against the oracle's suffix scan, the
+"""TagDispatch (xg2ref/intrinsics/tag_dispatch.py): the FSM against the oracle's suffix scan, the
 masks against the brute-force oracle, the verdicts against xgrammar 0.2.8."""
 
 import itertools
@@ -12,7 +12,7 @@ import xg2ref as xgr
 from xg2ref.compiler import compile_ir_grammar
 from xg2ref.earley import EarleyParser
 from xg2ref.grammar.grammar import Grammar
-from xg2ref.grammar.tag_dispatch import AhoCorasick
+from xg2ref.intrinsics.tag_dispatch import AhoCorasick
 from xg2ref.oracle.recognizer import Recognizer
 
 from hypothesis_budget import examples

@@ -270,12 +270,12 @@ def test_from_quicktok(name, size, stops):
 @pytest.mark.xgrammar
 def test_real_vocabulary_spellings_match_xgrammar():
     """qwen3's bytes spelled as GPT-2 characters and as SentencePiece pieces decode back, as in xgrammar."""
-    from xg2ref.tokenizer_info import _BYTE_TO_CHAR
+    from xg2ref.vocab import BYTE_TO_CHAR
 
     xgr = pytest.importorskip("xgrammar")
     decoded = TokenizerInfo.from_quicktok("qwen3").decoded_vocab
     spellings = {
-        BL: ["".join(_BYTE_TO_CHAR[b] for b in t) for t in decoded],
+        BL: ["".join(BYTE_TO_CHAR[b] for b in t) for t in decoded],
         BF: [f"<0x{t[0]:02X}>" if len(t) == 1 else t.replace(b" ", "▁".encode()) for t in decoded],
     }
     for vocab_type, encoded in spellings.items():

@@ -151,13 +151,13 @@ class KimiStyle(QwenStyle):
     vocab_files_names = {"vocab_file": "tiktoken.model"}
 
     def __init__(self):
-        from xg2ref.tokenizer_info import _BYTE_TO_CHAR
+        from xg2ref.vocab import BYTE_TO_CHAR
 
         super().__init__()
         self.model = self.tokenizer
         del self.tokenizer
         self.eos_token_id = None
-        spell = {t: "".join(_BYTE_TO_CHAR[b] for b in t) for t in self._ranks}
+        spell = {t: "".join(BYTE_TO_CHAR[b] for b in t) for t in self._ranks}
         self._tokens = {i: spell[t] for t, i in self._ranks.items()} | {i: t for t, i in self._specials.items()}
 
     def get_vocab(self):

@@ -16,7 +16,6 @@ out in specs/00-overview.md, with the paper section each module implements.
 from typing import Any
 
 from .apply_mask import apply_token_bitmask_inplace
-from .batch_matcher import BatchGrammarMatcher
 from .bitmask import allocate_token_bitmask, get_bitmask_shape, reset_token_bitmask
 from .builtin_structural_tag import (StructuralTag, get_builtin_structural_tag, get_model_structural_tag,
                                      normalize_tool_choice, register_model_structural_tag)
@@ -26,7 +25,7 @@ from .exceptions import (DeserializeFormatError, DeserializeVersionError, EBNFEr
                          InvalidJSONError, InvalidStructuralTagError, MatcherError, TokenizerError, XG2RefError)
 from .grammar.grammar import Grammar
 from .grammar.regex import RegexError
-from .matcher import GrammarMatcher
+from .matcher import BatchGrammarMatcher, GrammarMatcher
 from .structural_tag import StructuralTagItem
 from .tokenizer_info import TokenizerInfo, VocabType
 

@@ -25,7 +25,7 @@ import time
 from typing import Callable
 
 from .grammar.printer import print_expr
-from .grammar.tag_dispatch import AhoCorasick
+from .intrinsics.tag_dispatch import AhoCorasick
 from .grammar.ir import ByteString
 
 TAG_COUNTS = (5, 20, 50, 100)

@@ -16,6 +16,10 @@ tool is left), "required" at least one call, "forced" exactly the one tool. With
 `parallel_tool_calls=False` at most one call is made. A reasoning block (`think`) may come first.
 Kimi-K3's block protocol and Harmony's (gpt-oss) channel messages get builders of their own.
 
+The builders are collected in `BUILTIN_MODELS` (model name -> builder), which the registry of
+builtin_structural_tag.py imports; they build their trees from the node constructors of the leaf
+structural_tag_formats.py.
+
 What it leaves out: builtin tools are used by Harmony only (MiMo and MiniMax M3 reject them,
 the others ignore them), as in xgrammar; Gemma 4, which xgrammar 0.2.8 does not register.
 """
@@ -23,12 +27,12 @@ the others ignore them), as in xgrammar; Gemma 4, which xgrammar 0.2.8 does not 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
-from .builtin_structural_tag import (StructuralTag, after_reasoning, any_text, builtin_tool_name, const,
-                                     json_args, one_of, optional, reasoning_prefix, register_model_structural_tag,
-                                     regex, sequence, tag, tags_with_separator, text_excludes, tool_arguments_schema,
-                                     triggered_tags)
+from .structural_tag import StructuralTag
+from .structural_tag_formats import (after_reasoning, any_text, builtin_tool_name, const, json_args, one_of, optional,
+                                     reasoning_prefix, regex, sequence, tag, tags_with_separator, text_excludes,
+                                     tool_arguments_schema, triggered_tags)
 
 THINK = ("<think>", "</think>")
 GLM_ARG_TOKENS = ("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
@@ -215,17 +219,14 @@ def build_from_syntax(syntax: CallSyntax, functions: list, builtins: list, choic
     return after_reasoning(prefix, body)
 
 
-def _register_syntax(name: str, syntax: CallSyntax) -> None:
+def _syntax_builder(name: str, syntax: CallSyntax) -> Callable[..., StructuralTag]:
+    """The builder of the model `name`: `build_from_syntax` with its `SYNTAXES` row."""
     def builder(functions, builtins, choice, reasoning, **options):
         return build_from_syntax(syntax, functions, builtins, choice, reasoning, **options)
 
     builder.__name__ = f"build_{name}_structural_tag"
     builder.__doc__ = f"The {name!r} structural tag (see `SYNTAXES[{name!r}]`)."
-    register_model_structural_tag(name)(builder)
-
-
-for _name, _syntax in SYNTAXES.items():
-    _register_syntax(_name, _syntax)
+    return builder
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,7 +237,6 @@ def _k3_block(name: str) -> tuple[str, str]:
     return f"<|open|>{name}<|sep|>", f"<|close|>{name}<|sep|>"
 
 
-@register_model_structural_tag("kimi_k3")
 def build_kimi_k3_structural_tag(functions: list, builtins: list, choice: str, reasoning: str, *,
                                  any_order: bool = False, exclude_special_tokens: bool = True,
                                  max_whitespace_cnt: Optional[int] = None,
@@ -299,7 +299,6 @@ def _harmony_calls(headers: tuple, name: str, args: dict) -> list:
     return [tag(header.replace("{name}", name), args, HARMONY_CALL_END) for header in headers]
 
 
-@register_model_structural_tag("harmony")
 def build_harmony_structural_tag(functions: list, builtins: list, choice: str, reasoning: str, *,
                                  any_order: bool = False, exclude_special_tokens: bool = True,
                                  max_whitespace_cnt: Optional[int] = None,
@@ -359,3 +358,15 @@ def build_harmony_structural_tag(functions: list, builtins: list, choice: str, r
         sequence(tags_with_separator(messages, HARMONY_SEPARATOR, at_least_one=True), const(HARMONY_SEPARATOR),
                  last_call),
     ))
+
+
+# ---------------------------------------------------------------------------------------------
+# The builtin models, by name, in xgrammar 0.2.8's registration order: the registry of
+# builtin_structural_tag.py starts from this table.
+# ---------------------------------------------------------------------------------------------
+
+BUILTIN_MODELS: dict[str, Callable[..., StructuralTag]] = {
+    **{name: _syntax_builder(name, syntax) for name, syntax in SYNTAXES.items()},
+    "kimi_k3": build_kimi_k3_structural_tag,
+    "harmony": build_harmony_structural_tag,
+}

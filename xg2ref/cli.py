@@ -42,13 +42,10 @@ import numpy as np
 
 from .exceptions import XG2RefError
 from .oracle.engines import EngineUnavailable
+from .user_cases import UsageError, load_vocab  # noqa: F401  (load_vocab: also xg2ref.cli's)
 
 EXPECTED_SHOWN = 24  # byte ranges listed in an "expected" message
 CONTEXT_BYTES = 40  # bytes of consumed input shown before a failure
-
-
-class UsageError(Exception):
-    """Bad command-line input: printed and exit status 2."""
 
 
 # ---- grammars and vocabularies ----------------------------------------------------------------
@@ -81,22 +78,6 @@ def compile_grammar(spec: str, root: Optional[str], info=None):
     _, text, root = load_grammar_text(spec, root)
     grammar = Grammar.from_ebnf(text, root_rule_name=root)
     return GrammarCompiler(info if info is not None else TokenizerInfo([])).compile_grammar(grammar)
-
-
-def load_vocab(spec: str):
-    """A quicktok name, a tokenizer.json path, or a JSON list of token strings (RAW)."""
-    from .tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
-
-    if spec in QUICKTOK_STOP_TOKENS:
-        return TokenizerInfo.from_quicktok(spec)
-    if not os.path.isfile(spec):
-        raise UsageError(f"unknown vocabulary {spec!r}: a quicktok name ({', '.join(QUICKTOK_STOP_TOKENS)}), "
-                         "a tokenizer.json path or a JSON list of tokens")
-    with open(spec, encoding="utf-8") as f:
-        data = json.load(f)
-    if isinstance(data, list):
-        return TokenizerInfo(data)
-    return TokenizerInfo.from_huggingface_file(spec)
 
 
 def input_bytes(text: str, as_hex: bool) -> bytes:
@@ -379,7 +360,8 @@ def cmd_diff(args) -> int:
 
 def _diff_files(args, engines: list, options):
     """`xg2ref diff FILE...`: the user's files against each engine (xg2ref/diff_user.py)."""
-    from .diff_user import run_user_diff, shrink_disagreements
+    from .diff_user import run_user_diff
+    from .fuzz_case import shrink_disagreements
     from .user_cases import CaseError, load_user_case
 
     front = front_end_options(args)

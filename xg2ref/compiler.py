@@ -1,8 +1,9 @@
 """xgrammar's compile step: a grammar plus a vocabulary become a `CompiledGrammar`.
 
 Compiling runs the normalization passes (`xg2ref/grammar/passes.py`), builds one byte FSM
-per rule (XGrammar-2 §3.3, `xg2ref/fsm/build.py`) and flattens them into the arrays the
-Earley kernels read, then builds the adaptive token-mask cache (XGrammar-2 §3.4,
+per rule (XGrammar-2 §3.3, `xg2ref/fsm/build.py`) with the facts read from them (both in
+`xg2ref/analysis.py`, shared with the linker) and flattens them into the arrays the Earley
+kernels read, then builds the adaptive token-mask cache (XGrammar-2 §3.4,
 `xg2ref/mask_cache.py`): one entry per class of scannable FSM states, eagerly, or on first use
 with JIT (§3.5). `GrammarCompiler` keeps a grammar-level cache keyed by the printed grammar, as
 xgrammar does, and the cross-grammar cache of entries (§3.3, `xg2ref/cross_grammar_cache.py`),
@@ -18,20 +19,17 @@ from __future__ import annotations
 import json
 import time
 from collections import OrderedDict
-from typing import NamedTuple, Optional, Union
+from typing import Optional, Union
 
-import numpy as np
-
+from .analysis import analyse
 from .cross_grammar_cache import CrossGrammarCache
 from .exceptions import GrammarLimitError
-from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
-from .fsm.hashing import RuleHashes, hash_rules
-from .grammar.grammar import Grammar
+from .fsm.build import FSMArrays, GrammarFSMs
+from .grammar.grammar import Grammar, ir_signature
 from .grammar.ir import GrammarIR
-from .grammar.passes import normalize
-from .grammar.repetition import REPETITION_THRESHOLD, compress_repetitions
+from .grammar.repetition import REPETITION_THRESHOLD
 from .linking import PartCache, link, stub_rule
-from .lookahead import LookaheadArrays, LookaheadReport, first_bytes, follow_bytes, lookahead_arrays
+from .lookahead import LookaheadReport
 from .mask_cache import AdaptiveTokenMaskCache
 from .tokenizer_info import TokenizerInfo
 
@@ -75,47 +73,14 @@ class CompiledGrammar:
     def deserialize_json(json_str: str, tokenizer_info: TokenizerInfo) -> "CompiledGrammar":
         """The compiled grammar `serialize_json` wrote, for `tokenizer_info`, whose metadata must
         be the one it was compiled with (else DeserializeFormatError)."""
-        from .serialization import deserialize_compiled
+        from .serialization import deserialize_compiled_ir
 
-        return deserialize_compiled(json_str, tokenizer_info)
+        ir = deserialize_compiled_ir(json_str, tokenizer_info, ir_signature)
+        return GrammarCompiler(tokenizer_info, cache_enabled=False).compile_grammar(Grammar(ir))
 
     def __repr__(self) -> str:
         return (f"CompiledGrammar({len(self.fsms.rule_names)} rules, {self.fsms.num_states} FSM states, "
                 f"vocab_size={self.tokenizer_info.vocab_size})")
-
-
-class Analysis(NamedTuple):
-    """A grammar's machines and the facts the mask cache reads from them (`analyse`)."""
-
-    ir: GrammarIR  # normalized, repetitions compressed
-    fsms: GrammarFSMs
-    first: np.ndarray  # bool[R, 256]
-    follow: np.ndarray  # bool[R, 256]
-    tail: Optional[np.ndarray]  # bool[R], with `tails`: may end where the root ends
-    lookahead: LookaheadArrays
-    report: LookaheadReport
-    hashes: Optional[RuleHashes]  # with `hashed`
-
-
-def analyse(ir: GrammarIR, *, shapes=None, repetition_threshold: Optional[int] = REPETITION_THRESHOLD,
-            hashed: bool = False, tails: bool = False, open_root: bool = False,
-            stand_ins: Optional[dict] = None) -> Analysis:
-    """Normalize, compress repetitions, build the rule machines (through `shapes`, fsm/shapes.py),
-    then FIRST, lookahead filters, FOLLOW (and TAIL) and, when `hashed`, the FSM hashes.
-    For linking (xg2ref/linking.py): `open_root` leaves what follows the root unknown, and
-    `stand_ins` (rule name -> (hash, kind)) names the stubs of sub-grammars, opaque to VERIFY
-    and hashed as given."""
-    ir = normalize(ir)
-    if repetition_threshold is not None:
-        ir = compress_repetitions(ir, repetition_threshold)
-    fsms = build_grammar_fsms(ir, shapes=shapes)
-    known = {r: stand_ins[name] for r, name in enumerate(fsms.rule_names) if name in stand_ins} if stand_ins else {}
-    analysed = fsms.loop_view()  # counted repetitions as R+ (FIRST, FOLLOW, VERIFY over-approximate)
-    first = first_bytes(analysed)
-    lookahead, report = lookahead_arrays(ir, analysed, first, open_root=open_root, opaque=frozenset(known))
-    follow, tail = follow_bytes(analysed, first, tails=True) if tails else (follow_bytes(analysed, first), None)
-    return Analysis(ir, fsms, np.array(first, dtype=np.bool_).reshape(-1, 256), follow, tail, lookahead, report,
-                    hash_rules(fsms, known=known) if hashed else None)
 
 
 def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: bool = False,
@@ -311,7 +276,7 @@ class GrammarCompiler:
         def make():
             return Grammar.from_lark(lark_string, tokenizer_info=self.tokenizer_info, named_grammars=named_grammars)
 
-        key = lark_cache_key(lark_string, named_grammars) if self.cache_enabled else None
+        key = lark_cache_key(lark_string, named_grammars, Grammar) if self.cache_enabled else None
         return self._cached(key, make) if key is not None else self.compile_grammar(make())
 
     def compile_structural_tag(self, structural_tag, triggers=None) -> CompiledGrammar:

@@ -15,16 +15,17 @@ answered differently from the oracle (or, where the oracle could not judge, from
     replay (a command line that asks xg2ref the same question), by_design (the class of a known
     deliberate difference, xg2ref/diff_classes.py, or null)
 
-Shrinking (`shrink_disagreements`, requirement of every report): each disagreement that is
-not by design is asked again on bytes alone, then minimized as `xg2ref fuzz` does
-(xg2ref/fuzz_case.py `CaseChecker.finding`: the input by delta debugging, then a JSON schema's
-keywords, a regex's text or an EBNF grammar's rules and alternatives, then the input again),
-judged by the oracle and, for a JSON-schema verdict on a JSON document, by `jsonschema`; its
-class is then named (xg2ref/diff_classes.py `by_design`, which asks the engine again: forced
-text, greedy lexemes, recursion depth, property order, additional properties). The entry gets
-`shrunk` (the smaller case and question, their verdicts, a replay command over files written
-beside the report) and, when the class is a deliberate one, `by_design`. Each shrink has a time
-limit (`shrink_seconds`); what it reached by then is kept.
+Shrinking (`shrink_disagreements`, in xg2ref/fuzz_case.py beside the checker it uses;
+requirement of every report): each disagreement that is not by design is asked again on bytes
+alone, then minimized as `xg2ref fuzz` does (xg2ref/fuzz_case.py `CaseChecker.finding`: the
+input by delta debugging, then a JSON schema's keywords, a regex's text or an EBNF grammar's
+rules and alternatives, then the input again), judged by the oracle and, for a JSON-schema
+verdict on a JSON document, by `jsonschema`; its class is then named (xg2ref/diff_classes.py
+`by_design`, which asks the engine again: forced text, greedy lexemes, recursion depth, property
+order, additional properties). The entry gets `shrunk` (the smaller case and question, their
+verdicts, a replay command over files written beside the report) and, when the class is a
+deliberate one, `by_design`. Each shrink has a time limit (`shrink_seconds`); what it reached by
+then is kept.
 
 Exit status: 1 when xg2ref disagrees with its oracle (or a case cannot run); with `strict`, also
 when a compared engine disagrees with the oracle other than by design; else 0.
@@ -32,8 +33,6 @@ when a compared engine disagrees with the oracle other than by design; else 0.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -130,56 +129,6 @@ def _entries(d) -> list:
                     "tokens": [] if d.token_id is None else [d.token_id], "oracle": oracle,
                     "xg2ref": verdicts.get("xg2ref"), "engine_says": says, "note": d.note, "replay": d.replay()})
     return out
-
-
-def case_spec(case) -> tuple:
-    """(kind, spec) of a case as the shrinkers read it: a JSON schema as a dict, other kinds as text."""
-    kind = case.kind or "ebnf"
-    if kind == "json_schema":
-        return kind, case.spec
-    if kind == "structural_tag":
-        return kind, json.dumps(case.spec)
-    return kind, case.text if kind == "ebnf" else case.spec
-
-
-def shrink_disagreements(diff: UserDiff, cases: list, info: TokenizerInfo, vocab_name: str, seconds: float,
-                         cases_dir: Optional[str] = None, progress: bool = True) -> None:
-    """Shrink and class every disagreement of `diff` that is not by design (module docstring)."""
-    from .diff_report import ProgressBar
-    from .fuzz import replay_command
-    from .fuzz_case import CaseChecker
-
-    by_name = {c.name: c for c in cases}
-    todo = [d for d in diff.disagreements if not d["by_design"]]
-    bar = ProgressBar(len(todo), enabled=progress)
-    checkers: dict = {}
-    if cases_dir:
-        os.makedirs(cases_dir, exist_ok=True)
-    for d in diff.disagreements:
-        d.setdefault("shrunk", None)
-    for i, d in enumerate(todo):
-        bar.update(i, f"shrinking {d['case']} ({d['engine']})")
-        case = by_name.get(d["case"])
-        if case is None or d["question"] == "rollback":
-            d["shrunk_note"] = "kept as found: rollback questions are not shrunk"
-            continue
-        if case.name not in checkers:
-            checkers[case.name] = CaseChecker(diff.engines, info, diff.seed, DiffOptions(), seconds,
-                                              front=case.options, root=case.root)
-        kind, spec = case_spec(case)
-        try:
-            finding = checkers[case.name].finding(d, kind, spec, index=i, seen=set())
-        except Exception as err:  # a crash while shrinking: the disagreement stays as found
-            d["shrunk_note"] = f"shrinking failed: {type(err).__name__}: {err}".splitlines()[0][:300]
-            continue
-        if finding is None:
-            d["shrunk_note"] = "asked again on bytes alone, the engine agrees with the oracle (or cannot be asked)"
-            continue
-        finding["replay"] = replay_command(finding, info, vocab_name, cases_dir, case.options)
-        d["shrunk"] = finding
-        if finding["by_design"]:
-            d["by_design"] = finding["by_design"]
-    bar.close()
 
 
 def run_user_diff(cases: list, engines: list, info: TokenizerInfo, vocab_name: str, seed: int = 0,

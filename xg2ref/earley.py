@@ -261,17 +261,6 @@ class EarleyParser:
             return np.zeros(0, np.int32)
         return np.unique(np.concatenate([a.tok_set[b:e] for b, e in zip(starts, ends) if e > b]))
 
-    def accepts_byte_at(self, data: bytes) -> int:
-        """Read as much of `data` as possible, then restore; return the bytes accepted."""
-        start = self.chart.meta[0]
-        accepted = 0
-        for b in data:
-            if not self.advance(bytes([b])):
-                break
-            accepted += 1
-        self.chart.meta[0] = start
-        return accepted
-
     def rollback(self, num_bytes: int) -> None:
         """Forget the last `num_bytes` bytes (exact: earlier sets are untouched)."""
         if not 0 <= num_bytes <= self.position:

@@ -42,13 +42,13 @@ import json
 import os
 import sys
 import time
-import zlib
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
 from .diff_checks import DiffOptions
-from .fuzz_case import KINDS, CaseChecker, default_vocabulary, draw_case
+from .fuzz_case import KINDS, CaseChecker, default_vocabulary, draw_case, replay_command
 from .tokenizer_info import TokenizerInfo
+from .user_cases import UsageError, load_vocab
 from .util import read_json_lines
 
 __all__ = ["FuzzResult", "KINDS", "OPTIONS", "add_arguments", "main", "run_fuzz"]
@@ -187,41 +187,6 @@ def _read_results(path: Optional[str]) -> tuple:
     return tried, findings
 
 
-def replay_command(finding: dict, info: TokenizerInfo, vocab_label: str, cases_dir: Optional[str],
-                   options: Optional[dict] = None) -> str:
-    """A command line that asks the finding's question again (files written under `cases_dir`;
-    `options`: the case's front-end options)."""
-    from .diff_checks import greedy_encoder
-    from .user_cases import front_end_flags
-
-    ext = {"json_schema": "json", "regex": "regex", "ebnf": "ebnf", "lark": "lark", "structural_tag": "json"}[
-        finding["kind"]]
-    stem = f"{finding['seed']}-{finding['index']}-{finding['engine']}-{zlib.crc32(finding['class'].encode()) % 10**6}"
-    case_path = os.path.join(cases_dir, f"{stem}.{ext}") if cases_dir else f"CASE.{ext}"
-    data = bytes.fromhex(finding["input_hex"])
-    tokens = greedy_encoder(info)(data)
-    if cases_dir:
-        with open(case_path, "w", encoding="utf-8") as f:
-            f.write(finding["source"])
-    against = "none" if finding["engine"] == "xg2ref" else finding["engine"]
-    flags = front_end_flags(options or {})
-    if finding["question"] in ("crash", "hang"):
-        return (f"xg2ref diff {case_path} --kind {finding['kind']}{flags} --against {against} --vocab {vocab_label} "
-                f"--seed {finding['seed']}")
-    if tokens is None:  # bytes the vocabulary cannot spell: the oracle's reasons only
-        head = f"xg2ref explain {case_path} --kind {finding['kind']}{flags} --hex"
-        if finding["tokens"]:
-            return f"{head} --prefix '{data.hex()}' --token {finding['tokens'][0]} --vocab {vocab_label}"
-        return f"{head} --prefix '{data[:-1].hex()}' --text '{data[-1:].hex()}'"
-    tokens = tokens + finding["tokens"] + (info.stop_token_ids[:1] if finding["question"] == "sentence" else [])
-    tokens_path = os.path.join(cases_dir, f"{stem}.tokens.json") if cases_dir else "TOKENS.json"
-    if cases_dir:
-        with open(tokens_path, "w", encoding="utf-8") as f:
-            json.dump(tokens, f)
-    return (f"xg2ref replay {case_path} --kind {finding['kind']}{flags} --tokens {tokens_path} --vocab {vocab_label} "
-            f"--against {against}")
-
-
 def _failed(checker: CaseChecker, index: int, kind: str, source: str, timed_out: bool, result: FuzzResult) -> dict:
     """What a case that stalled or killed the worker gives: a finding pinned on one engine
     (`CaseChecker.failure`), else a timeout or an error of the run."""
@@ -244,8 +209,6 @@ def _vocabulary(vocab, cases_dir: Optional[str]) -> tuple:
         return info, label
     if isinstance(vocab, TokenizerInfo):
         return vocab, vocab.name or "VOCAB"
-    from .cli import load_vocab
-
     return load_vocab(vocab), vocab
 
 
@@ -357,12 +320,7 @@ def main(args) -> int:
     try:
         result = run_fuzz(against, args.budget, seed=args.seed, kinds=kinds, results_path=args.results,
                           vocab=args.vocab, progress=not args.no_progress)
-    except (EngineUnavailable, ValueError) as err:
-        print(f"xg2ref fuzz: {err}", file=sys.stderr)
-        return 2
-    except Exception as err:
-        if type(err).__name__ != "UsageError":  # cli.load_vocab's
-            raise
+    except (EngineUnavailable, ValueError, UsageError) as err:  # UsageError: load_vocab's
         print(f"xg2ref fuzz: {err}", file=sys.stderr)
         return 2
     print(result.format())

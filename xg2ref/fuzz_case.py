@@ -32,6 +32,11 @@ engine by probes (`CaseChecker.failure`): the same checks run again in forked pr
 with xg2ref and the oracle alone, then with each engine alone; a crash is then shrunk by the
 case shrinkers, with "the probe crashes" as the test.
 
+Also here, for both commands: `replay_command`, the command line that asks a finding's question
+again, and `shrink_disagreements`, which puts each disagreement of `xg2ref diff FILE...`
+(xg2ref/diff_user.py) through the same `CaseChecker.finding`. The arrows go one way:
+cli -> fuzz -> fuzz_case -> diff_user.
+
 What it leaves out: Lark and structural-tag cases; disagreements that are not questions of
 fuzz_shrink.Question (rollback) are kept as found.
 """
@@ -42,6 +47,7 @@ import json
 import os
 import random
 import time
+import zlib
 from dataclasses import replace
 from typing import Optional, Sequence
 
@@ -333,3 +339,91 @@ def _probe(checker: CaseChecker, kind: str, source: str, engines: list) -> None:
 def _raw_key(d: dict) -> str:
     data = bytes.fromhex(d["token_hex"] or "") if d["kind"] == "mask" else bytes.fromhex(d["input_hex"])[-1:]
     return f"{d['engine']}|{d['question']}|{d['engine_says']}|{byte_class(data)}"
+
+
+# ---- replay command lines --------------------------------------------------------------------
+
+def replay_command(finding: dict, info: TokenizerInfo, vocab_label: str, cases_dir: Optional[str],
+                   options: Optional[dict] = None) -> str:
+    """A command line that asks the finding's question again (files written under `cases_dir`;
+    `options`: the case's front-end options)."""
+    from .diff_checks import greedy_encoder
+    from .user_cases import front_end_flags
+
+    ext = {"json_schema": "json", "regex": "regex", "ebnf": "ebnf", "lark": "lark", "structural_tag": "json"}[
+        finding["kind"]]
+    stem = f"{finding['seed']}-{finding['index']}-{finding['engine']}-{zlib.crc32(finding['class'].encode()) % 10**6}"
+    case_path = os.path.join(cases_dir, f"{stem}.{ext}") if cases_dir else f"CASE.{ext}"
+    data = bytes.fromhex(finding["input_hex"])
+    tokens = greedy_encoder(info)(data)
+    if cases_dir:
+        with open(case_path, "w", encoding="utf-8") as f:
+            f.write(finding["source"])
+    against = "none" if finding["engine"] == "xg2ref" else finding["engine"]
+    flags = front_end_flags(options or {})
+    if finding["question"] in ("crash", "hang"):
+        return (f"xg2ref diff {case_path} --kind {finding['kind']}{flags} --against {against} --vocab {vocab_label} "
+                f"--seed {finding['seed']}")
+    if tokens is None:  # bytes the vocabulary cannot spell: the oracle's reasons only
+        head = f"xg2ref explain {case_path} --kind {finding['kind']}{flags} --hex"
+        if finding["tokens"]:
+            return f"{head} --prefix '{data.hex()}' --token {finding['tokens'][0]} --vocab {vocab_label}"
+        return f"{head} --prefix '{data[:-1].hex()}' --text '{data[-1:].hex()}'"
+    tokens = tokens + finding["tokens"] + (info.stop_token_ids[:1] if finding["question"] == "sentence" else [])
+    tokens_path = os.path.join(cases_dir, f"{stem}.tokens.json") if cases_dir else "TOKENS.json"
+    if cases_dir:
+        with open(tokens_path, "w", encoding="utf-8") as f:
+            json.dump(tokens, f)
+    return (f"xg2ref replay {case_path} --kind {finding['kind']}{flags} --tokens {tokens_path} --vocab {vocab_label} "
+            f"--against {against}")
+
+
+# ---- shrinking the disagreements of `xg2ref diff FILE...` ------------------------------------
+
+def case_spec(case) -> tuple:
+    """(kind, spec) of a case as the shrinkers read it: a JSON schema as a dict, other kinds as text."""
+    kind = case.kind or "ebnf"
+    if kind == "json_schema":
+        return kind, case.spec
+    if kind == "structural_tag":
+        return kind, json.dumps(case.spec)
+    return kind, case.text if kind == "ebnf" else case.spec
+
+
+def shrink_disagreements(diff, cases: list, info: TokenizerInfo, vocab_name: str, seconds: float,
+                         cases_dir: Optional[str] = None, progress: bool = True) -> None:
+    """Shrink and class every disagreement of `diff` (a diff_user.UserDiff) that is not by design
+    (xg2ref/diff_user.py's docstring, "Shrinking")."""
+    from .diff_report import ProgressBar
+
+    by_name = {c.name: c for c in cases}
+    todo = [d for d in diff.disagreements if not d["by_design"]]
+    bar = ProgressBar(len(todo), enabled=progress)
+    checkers: dict = {}
+    if cases_dir:
+        os.makedirs(cases_dir, exist_ok=True)
+    for d in diff.disagreements:
+        d.setdefault("shrunk", None)
+    for i, d in enumerate(todo):
+        bar.update(i, f"shrinking {d['case']} ({d['engine']})")
+        case = by_name.get(d["case"])
+        if case is None or d["question"] == "rollback":
+            d["shrunk_note"] = "kept as found: rollback questions are not shrunk"
+            continue
+        if case.name not in checkers:
+            checkers[case.name] = CaseChecker(diff.engines, info, diff.seed, DiffOptions(), seconds,
+                                              front=case.options, root=case.root)
+        kind, spec = case_spec(case)
+        try:
+            finding = checkers[case.name].finding(d, kind, spec, index=i, seen=set())
+        except Exception as err:  # a crash while shrinking: the disagreement stays as found
+            d["shrunk_note"] = f"shrinking failed: {type(err).__name__}: {err}".splitlines()[0][:300]
+            continue
+        if finding is None:
+            d["shrunk_note"] = "asked again on bytes alone, the engine agrees with the oracle (or cannot be asked)"
+            continue
+        finding["replay"] = replay_command(finding, info, vocab_name, cases_dir, case.options)
+        d["shrunk"] = finding
+        if finding["by_design"]:
+            d["by_design"] = finding["by_design"]
+    bar.close()

@@ -52,6 +52,7 @@ from typing import Optional
 
 import numpy as np
 
+from .analysis import analyse
 from .fsm.build import FSMArrays, GrammarFSMs
 from .fsm.fsm import FSM
 from .fsm.hashing import KIND_UNHASHED, RuleHashes
@@ -95,8 +96,6 @@ class Part:
 def compile_part(ir: GrammarIR, shapes=None, repetition_threshold: Optional[int] = None) -> Part:
     """Normalize, build, analyse and hash a closed sub-grammar, as `compile_ir_grammar` does
     for a whole grammar, with the root's sequel left open."""
-    from .compiler import analyse
-
     a = analyse(ir, shapes=shapes, repetition_threshold=repetition_threshold, hashed=True, tails=True, open_root=True)
     root_used = any(ref == a.fsms.root for f in a.fsms.fsms for _, ref, _ in f.rule_edges)
     return Part(a.fsms, a.fsms.to_arrays(), a.first, a.follow, a.tail, a.lookahead, a.report, a.hashes, root_used)

@@ -21,13 +21,17 @@ result matches the serialized grammar exactly; what it costs is the compile time
 Errors, as in xgrammar: text that is not JSON raises InvalidJSONError; a missing or different
 `__VERSION__`, DeserializeVersionError; anything else malformed, or a tokenizer whose metadata
 differs, DeserializeFormatError.
+
+This module works on the IR: it reads a `GrammarIR` back, and `Grammar.deserialize_json` /
+`CompiledGrammar.deserialize_json` (xg2ref/grammar/grammar.py, xg2ref/compiler.py) wrap and
+compile it, handing in `ir_signature` for the check of every node; so it imports neither.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import Any, Callable
 
 from .config import get_serialization_version
 from .exceptions import DeserializeFormatError, DeserializeVersionError, InvalidJSONError
@@ -37,10 +41,23 @@ VERSION_FIELD = "__VERSION__"
 TOKENIZER_METADATA = ("vocab_type", "vocab_size", "add_prefix_space", "stop_token_ids")
 
 # IR classes that may appear in serialized text, by name (SubGrammar stubs never do: a grammar
-# is written as its whole IR)
+# is written as its whole IR); the registered intrinsics join them (`_node_class`)
 _NODES = {name: cls for name, cls in vars(IR).items()
           if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == IR.__name__
           and name != "SubGrammar"}
+
+
+def _node_class(name: str):
+    """The IR class or registered intrinsic (grammar/intrinsic.py) serialized under `name`."""
+    from . import intrinsics  # noqa: F401  (the built-ins register on import)
+    from .grammar.intrinsic import REGISTRY, Intrinsic
+
+    if name in _NODES:
+        return _NODES[name]
+    for cls in REGISTRY.values():
+        if cls.__name__ == name and issubclass(cls, Intrinsic) and dataclasses.is_dataclass(cls):
+            return cls
+    return None
 
 
 def _encode(value: Any) -> Any:
@@ -48,7 +65,7 @@ def _encode(value: Any) -> Any:
     tree the converters already built by recursion)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         name = type(value).__name__
-        if name not in _NODES:
+        if _node_class(name) is not type(value):
             raise TypeError(f"{name} cannot be serialized")
         out = {"node": name}
         for f in dataclasses.fields(value):
@@ -73,7 +90,7 @@ def _decode(value: Any, where: str) -> Any:
             except (TypeError, ValueError):
                 raise DeserializeFormatError(f"{where}: bad hex bytes {value['hex']!r}") from None
         name = value.get("node")
-        cls = _NODES.get(name) if isinstance(name, str) else None
+        cls = _node_class(name) if isinstance(name, str) else None
         if cls is None:
             raise DeserializeFormatError(f"{where}: unknown grammar node {name!r}")
         fields = {k: _decode(v, f"{where}.{k}") for k, v in value.items() if k != "node"}
@@ -89,8 +106,9 @@ def grammar_to_object(grammar) -> dict:
     return {"kind": "Grammar", "root": ir.root, "rules": [_encode(rule) for rule in ir.rules]}
 
 
-def grammar_from_object(obj: Any, where: str = "$"):
-    from .grammar.grammar import Grammar, ir_signature
+def grammar_ir_from_object(obj: Any, signature: Callable[[IR.GrammarIR], tuple], where: str = "$") -> IR.GrammarIR:
+    """The IR of a serialized Grammar's object. `signature` is `grammar.ir_signature`: with the
+    printer it reads every field of every node, so that a malformed one is found here."""
     from .grammar.printer import print_grammar
 
     if not isinstance(obj, dict) or obj.get("kind") != "Grammar":
@@ -111,11 +129,11 @@ def grammar_from_object(obj: Any, where: str = "$"):
                 raise DeserializeFormatError(f"{where}: rule {rule.name!r} refers to undefined {missing[0]!r}")
     ir = IR.GrammarIR(decoded, root=root)
     try:  # every node of the right shape: the signature and the printer read each field
-        ir_signature(ir)
+        signature(ir)
         print_grammar(ir)
     except Exception as err:  # noqa: BLE001  (any failure here means malformed fields)
         raise DeserializeFormatError(f"{where}: malformed grammar: {err}") from None
-    return Grammar(ir)
+    return ir
 
 
 def _kind(obj: Any) -> Any:
@@ -145,13 +163,15 @@ def _load(json_string: Any, kind: str) -> dict:
 
 
 def serialize_grammar(grammar) -> str:
+    """`Grammar.serialize_json` (the module docstring)."""
     obj = grammar_to_object(grammar)
     obj[VERSION_FIELD] = get_serialization_version()
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-def deserialize_grammar(json_string: str):
-    return grammar_from_object(_load(json_string, "Grammar"))
+def deserialize_grammar_ir(json_string: str, signature: Callable[[IR.GrammarIR], tuple]) -> IR.GrammarIR:
+    """The IR `Grammar.deserialize_json` wraps (`signature`: `grammar.ir_signature`)."""
+    return grammar_ir_from_object(_load(json_string, "Grammar"), signature)
 
 
 def tokenizer_metadata(tokenizer_info) -> dict:
@@ -162,14 +182,18 @@ def tokenizer_metadata(tokenizer_info) -> dict:
 
 
 def serialize_compiled(compiled) -> str:
+    """`CompiledGrammar.serialize_json` (the module docstring)."""
     obj = {"kind": "CompiledGrammar", "grammar": grammar_to_object(compiled.grammar),
            "tokenizer_metadata": tokenizer_metadata(compiled.tokenizer_info),
            VERSION_FIELD: get_serialization_version()}
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-def deserialize_compiled(json_string: str, tokenizer_info):
-    from .compiler import GrammarCompiler
+def deserialize_compiled_ir(json_string: str, tokenizer_info,
+                            signature: Callable[[IR.GrammarIR], tuple]) -> IR.GrammarIR:
+    """The grammar IR that `CompiledGrammar.deserialize_json` compiles again for `tokenizer_info`,
+    after checking that the tokenizer's metadata is the one saved (`signature`:
+    `grammar.ir_signature`)."""
     from .tokenizer_info import TokenizerInfo
 
     if not isinstance(tokenizer_info, TokenizerInfo):
@@ -185,5 +209,4 @@ def deserialize_compiled(json_string: str, tokenizer_info):
         if saved[key] != ours[key]:
             raise DeserializeFormatError(f"the grammar was compiled for a tokenizer with {key}={saved[key]!r}, "
                                          f"this one has {ours[key]!r}")
-    grammar = grammar_from_object(obj.get("grammar"), "$.grammar")
-    return GrammarCompiler(tokenizer_info, cache_enabled=False).compile_grammar(grammar)
+    return grammar_ir_from_object(obj.get("grammar"), signature, "$.grammar")

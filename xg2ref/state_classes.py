@@ -40,8 +40,6 @@ from numba import njit
 
 from .fsm.build import FSMArrays
 
-_MULT = np.uint64(0x9E3779B97F4A7C15)
-
 
 @njit(cache=True, _nrt=False)
 def _mix(h, x):

@@ -1,8 +1,12 @@
 """`TokenizerInfo` from Hugging Face tokenizers, as xgrammar 0.2.8's `from_huggingface` builds it.
 
-`from_huggingface(tokenizer)` takes the vocabulary from `tokenizer.get_vocab()` (token i's
-spelling at index i; ids with no token are ``""``, hence special) and keeps every token's text,
-added special tokens such as ``<|im_start|>`` included. The rest depends on the backend, tried
+The readers here return the `TokenizerInfo` constructor's arguments (`TokenizerArguments`), which
+`TokenizerInfo.from_huggingface` and `.from_huggingface_file` (xg2ref/tokenizer_info.py) build
+the instance from; this module imports only the leaf xg2ref/vocab.py, not tokenizer_info.py.
+
+`read_huggingface(tokenizer)` (for `from_huggingface`) takes the vocabulary from
+`tokenizer.get_vocab()` (token i's spelling at index i; ids with no token are ``""``, hence
+special) and keeps every token's text, added special tokens such as ``<|im_start|>`` included. The rest depends on the backend, tried
 in xgrammar's order:
 
 1. A fast tokenizer (transformers `PreTrainedTokenizerFast`): the vocab type and
@@ -21,10 +25,11 @@ in xgrammar's order:
 Stop tokens: `stop_token_ids` when given, else the tokenizer's `eos_token_id`, else (SentencePiece
 only) the model's `eos_id()`, else a warning and `TokenizerInfo`'s own detection by name.
 
-Also here: `from_huggingface_file`, xg2ref's reader of a tokenizer.json on disk. Without the
-tokenizer's config it cannot know the eos token, so it makes added *special* tokens empty
-(special, or stop when named as in `HF_STOP_TOKEN_NAMES`) instead of keeping their text, and
-when tokenizer.json has no decoder it also looks at the pre-tokenizer and the model.
+Also here: `read_huggingface_file` (for `from_huggingface_file`), xg2ref's reader of a
+tokenizer.json on disk. Without the tokenizer's config it cannot know the eos token, so it makes
+added *special* tokens empty (special, or stop when named as in `HF_STOP_TOKEN_NAMES`) instead
+of keeping their text, and when tokenizer.json has no decoder it also looks at the pre-tokenizer
+and the model.
 
 Extensions: `from_huggingface` also takes a bare `tokenizers.Tokenizer` (read like a fast
 tokenizer). Departures: bad input raises `TokenizerError` (an empty vocabulary, a negative id,
@@ -37,14 +42,25 @@ import json
 import numbers
 import os
 import warnings
-from typing import Any, Optional, Sequence, Union
+from typing import Any, NamedTuple, Optional, Sequence, Union
 
 from .exceptions import TokenizerError
-from .tokenizer_info import (_BYTE_LEVEL_CHARSET, HF_STOP_TOKEN_NAMES, TokenizerInfo, VocabType,
-                             decode_token)
+from .vocab import BYTE_LEVEL_CHARSET, HF_STOP_TOKEN_NAMES, VocabType, decode_token
 
-__all__ = ["detect_metadata", "detect_metadata_from_hf", "vocab_type_from_vocab", "from_huggingface",
-           "from_huggingface_file"]
+__all__ = ["TokenizerArguments", "detect_metadata", "detect_metadata_from_hf", "vocab_type_from_vocab",
+           "read_huggingface", "read_huggingface_file"]
+
+class TokenizerArguments(NamedTuple):
+    """What a reader found: `TokenizerInfo(encoded_vocab, vocab_type, vocab_size=...,
+    stop_token_ids=..., add_prefix_space=...)`, and the `name` the instance gets."""
+
+    encoded_vocab: list
+    vocab_type: VocabType
+    vocab_size: int
+    stop_token_ids: Optional[list]
+    add_prefix_space: bool
+    name: str
+
 
 _NO_STOP_WARNING = ("When constructing TokenizerInfo from a huggingface tokenizer, stop_token_ids is "
                     "neither provided by user nor found from the tokenizer. It will be automatically detected.")
@@ -125,9 +141,9 @@ def vocab_type_from_vocab(vocab: dict) -> Optional[VocabType]:
     """
     if sum(f"<0x{b:02X}>" in vocab for b in range(256)) >= 128:
         return VocabType.BYTE_FALLBACK
-    if sum(c in vocab for c in _BYTE_LEVEL_CHARSET) < 128:
+    if sum(c in vocab for c in BYTE_LEVEL_CHARSET) < 128:
         return None
-    in_charset = sum(isinstance(t, str) and _BYTE_LEVEL_CHARSET.issuperset(t) for t in vocab)
+    in_charset = sum(isinstance(t, str) and BYTE_LEVEL_CHARSET.issuperset(t) for t in vocab)
     return VocabType.BYTE_LEVEL if in_charset >= 0.99 * len(vocab) else None
 
 
@@ -213,7 +229,7 @@ def _eos_stop(tokenizer: Any, sp_model: Any = None) -> Optional[list]:
     return None
 
 
-# ---- from_huggingface -------------------------------------------------------------------------
+# ---- read_huggingface ---------------------------------------------------------------------------
 
 _MAX_ID = 2 ** 31 - 1  # token ids are int32, as in xgrammar
 
@@ -236,9 +252,9 @@ def _encoded_vocab(vocab: dict, vocab_size: Optional[int]) -> tuple:
     return encoded, size
 
 
-def from_huggingface(tokenizer: Any, *, vocab_size: Optional[int] = None,
-                     stop_token_ids: Union[None, int, Sequence[int]] = None) -> TokenizerInfo:
-    """`TokenizerInfo.from_huggingface` (see the module docstring)."""
+def read_huggingface(tokenizer: Any, *, vocab_size: Optional[int] = None,
+                     stop_token_ids: Union[None, int, Sequence[int]] = None) -> TokenizerArguments:
+    """The arguments of `TokenizerInfo.from_huggingface` (see the module docstring)."""
     if isinstance(stop_token_ids, numbers.Integral):
         stop_token_ids = [stop_token_ids]
     elif stop_token_ids is not None:
@@ -275,13 +291,11 @@ def from_huggingface(tokenizer: Any, *, vocab_size: Optional[int] = None,
         raise TokenizerError(f"unsupported tokenizer type {type(tokenizer).__name__}: from_huggingface takes a "
                              "transformers fast tokenizer, a tiktoken or SentencePiece tokenizer, or a "
                              "tokenizers.Tokenizer")
-    info = TokenizerInfo(encoded, vocab_type, vocab_size=size, stop_token_ids=stop_token_ids,
-                         add_prefix_space=add_prefix_space)
-    info._name = str(getattr(tokenizer, "name_or_path", "") or "huggingface")
-    return info
+    return TokenizerArguments(encoded, vocab_type, size, stop_token_ids, add_prefix_space,
+                              str(getattr(tokenizer, "name_or_path", "") or "huggingface"))
 
 
-# ---- from_huggingface_file --------------------------------------------------------------------
+# ---- read_huggingface_file ----------------------------------------------------------------------
 
 def _file_vocab_type(obj: dict, vocab: dict) -> VocabType:
     """The vocab type of a tokenizer.json on disk.
@@ -317,9 +331,9 @@ def _model_vocab(obj: dict, source: str) -> dict:
                          "with byte_fallback)")
 
 
-def from_huggingface_file(path: Union[str, os.PathLike], *, vocab_size: Optional[int] = None,
-                          stop_token_ids: Union[None, int, Sequence[int]] = None) -> TokenizerInfo:
-    """`TokenizerInfo.from_huggingface_file` (see the module docstring)."""
+def read_huggingface_file(path: Union[str, os.PathLike], *, vocab_size: Optional[int] = None,
+                          stop_token_ids: Union[None, int, Sequence[int]] = None) -> TokenizerArguments:
+    """The arguments of `TokenizerInfo.from_huggingface_file` (see the module docstring)."""
     source = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -350,7 +364,4 @@ def from_huggingface_file(path: Union[str, os.PathLike], *, vocab_size: Optional
         stop_token_ids = named(special) or named(range(size)) or None
     for i in special:
         encoded[i] = ""
-    info = TokenizerInfo(encoded, vtype, vocab_size=size, stop_token_ids=stop_token_ids,
-                         add_prefix_space=add_prefix_space)
-    info._name = source
-    return info
+    return TokenizerArguments(encoded, vtype, size, stop_token_ids, add_prefix_space, source)

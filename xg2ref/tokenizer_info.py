@@ -17,26 +17,21 @@ tokens, plus the padding ids ``[len(encoded_vocab), vocab_size)``; they are neve
 Regular tokens are all the others; `vocab_arrays()` lays them out sorted by bytes for the
 matching kernels.
 
-xgrammar quirks mirrored here (so that both engines see the same bytes):
-
-- ``<0xHH>`` is read digit by digit as ``c - '0'`` or ``c - 'A' + 10`` without checking the
-  character, so ``<0x0a>`` decodes to ``b"*"`` (0x2A), and a value outside 0..255
-  (``<0xab>``, ``<0xZZ>``) is an error.
-- BYTE_LEVEL parses the token only up to its first NUL byte (C string) and accepts overlong
-  and out-of-range UTF-8 forms: ``"Ā\\x00Ā"`` decodes to ``b"\\x00"`` and ``b"\\xc0\\xa1"`` to
-  ``b"!"``.
+The decoding itself, with the xgrammar quirks it mirrors (so that both engines see the same
+bytes), is xg2ref/vocab.py's `decode_token`.
 
 Departures from xgrammar, all raising `TokenizerError` where xgrammar is silent: a stop id
 outside ``[0, len(encoded_vocab))`` (xgrammar drops it; a padding id stays special).
 
-Elsewhere: loading from Hugging Face tokenizers (`from_huggingface`, `from_huggingface_file`,
-`_detect_metadata_from_hf`) is `xg2ref.tokenizer_hf`; `serialize_json`/`deserialize_json` is
-`xg2ref.tokenizer_json`. Left out: downloading anything.
+Elsewhere: reading Hugging Face tokenizers (`from_huggingface`, `from_huggingface_file`,
+`_detect_metadata_from_hf`) is `xg2ref.tokenizer_hf`, which returns the constructor's arguments;
+`serialize_json`/`deserialize_json` is `xg2ref.tokenizer_json`. Both import only the leaf
+`xg2ref.vocab` (`VocabType`, `decode_token`, the stop-token names), which this module re-exports.
+Left out: downloading anything.
 """
 
 from __future__ import annotations
 
-import enum
 import json
 import numbers
 import os
@@ -45,31 +40,11 @@ from typing import Any, NamedTuple, Optional, Sequence, Union
 import numpy as np
 
 from .exceptions import TokenizerError
+from .vocab import DETECTION_STOP_TOKENS, HF_STOP_TOKEN_NAMES, SERIALIZATION_VERSION, VocabType, decode_token
 
 __all__ = ["VocabType", "TokenizerInfo", "VocabArrays", "decode_token", "DETECTION_STOP_TOKENS",
            "HF_STOP_TOKEN_NAMES", "QUICKTOK_STOP_TOKENS", "SERIALIZATION_VERSION"]
 
-
-class VocabType(enum.IntEnum):
-    """How the encoded vocabulary spells bytes (xgrammar's `VocabType`)."""
-
-    RAW = 0  # tiktoken-style: the token is its bytes
-    BYTE_FALLBACK = 1  # SentencePiece: "<0x1B>" is byte 0x1B, "▁" is a space
-    BYTE_LEVEL = 2  # GPT-2: one printable character per byte ("Ġ" is a space)
-
-
-# xgrammar 0.2.8's `get_serialization_version()`: `serialize_json` writes its layout under it.
-SERIALIZATION_VERSION = "v16"
-
-# xgrammar 0.2.8's list for stop-token auto-detection (matched against decoded bytes).
-DETECTION_STOP_TOKENS = frozenset(s.encode() for s in (
-    "</s>", "<|end_of_text|>", "<|eot_id|>", "<|endoftext|>", "<eos>", "<|eos|>", "<end_of_turn>",
-    "<｜end▁of▁sentence｜>"))
-
-# Names that mark an end-of-sequence token in a tokenizer.json (its tokenizer_config.json,
-# which names the real eos token, is not read): xgrammar's list plus chat-model end markers.
-HF_STOP_TOKEN_NAMES = frozenset(DETECTION_STOP_TOKENS | {
-    s.encode() for s in ("<|eom_id|>", "<|im_end|>", "<|return|>", "<|call|>")})
 
 # End-of-turn tokens of the quicktok encodings, by name (id 128008 is Llama 3.1's <|eom_id|>,
 # which quicktok's Llama 3.0 table calls <|reserved_special_token_4|>). o200k_harmony follows
@@ -81,86 +56,6 @@ QUICKTOK_STOP_TOKENS = {
     "cl100k_base": ("<|endoftext|>",),
     "o200k_base": ("<|endoftext|>",),
 }
-
-
-def _gpt2_byte_to_char() -> str:
-    """GPT-2's `bytes_to_unicode`: the i-th character stands for byte i."""
-    kept = {*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)}
-    shifted = iter(range(256, 512))  # the other bytes, in order, become U+0100, U+0101, ...
-    return "".join(chr(b) if b in kept else chr(next(shifted)) for b in range(256))
-
-
-_BYTE_TO_CHAR = _gpt2_byte_to_char()
-_CHAR_TO_BYTE = {c: b for b, c in enumerate(_BYTE_TO_CHAR)}
-_BYTE_LEVEL_CHARSET = frozenset(_BYTE_TO_CHAR)
-_BYTE_LEVEL_TRANS = str.maketrans({c: chr(b) for b, c in enumerate(_BYTE_TO_CHAR)})
-_UTF8_FIRST_BYTE_MASK = (0, 0x7F, 0x1F, 0x0F, 0x07)
-_METASPACE = "\u2581".encode()
-
-
-def _utf8_length(first: int) -> int:
-    """Bytes in a UTF-8 sequence by its first byte, as xgrammar's table (0: invalid)."""
-    if first < 0x80:
-        return 1
-    if first < 0xC0:
-        return 0
-    return 2 if first < 0xE0 else 3 if first < 0xF0 else 4 if first < 0xF8 else 0
-
-
-def _decode_byte_level_lenient(token: bytes) -> bytes:
-    """BYTE_LEVEL decoding of a token that is not strict UTF-8, as xgrammar's `ParseUTF8`."""
-    data = token.split(b"\0", 1)[0]
-    out, i = bytearray(), 0
-    while i < len(data):
-        n = _utf8_length(data[i])
-        if n == 0 or i + n > len(data) or any(c & 0xC0 != 0x80 for c in data[i + 1:i + n]):
-            return token  # invalid UTF-8: the token is kept as is
-        cp = data[i] & _UTF8_FIRST_BYTE_MASK[n]
-        for c in data[i + 1:i + n]:
-            cp = (cp << 6) | (c & 0x3F)
-        if cp >= 0x110000 or chr(cp) not in _CHAR_TO_BYTE:
-            return token
-        out.append(_CHAR_TO_BYTE[chr(cp)])
-        i += n
-    return bytes(out)
-
-
-def _decode_byte_level(token: Union[str, bytes]) -> bytes:
-    if isinstance(token, bytes):
-        try:
-            text = token.decode("utf-8")
-        except UnicodeDecodeError:
-            return _decode_byte_level_lenient(token)
-    else:
-        text = token
-    head = text.split("\0", 1)[0] if "\0" in text else text
-    if _BYTE_LEVEL_CHARSET.issuperset(head):
-        return head.translate(_BYTE_LEVEL_TRANS).encode("latin-1")
-    return token if isinstance(token, bytes) else token.encode("utf-8")
-
-
-def _decode_byte_fallback(token: bytes) -> bytes:
-    if len(token) == 6 and token[:3] == b"<0x" and token[5] == 0x3E:
-        value = 0
-        for c in token[3:5]:
-            s = c - 256 if c >= 128 else c  # C++ `char` is signed
-            value = value * 16 + (s - 48 if 48 <= s <= 57 else s - 65 + 10)
-        if not 0 <= value < 256:
-            raise TokenizerError(f"byte-fallback token {token!r} does not name a byte: write <0xHH> "
-                                 "with upper-case hex digits (xgrammar 0.2.8 rejects it too)")
-        return bytes([value])
-    return token.replace(_METASPACE, b" ")
-
-
-def decode_token(token: Union[str, bytes], vocab_type: VocabType = VocabType.RAW) -> bytes:
-    """The bytes an encoded token stands for, as xgrammar 0.2.8 decodes it.
-
-    Example: decode_token("Ġhello", VocabType.BYTE_LEVEL) == b" hello"
-    """
-    if vocab_type == VocabType.BYTE_LEVEL:
-        return _decode_byte_level(token)
-    raw = token.encode("utf-8") if isinstance(token, str) else token
-    return _decode_byte_fallback(raw) if vocab_type == VocabType.BYTE_FALLBACK else raw
 
 
 class VocabArrays(NamedTuple):
@@ -262,6 +157,23 @@ class TokenizerInfo:
         else:
             stops = _check_stop_ids(stop_token_ids, n, int(vocab_size))
         self._init(decoded, vtype, int(vocab_size), stops, bool(add_prefix_space), None)
+
+    @staticmethod
+    def _from_decoded(decoded: list, vocab_type: VocabType, vocab_size: int, stops: list, add_prefix_space: bool,
+                      name: Optional[str]) -> "TokenizerInfo":
+        """An instance over an already decoded and checked vocabulary (quicktok, `deserialize_json`)."""
+        info = TokenizerInfo.__new__(TokenizerInfo)
+        info._init(decoded, vocab_type, vocab_size, stops, add_prefix_space, name)
+        return info
+
+    @staticmethod
+    def _from_arguments(args: Any) -> "TokenizerInfo":
+        """An instance from a reader's `TokenizerArguments` (xg2ref/tokenizer_hf.py): the
+        constructor's arguments and the name the vocabulary gets."""
+        info = TokenizerInfo(args.encoded_vocab, args.vocab_type, vocab_size=args.vocab_size,
+                             stop_token_ids=args.stop_token_ids, add_prefix_space=args.add_prefix_space)
+        info._name = args.name
+        return info
 
     def _init(self, decoded: list, vocab_type: VocabType, vocab_size: int, stops: list,
               add_prefix_space: bool, name: Optional[str]) -> None:
@@ -367,7 +279,7 @@ class TokenizerInfo:
         """
         from .tokenizer_json import deserialize
 
-        return deserialize(json_string)
+        return deserialize(json_string, TokenizerInfo._from_decoded)
 
     def __repr__(self) -> str:
         label = f"name={self._name!r}, " if self._name else ""
@@ -420,9 +332,7 @@ class TokenizerInfo:
             size = len(decoded) if vocab_size is None else vocab_size
             if not isinstance(size, numbers.Integral) or size < len(decoded):
                 raise TokenizerError(f"vocab_size ({vocab_size}) must be at least {len(decoded)} for {name}")
-            info = TokenizerInfo.__new__(TokenizerInfo)  # already decoded and checked
-            info._init(decoded, VocabType.RAW, int(size), stops, False, name)
-            _QUICKTOK_INFOS[key] = info
+            _QUICKTOK_INFOS[key] = TokenizerInfo._from_decoded(decoded, VocabType.RAW, int(size), stops, False, name)
         return _QUICKTOK_INFOS[key]
 
     @staticmethod
@@ -436,9 +346,10 @@ class TokenizerInfo:
         tokens named as in `HF_STOP_TOKEN_NAMES` (or, when there are none, any token so named)
         are the stop tokens: pass the model's eos ids to be exact.
         """
-        from .tokenizer_hf import from_huggingface_file
+        from .tokenizer_hf import read_huggingface_file
 
-        return from_huggingface_file(path, vocab_size=vocab_size, stop_token_ids=stop_token_ids)
+        return TokenizerInfo._from_arguments(read_huggingface_file(path, vocab_size=vocab_size,
+                                                                   stop_token_ids=stop_token_ids))
 
     @staticmethod
     def from_huggingface(tokenizer: Any, *, vocab_size: Optional[int] = None,
@@ -450,9 +361,10 @@ class TokenizerInfo:
         keeping its text (added special tokens included); `vocab_size` pads or cuts it to the
         model's size; the stop token defaults to the tokenizer's `eos_token_id`.
         """
-        from .tokenizer_hf import from_huggingface
+        from .tokenizer_hf import read_huggingface
 
-        return from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=stop_token_ids)
+        return TokenizerInfo._from_arguments(read_huggingface(tokenizer, vocab_size=vocab_size,
+                                                              stop_token_ids=stop_token_ids))
 
     @staticmethod
     def _detect_metadata_from_hf(backend_str: Any) -> dict:

@@ -17,15 +17,19 @@ stop id out of range, special ids, a sorted vocabulary or trie ranges other than
 vocabulary implies are a `DeserializeFormatError`; a missing or other "__VERSION__" is a
 `DeserializeVersionError` (checked first, as xgrammar does); text that is not JSON is an
 `InvalidJSONError`.
+
+This module imports only the leaf xg2ref/vocab.py: `serialize` reads a `TokenizerInfo` through
+its public properties, and `deserialize` is handed the function that builds one
+(`TokenizerInfo._from_decoded`), so that tokenizer_info.py alone imports this module.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from .exceptions import DeserializeFormatError, DeserializeVersionError, InvalidJSONError
-from .tokenizer_info import SERIALIZATION_VERSION, TokenizerInfo, VocabType
+from .vocab import SERIALIZATION_VERSION, VocabType
 
 __all__ = ["serialize", "deserialize", "is_json_kind", "trie_subtree_ranges"]
 
@@ -83,7 +87,7 @@ def _latin1_bytes(text: str, where: str) -> bytes:
                                      "serialized token stands for one byte") from None
 
 
-def serialize(info: TokenizerInfo) -> str:
+def serialize(info) -> str:
     """`info.serialize_json()` (see the module docstring)."""
     decoded = info.decoded_vocab
     sorted_ids = info.vocab_arrays().sorted_ids.tolist()
@@ -99,8 +103,10 @@ def serialize(info: TokenizerInfo) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("\x7f", "\\u007f")
 
 
-def deserialize(text: Any) -> TokenizerInfo:
-    """`TokenizerInfo.deserialize_json(text)` (see the module docstring)."""
+def deserialize(text: Any, from_decoded: Callable[..., Any]):
+    """`TokenizerInfo.deserialize_json(text)` (see the module docstring). `from_decoded(decoded,
+    vocab_type, vocab_size, stop_ids, add_prefix_space, name)` builds the `TokenizerInfo` of an
+    already decoded vocabulary (`TokenizerInfo._from_decoded`)."""
     if not isinstance(text, str):
         raise DeserializeFormatError(f"deserialize_json takes a str, got {type(text).__name__}")
     try:
@@ -135,11 +141,11 @@ def deserialize(text: Any) -> TokenizerInfo:
         raise DeserializeFormatError(f"'special_token_ids' must list the {size - n} padding ids {n}..{size - 1}")
     if stops != sorted(set(stops)) or any(not 0 <= t < n for t in stops):
         raise DeserializeFormatError(f"'stop_token_ids' must be increasing ids in [0, {n}), got {stops}")
-    info = TokenizerInfo.__new__(TokenizerInfo)
-    info._init(decoded, VocabType(obj["vocab_type"]), size, list(stops), obj["add_prefix_space"], name)
-    if obj["special_token_ids"] != info._special:
+    info = from_decoded(decoded, VocabType(obj["vocab_type"]), size, list(stops), obj["add_prefix_space"], name)
+    special = info.special_token_ids
+    if obj["special_token_ids"] != special:
         raise DeserializeFormatError("'special_token_ids' must be the ids of the empty non-stop tokens and "
-                                     f"of the padding: {info._special}, got {obj['special_token_ids']}")
+                                     f"of the padding: {special}, got {obj['special_token_ids']}")
     pairs = obj["sorted_decoded_vocab"]
     sorted_tokens = [_latin1_bytes(t, f"sorted_decoded_vocab[{k}]") for k, (_, t) in enumerate(pairs)]
     regular = info.vocab_arrays().sorted_ids.tolist()

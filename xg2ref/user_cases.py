@@ -15,6 +15,10 @@ oracle reads xg2ref's conversion. The kind comes from `--kind`, or with `auto` f
 A suite case name (`xg2ref cases`) or inline EBNF text (holding `::=`) is accepted too.
 Front-end options (`any_whitespace`, `strict_mode`, ... for JSON Schema) travel in the case's
 `options` and reach every engine that takes them.
+
+Also here, for the command line (xg2ref/cli.py) and `xg2ref fuzz --vocab` (xg2ref/fuzz.py):
+`load_vocab`, the user's vocabulary (a quicktok name, a tokenizer.json, a JSON list of tokens),
+and `UsageError`, bad command-line input.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ _EXTENSIONS = {".ebnf": "ebnf", ".gbnf": "ebnf", ".bnf": "ebnf", ".lark": "lark"
 
 class CaseError(ValueError):
     """A file that cannot be read as a case (unknown kind, bad JSON): the message says why."""
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed and exit status 2."""
 
 
 def guess_kind(path: str, text: str) -> str:
@@ -116,3 +124,19 @@ def load_user_case(spec: str, kind: str = "auto", options: Optional[dict] = None
     if "::=" in spec:
         return case_from_text("<inline grammar>", spec, "ebnf" if kind == "auto" else kind, options)
     raise CaseError(f"no file or suite case named {spec!r}")
+
+
+def load_vocab(spec: str):
+    """A quicktok name, a tokenizer.json path, or a JSON list of token strings (RAW)."""
+    from .tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
+
+    if spec in QUICKTOK_STOP_TOKENS:
+        return TokenizerInfo.from_quicktok(spec)
+    if not os.path.isfile(spec):
+        raise UsageError(f"unknown vocabulary {spec!r}: a quicktok name ({', '.join(QUICKTOK_STOP_TOKENS)}), "
+                         "a tokenizer.json path or a JSON list of tokens")
+    with open(spec, encoding="utf-8") as f:
+        data = json.load(f)
+    if isinstance(data, list):
+        return TokenizerInfo(data)
+    return TokenizerInfo.from_huggingface_file(spec)

@@ -28,10 +28,9 @@ import torch
 import transformers
 
 from ..apply_mask import apply_token_bitmask_inplace
-from ..batch_matcher import BatchGrammarMatcher
 from ..bitmask import allocate_token_bitmask
 from ..compiler import CompiledGrammar
-from ..matcher import GrammarMatcher
+from ..matcher import BatchGrammarMatcher, GrammarMatcher
 
 
 class TokenRejectedError(RuntimeError, AssertionError):

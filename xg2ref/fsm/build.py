@@ -32,8 +32,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from ..exceptions import GrammarLimitError
-from ..grammar.ir import (ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, TagDispatch,
-                         TokenSet, referenced_rules)
+from ..grammar.intrinsic import Intrinsic
+from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, referenced_rules
 from ..kernels.earley import REPEAT_UNBOUNDED
 from ..util import deep_recursion
 from .fsm import FSM, TOKEN_SYMBOL_BASE
@@ -66,6 +66,25 @@ class _NFABuilder:
                 f"rule {self.rule_name!r} needs more than {MAX_RULE_NFA_STATES} FSM states once its "
                 "repetitions are unrolled; lower the {m,n} bounds or split the rule")
         return self.num_states - 1
+
+    # ---- the public edges an intrinsic's `fragment` writes (grammar/intrinsic.py) -------------
+
+    def eps(self, src: int, dst: int) -> None:
+        """An ε-edge."""
+        self.eps_edges.append((src, dst))
+
+    def byte_edge(self, src: int, lo: int, hi: int, dst: int) -> None:
+        """An edge on the bytes lo..hi (inclusive)."""
+        self.byte_edges.append((src, lo, hi, dst))
+
+    def rule_edge(self, src: int, rule_name: str, dst: int) -> None:
+        """An edge that reads a whole word of rule `rule_name`."""
+        self.rule_edges.append((src, self.rule_ids[rule_name], dst))
+
+    def token_edge(self, src: int, token_set, dst: int) -> None:
+        """An edge that reads one whole token of `token_set` (a token symbol, fsm/fsm.py)."""
+        symbol = TOKEN_SYMBOL_BASE + self.token_sets.setdefault(token_set, len(self.token_sets))
+        self.byte_edges.append((src, symbol, symbol, dst))
 
     def fragment(self, expr: Expr, src: int) -> int:
         """Add a fragment for `expr` starting at `src`; return its end state."""
@@ -101,15 +120,8 @@ class _NFABuilder:
             return end
         if isinstance(expr, Repeat):
             return self.repeat(expr, src)
-        if isinstance(expr, TokenSet):
-            symbol = TOKEN_SYMBOL_BASE + self.token_sets.setdefault(expr, len(self.token_sets))
-            dst = self.new_state()
-            self.byte_edges.append((src, symbol, symbol, dst))
-            return dst
-        if isinstance(expr, TagDispatch):
-            from ..grammar.tag_dispatch import add_fragment
-
-            return add_fragment(self, expr, src)
+        if isinstance(expr, Intrinsic):
+            return expr.fragment(self, src)
         raise TypeError(f"unknown grammar node {expr!r}")
 
     def repeat(self, expr: Repeat, src: int) -> int:
@@ -206,7 +218,7 @@ class GrammarFSMs:
     root: int
     nullable: tuple[bool, ...]
     productive: tuple[bool, ...]
-    token_sets: tuple[TokenSet, ...] = ()
+    token_sets: tuple = ()  # the TokenSet nodes, by token symbol
     max_tokens: tuple[int, ...] = ()  # per rule, -1 for none (empty: no rule has a token budget)
     max_chars: tuple[int, ...] = ()  # per rule, -1 for none (empty: no rule has a character budget)
     repeats: tuple = ()  # per rule, (lo, hi) of a counted repetition or None (empty: no rule is one)
@@ -311,7 +323,7 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
     a rule whose shape was built before, in any grammar, takes that machine renamed."""
     names = tuple(r.name for r in ir.rules)
     rule_ids = {name: i for i, name in enumerate(names)}
-    token_sets: dict[TokenSet, int] = {}
+    token_sets: dict = {}  # TokenSet -> its index (token symbol - TOKEN_SYMBOL_BASE)
     repeats = tuple((rule.body.min, rule.body.max) if rule.option("counted") else None for rule in ir.rules)
     fsms, raw_states = [], 0
     for r, rule in enumerate(ir.rules):

@@ -98,8 +98,9 @@ class FSM:
 
         Example: fsm.accepts(b"ab") or fsm.accepts([ord("a"), ("rule", 2)])
         """
-        bytes_out, rules_out, _ = self.without_epsilon().out_edges() if self.eps_edges else self.out_edges()
-        current = {self.start}
+        machine = self.without_epsilon() if self.eps_edges else self  # renumbered: its own start and finals
+        bytes_out, rules_out, _ = machine.out_edges()
+        current = {machine.start}
         for sym in symbols:
             nxt = set()
             for s in current:
@@ -108,7 +109,7 @@ class FSM:
                 else:
                     nxt.update(d for lo, hi, d in bytes_out[s] if lo <= sym <= hi)
             current = nxt
-        return bool(current & self.finals)
+        return bool(current & machine.finals)
 
     # ---- transformations --------------------------------------------------------------
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Optional
 
-from ..grammar.ir import ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence, TagDispatch, TokenSet
+from ..grammar.intrinsic import Intrinsic
+from ..grammar.ir import ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
 from .fsm import FSM, TOKEN_SYMBOL_BASE
 
 MAX_SHAPES = 20_000  # machines kept (least recently used first out)
@@ -42,7 +43,7 @@ def shape(body: Expr) -> tuple[tuple, list]:
     def visit(node: Expr):
         if isinstance(node, RuleRef):
             return ("r", ref(node.name))
-        if isinstance(node, (ByteString, CharClass, TokenSet)):
+        if isinstance(node, (ByteString, CharClass)):
             return node
         if isinstance(node, Sequence):
             return ("s",) + tuple(visit(k) for k in node.items)
@@ -50,8 +51,8 @@ def shape(body: Expr) -> tuple[tuple, list]:
             return ("|",) + tuple(visit(k) for k in node.alternatives)
         if isinstance(node, Repeat):
             return ("*", visit(node.body), node.min, node.max)
-        if isinstance(node, TagDispatch):
-            return ("d", tuple((tag, ref(name)) for tag, name in node.tags), node.loop, node.excludes)
+        if isinstance(node, Intrinsic):  # its rules by local number
+            return ("i", type(node).__name__, node.renamed(lambda name: str(ref(name))).key())
         raise TypeError(f"unknown grammar node {node!r}")
 
     key = visit(body)

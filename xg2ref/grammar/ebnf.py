@@ -30,12 +30,12 @@ Intrinsics are parsed as calls, `Name(value, ..., key=value)` with values that a
 integers, `true`/`false`, rule names or parenthesized tuples. `Regex(...)` becomes the IR of
 its pattern, read in xgrammar's intrinsic dialect (xg2ref/grammar/regex_intrinsic.py).
 
-`TagDispatch(...)` becomes a `TagDispatch` node (xg2ref/grammar/tag_dispatch.py).
-
-`Substring(...)` becomes the choice of its runs of whole chunks; `Token(...)` and
-`ExcludeToken(...)` become `TokenSet` nodes and `TokenTagDispatch(...)` their loop
-(xg2ref/grammar/intrinsics.py). Rule options `name[max_tokens=3, lazy] ::=` are parsed into
-`Rule.options` (same module); a lazy rule's body must be regular (xg2ref/grammar/lazy.py,
+Each call is built by the construct registered under its name (xg2ref/grammar/intrinsic.py;
+the built-ins are in xg2ref/intrinsics/): `TagDispatch(...)` becomes a `TagDispatch` node,
+`Substring(...)` the choice of its runs of whole chunks, `Token(...)` and `ExcludeToken(...)`
+`TokenSet` nodes and `TokenTagDispatch(...)` their loop. The lexer's INTRINSIC token lists the
+names registered when the text is parsed. Rule options `name[max_tokens=3, lazy] ::=` are
+parsed into `Rule.options` (xg2ref/grammar/rule_option_syntax.py); a lazy rule's body must be regular (xg2ref/grammar/lazy.py,
 checked here, lowered when the grammar is compiled).
 
 What it leaves out: escapes beyond U+10FFFF are rejected (xgrammar wraps them around).
@@ -50,7 +50,12 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lark import PostLex
 
+from .. import intrinsics  # noqa: F401  (registers the built-in intrinsics)
 from ..exceptions import EBNFError, GrammarLimitError
+from .intrinsic import REGISTRY, Call, Value, call_names
+from .lazy import lazy_rule_problem
+from .rule_option_syntax import parse_rule_options
+from .source_error import SourceError
 from .ir import (EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef,
                  Sequence)
 
@@ -59,17 +64,15 @@ MAX_RULES = 100_000
 MAX_NESTING = 1000
 MAX_INTEGER = 10**15
 
-INTRINSICS = ("TagDispatch", "TokenTagDispatch", "Token", "ExcludeToken", "Regex", "Substring")
 RESERVED_WORDS = ("true", "false")
 NAME_PATTERN = r"[A-Za-z_.\-][A-Za-z0-9_.\-]*"
 
 _NOT_NAME_CHAR = r"(?![A-Za-z0-9_.\-])"
-_INTRINSIC_NAMES = "|".join(INTRINSICS)
 # Blanks and whole-line comments; `(?![^\r\n])` pins a comment to its line end, so the
 # lookahead never backtracks through a comment that holds several '#'.
 _SPACE = r"(?:[ \t\r\n]|#[^\r\n]*(?![^\r\n]))*"
 
-_LARK_GRAMMAR = rf"""
+_LARK_GRAMMAR = r"""
 start: rule*
 rule: (RULE_NAME | RULE_OPTIONS) _ASSIGN choices lookahead?
 lookahead: LOOKAHEAD choices _RPAR
@@ -95,11 +98,11 @@ quantifier: STAR | PLUS | QMARK
     | _LBRACE INT _COMMA UNBOUNDED _RBRACE  -> at_least
     | _LBRACE INT _COMMA INT _RBRACE        -> between
 
-RULE_OPTIONS.5: /{NAME_PATTERN}\[[^\]\r\n]*\](?=[ \t]*::=)/
-RULE_NAME.4: /{NAME_PATTERN}(?={_SPACE}::=)/
-INTRINSIC.3: /(?:{_INTRINSIC_NAMES}){_NOT_NAME_CHAR}/
-UNBOUNDED.2: /-1{_NOT_NAME_CHAR}/
-NAME: /{NAME_PATTERN}/
+RULE_OPTIONS.5: /@NAME_PATTERN\[[^\]\r\n]*\](?=[ \t]*::=)/
+RULE_NAME.4: /@NAME_PATTERN(?=@SPACE::=)/
+INTRINSIC.3: /(?:@INTRINSIC_NAMES)@NOT_NAME_CHAR/
+UNBOUNDED.2: /-1@NOT_NAME_CHAR/
+NAME: /@NAME_PATTERN/
 STRING: /"(?:[^"\\\r\n]|\\[^\r\n])*"/
 CLASS: /\[(?:[^\]\\\r\n]|\\[^\r\n])*\]/
 INT: /[0-9]+/
@@ -109,8 +112,8 @@ _EQUAL: "="
 _LPAR: "("
 _RPAR: ")"
 _VBAR: "|"
-_LBRACE: "{{"
-_RBRACE: "}}"
+_LBRACE: "{"
+_RBRACE: "}"
 _COMMA: ","
 STAR: "*"
 PLUS: "+"
@@ -120,14 +123,6 @@ BLANK: /[ \t\r\n]+/
 %ignore BLANK
 %ignore COMMENT
 """
-
-
-class _Located(Exception):
-    """An error at offset `pos` of the source; `parse_ebnf` adds line, column and excerpt."""
-
-    def __init__(self, message: str, pos: int, kind: str = "parser", limit: bool = False):
-        super().__init__(message)
-        self.message, self.pos, self.kind, self.limit = message, pos, kind, limit
 
 
 class _TokenChecks(PostLex):
@@ -149,24 +144,24 @@ class _TokenChecks(PostLex):
             if kind in ("RULE_NAME", "RULE_OPTIONS"):
                 rules += 1
                 if rules > MAX_RULES:
-                    raise _Located(f"Too many rules: more than {MAX_RULES}", tok.start_pos, limit=True)
+                    raise SourceError(f"Too many rules: more than {MAX_RULES}", tok.start_pos, limit=True)
                 if previous is not None and previous.end_line == tok.line:
-                    raise _Located(f'The rule name "{tok}" should be at the beginning of the line',
+                    raise SourceError(f'The rule name "{tok}" should be at the beginning of the line',
                                    tok.start_pos, "lexer")
             if previous is not None and previous.type == "INTRINSIC" and kind != "_LPAR":
-                raise _Located(f"{previous} is an intrinsic: call it as {previous}(...)", previous.start_pos)
+                raise SourceError(f"{previous} is an intrinsic: call it as {previous}(...)", previous.start_pos)
             if kind == "INTRINSIC":
                 macro_depth.append(depth + 1)
             if kind == "_EQUAL" and not macro_depth:  # '=' only names an intrinsic's argument
-                raise _Located("Unexpected character: '='", tok.start_pos, "lexer")
+                raise SourceError("Unexpected character: '='", tok.start_pos, "lexer")
             if kind in ("RULE_NAME", "NAME") and tok in RESERVED_WORDS and not macro_depth:
-                raise _Located(f"{tok} is a reserved word (a boolean in intrinsic arguments) and cannot "
+                raise SourceError(f"{tok} is a reserved word (a boolean in intrinsic arguments) and cannot "
                                "name a rule", tok.start_pos, "lexer")
             if kind == "_LPAR":
                 opens.append(True)
                 depth += 1
                 if depth > MAX_NESTING:
-                    raise _Located(f"Nest layer exceeded the maximum limit of {MAX_NESTING} nested groups",
+                    raise SourceError(f"Nest layer exceeded the maximum limit of {MAX_NESTING} nested groups",
                                    tok.start_pos, limit=True)
             elif kind == "LOOKAHEAD":
                 opens.append(False)
@@ -175,23 +170,28 @@ class _TokenChecks(PostLex):
                     macro_depth.pop()
                 depth -= opens.pop()
             elif kind == "INT" and int(tok) > MAX_INTEGER:
-                raise _Located(f"Integer is too large: {tok}, max allowed is {MAX_INTEGER}",
+                raise SourceError(f"Integer is too large: {tok}, max allowed is {MAX_INTEGER}",
                                tok.start_pos, "lexer", limit=True)
             previous = tok
             yield tok
         if previous is not None and previous.type == "INTRINSIC":
-            raise _Located(f"{previous} is an intrinsic: call it as {previous}(...)", previous.start_pos)
+            raise SourceError(f"{previous} is an intrinsic: call it as {previous}(...)", previous.start_pos)
 
 
-_PARSER: Optional[Lark] = None
+_PARSERS: dict = {}  # the intrinsic names (the registry's state) -> parser
 
 
 def _lark_parser() -> Lark:
-    global _PARSER
-    if _PARSER is None:
-        _PARSER = Lark(_LARK_GRAMMAR, parser="lalr", lexer="contextual", postlex=_TokenChecks(),
-                       maybe_placeholders=False)
-    return _PARSER
+    """The parser for the intrinsics registered now (xg2ref/grammar/intrinsic.py): the INTRINSIC
+    token lists their names, so a call registered later gets a parser of its own."""
+    names = tuple(call_names())
+    if names not in _PARSERS:
+        grammar = (_LARK_GRAMMAR.replace("@NAME_PATTERN", NAME_PATTERN).replace("@SPACE", _SPACE)
+                   .replace("@INTRINSIC_NAMES", "|".join(re.escape(n) for n in names))
+                   .replace("@NOT_NAME_CHAR", _NOT_NAME_CHAR))
+        _PARSERS[names] = Lark(grammar, parser="lalr", lexer="contextual", postlex=_TokenChecks(),
+                               maybe_placeholders=False)
+    return _PARSERS[names]
 
 
 def parse_ebnf(text: str, root_rule_name: str = "root") -> GrammarIR:
@@ -212,13 +212,13 @@ def parse_ebnf(text: str, root_rule_name: str = "root") -> GrammarIR:
     try:
         nul = source.find("\x00")
         if nul >= 0:
-            raise _Located("Unexpected NUL character", nul, "lexer")
+            raise SourceError("Unexpected NUL character", nul, "lexer")
         try:
             tree = _lark_parser().parse(source)
         except UnexpectedInput as err:
             raise _translate(err, source) from None
         return _Builder(source).build(tree, root_rule_name)
-    except _Located as err:
+    except SourceError as err:
         line, column = _line_column(source, err.pos)
         if err.limit:
             raise GrammarLimitError(f"EBNF limit exceeded at line {line}, column {column}: {err.message}") from None
@@ -269,10 +269,10 @@ def _read_escape(source: str, i: int, in_class: bool) -> tuple[int, int]:
         shown = nxt if nxt not in ("", "\n", "\r") else "<end of line>"
         hint = {"x": " (\\x needs hex digits)", "u": " (\\u needs 4 hex digits)",
                 "U": " (\\U needs 8 hex digits)"}.get(nxt, "")
-        raise _Located(f"Invalid escape sequence \\{shown}{hint}", i, "lexer")
+        raise SourceError(f"Invalid escape sequence \\{shown}{hint}", i, "lexer")
     codepoint = int(digits, 16)
     if codepoint > MAX_CODEPOINT:
-        raise _Located(f"Invalid escape sequence \\{nxt}{digits}: beyond U+10FFFF", i, "lexer")
+        raise SourceError(f"Invalid escape sequence \\{nxt}{digits}: beyond U+10FFFF", i, "lexer")
     return codepoint, end
 
 
@@ -285,7 +285,7 @@ def decode_string(source: str, start: int) -> tuple[bytes, int]:
     i, codepoints = start + 1, []
     while True:
         if i >= len(source) or source[i] in "\r\n":
-            raise _Located('Expect " in string literal (a literal ends on its line; write \\n for a newline)',
+            raise SourceError('Expect " in string literal (a literal ends on its line; write \\n for a newline)',
                            i, "lexer")
         char = source[i]
         if char == '"':
@@ -311,18 +311,18 @@ def decode_char_class(source: str, start: int) -> tuple[CharClass, int]:
     members: list[tuple[bool, int, int]] = []  # (is a bare dash, codepoint, offset)
     while True:
         if i >= len(source):
-            raise _Located("Unterminated character class", i, "lexer")
+            raise SourceError("Unterminated character class", i, "lexer")
         char = source[i]
         if char == "]":
             break
         if char in "\r\n":
-            raise _Located("Character class should not contain newline (write \\n)", i, "lexer")
+            raise SourceError("Character class should not contain newline (write \\n)", i, "lexer")
         if char == "-":
             members.append((True, 0x2D, i))
             i += 1
         elif char == "\\":
             if source[i + 1:i + 2] in _CLASS_SHORTHANDS:
-                raise _Located("Character class escape is not supported yet in EBNF", i)
+                raise SourceError("Character class escape is not supported yet in EBNF", i)
             codepoint, j = _read_escape(source, i, in_class=True)
             members.append((False, codepoint, i))
             i = j
@@ -335,7 +335,7 @@ def decode_char_class(source: str, start: int) -> tuple[CharClass, int]:
         if k + 2 < len(members) and members[k + 1][0]:
             high = members[k + 2][1]
             if low > high:
-                raise _Located("Invalid character class: lower bound is larger than upper bound", pos)
+                raise SourceError("Invalid character class: lower bound is larger than upper bound", pos)
             ranges.append((low, high))
             k += 3
         else:
@@ -365,18 +365,18 @@ class _Builder:
         seen: set[str] = set()
         for rule, name_token in values[id(tree)]:
             if rule.name in seen:
-                raise _Located(f'Rule "{rule.name}" is defined multiple times', name_token.start_pos)
+                raise SourceError(f'Rule "{rule.name}" is defined multiple times', name_token.start_pos)
             seen.add(rule.name)
         if root_rule_name not in seen:
-            raise _Located(f'The root rule with name "{root_rule_name}" is not found', 0)
+            raise SourceError(f'The root rule with name "{root_rule_name}" is not found', 0)
         for ref in sorted(self.references, key=lambda t: t.start_pos):
             if ref not in seen:
-                raise _Located(f'Rule "{ref}" is not defined', ref.start_pos)
+                raise SourceError(f'Rule "{ref}" is not defined', ref.start_pos)
         ir = GrammarIR(tuple(rules), root_rule_name)
         for rule, name_token in values[id(tree)]:
             problem = lazy_rule_problem(ir, rule.name) if rule.option("lazy") else None
             if problem:
-                raise _Located(problem, name_token.start_pos)
+                raise SourceError(problem, name_token.start_pos)
         return ir
 
     def start(self, *rules):
@@ -392,9 +392,9 @@ class _Builder:
 
     def lookahead(self, opener: Token, body: Expr) -> Expr:
         if isinstance(body, Choice):
-            raise _Located("Choices in lookahead assertion are not supported yet", opener.start_pos)
+            raise SourceError("Choices in lookahead assertion are not supported yet", opener.start_pos)
         if body == EPSILON:
-            raise _Located("Empty string should not be in lookahead assertion", opener.start_pos)
+            raise SourceError("Empty string should not be in lookahead assertion", opener.start_pos)
         return body
 
     def choices(self, *alternatives: Expr) -> Expr:
@@ -433,10 +433,10 @@ class _Builder:
 
     def between(self, low: Token, high: Token):
         if int(low) > int(high):
-            raise _Located(f"Lower bound is larger than upper bound: {int(low)} > {int(high)}", high.start_pos)
+            raise SourceError(f"Lower bound is larger than upper bound: {int(low)} > {int(high)}", high.start_pos)
         return int(low), int(high)
 
-    # ---- intrinsics: Name(value, ..., key=value), built by xg2ref/grammar/intrinsics.py ------
+    # ---- intrinsics: Name(value, ..., key=value), built by the registry (grammar/intrinsic.py) --
 
     def arguments(self, *args):
         return list(args)
@@ -447,37 +447,40 @@ class _Builder:
     def named_argument(self, name: Token, value):
         return (name, value)
 
-    def v_string(self, tok: Token):  # intrinsic argument values (xg2ref/grammar/intrinsics.py)
-        return _Value("string", decode_string(self.source, tok.start_pos)[0].decode("utf-8", "surrogatepass"),
+    def v_string(self, tok: Token):  # intrinsic argument values (grammar/intrinsic.py)
+        return Value("string", decode_string(self.source, tok.start_pos)[0].decode("utf-8", "surrogatepass"),
                       tok.start_pos)
 
     def v_int(self, tok: Token):
-        return _Value("integer", int(tok), tok.start_pos)
+        return Value("integer", int(tok), tok.start_pos)
 
     def v_name(self, tok: Token):
         if tok in RESERVED_WORDS:
-            return _Value("boolean", tok == "true", tok.start_pos)
-        return _Value("rule name", str(tok), tok.start_pos)
+            return Value("boolean", tok == "true", tok.start_pos)
+        return Value("rule name", str(tok), tok.start_pos)
 
     def v_tuple(self, *items):
-        return _Value("tuple", list(items), items[0].pos if items else -1)
+        return Value("tuple", list(items), items[0].pos if items else -1)
 
     def macro(self, name: Token, args=None) -> Expr:
-        positional: list[_Value] = []
-        named: dict[str, _Value] = {}
+        positional: list[Value] = []
+        named: dict[str, Value] = {}
         for key, value in args or ():
             if key is None:
                 if named:
-                    raise _Located(f"{name}: a positional argument follows a named one", value.pos)
+                    raise SourceError(f"{name}: a positional argument follows a named one", value.pos)
                 positional.append(value)
             elif str(key) in named:
-                raise _Located(f"{name}: argument {key} is given twice", key.start_pos)
+                raise SourceError(f"{name}: argument {key} is given twice", key.start_pos)
             else:
                 named[str(key)] = value
-        build = INTRINSIC_BUILDERS.get(str(name))
-        if build is None:
-            raise _Located(f"{name}(...) is an intrinsic that xg2ref does not support yet", name.start_pos)
-        return build(self, name, positional, named)
+        construct = REGISTRY.get(str(name))
+        if construct is None:
+            raise SourceError(f"{name}(...) is an intrinsic that xg2ref does not support yet", name.start_pos)
+        call = Call(str(name), name.start_pos, positional, named)
+        expr = construct.from_call(call)
+        self.references += [Token("NAME", ref, start_pos=pos) for ref, pos in call.references]
+        return expr
 
 # ---------------------------------------------------------------------------------------------
 # lark's errors, in the words of the dialect.
@@ -539,32 +542,27 @@ def _parser_expects(err: UnexpectedInput) -> set[str]:
     return {name for name in names if name.isupper()} - {"BLANK", "COMMENT"}
 
 
-def _translate(err: UnexpectedInput, source: str) -> _Located:
+def _translate(err: UnexpectedInput, source: str) -> SourceError:
     if isinstance(err, UnexpectedToken) and err.token.type == "_EQUAL":
-        return _Located("Unexpected character: '='", err.token.start_pos, "lexer")
+        return SourceError("Unexpected character: '='", err.token.start_pos, "lexer")
     if isinstance(err, UnexpectedToken):
         tok = err.token
         expected = _parser_expects(err)
         pos = len(source) if tok.type == "$END" else tok.start_pos
         at_start = not getattr(err.state, "value_stack", True)
         hint = _hint(tok.type, expected, at_start)
-        return _Located(f"Expect {_expected(expected)}, but got {_describe(tok)}{hint}", pos)
+        return SourceError(f"Expect {_expected(expected)}, but got {_describe(tok)}{hint}", pos)
     if isinstance(err, UnexpectedCharacters):
         pos = err.pos_in_stream
         char = source[pos]
         if char in '"[':  # the literal or class regex failed: find out where
             try:
                 (decode_string if char == '"' else decode_char_class)(source, pos)
-            except _Located as located:
+            except SourceError as located:
                 return located
         if char == "'":
-            return _Located("Unexpected character: ' (string literals use double quotes)", pos, "lexer")
+            return SourceError("Unexpected character: ' (string literals use double quotes)", pos, "lexer")
         if char == ":":
-            return _Located("Unexpected character: ':' (the rule operator is '::=')", pos, "lexer")
-        return _Located(f"Unexpected character: {char!r}; expect {_expected(_parser_expects(err))}", pos, "lexer")
-    return _Located(str(err), 0)
-
-
-# the intrinsics module raises this module's _Located: imported once everything above exists
-from .intrinsics import INTRINSIC_BUILDERS, Value as _Value, parse_rule_options  # noqa: E402
-from .lazy import lazy_rule_problem  # noqa: E402
+            return SourceError("Unexpected character: ':' (the rule operator is '::=')", pos, "lexer")
+        return SourceError(f"Unexpected character: {char!r}; expect {_expected(_parser_expects(err))}", pos, "lexer")
+    return SourceError(str(err), 0)

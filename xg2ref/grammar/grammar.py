@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .ebnf import parse_ebnf
-from .ir import (EPSILON, ByteString, CharClass, Choice, GrammarIR, Repeat, Rule, RuleRef, Sequence, TagDispatch,
-                 TokenSet, walk)
+from .intrinsic import Intrinsic
+from .ir import EPSILON, ByteString, CharClass, Choice, GrammarIR, Repeat, Rule, RuleRef, Sequence, walk
 from .passes import renamed_rules
 from .printer import print_grammar
 
@@ -117,7 +117,7 @@ class Grammar:
         `@name` stands for. Raises LarkError (an EBNFError) naming the offending place."""
         from .lark_grammar import lark_to_ir
 
-        return Grammar(lark_to_ir(lark_string, tokenizer_info, named_grammars))
+        return Grammar(lark_to_ir(lark_string, tokenizer_info, named_grammars, grammar_type=Grammar))
 
     @classmethod
     def from_ir(cls, ir: GrammarIR) -> "Grammar":
@@ -153,9 +153,9 @@ class Grammar:
     def deserialize_json(json_string: str) -> "Grammar":
         """The grammar `serialize_json` wrote. Raises InvalidJSONError (not JSON),
         DeserializeVersionError (no or another `__VERSION__`) or DeserializeFormatError."""
-        from ..serialization import deserialize_grammar
+        from ..serialization import deserialize_grammar_ir
 
-        return deserialize_grammar(json_string)
+        return Grammar(deserialize_grammar_ir(json_string, ir_signature))
 
     @property
     def root_rule_name(self) -> str:
@@ -244,8 +244,6 @@ def _node_signature(node) -> tuple:
         return ("Choice", None, len(node.alternatives))
     if isinstance(node, Repeat):
         return ("Repeat", (node.min, node.max), 1)
-    if isinstance(node, TagDispatch):
-        return ("TagDispatch", (node.tags, node.loop, node.excludes), 0)
-    if isinstance(node, TokenSet):
-        return ("TokenSet", (node.ids, node.exclude), 0)
+    if isinstance(node, Intrinsic):
+        return (type(node).__name__, node.key(), 0)
     raise TypeError(f"not a grammar expression: {node!r}")

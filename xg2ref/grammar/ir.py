@@ -14,9 +14,10 @@ Every node is a frozen, hashable dataclass, so two grammars compare equal exactl
 have the same rules with the same trees. A rule may carry a lookahead assertion `(= ...)`:
 a hint about what follows the rule. It never changes the language; the mask cache uses it.
 
-`TagDispatch` (XGrammar-2 §3.2) is a seventh, leaf node that names rules, and `TokenSet` an
-eighth: one whole *token* (not bytes) from a set of ids, or outside it (`Token(...)` and
-`ExcludeToken(...)` in the dialect). A rule may carry options (`max_tokens`, `capture`, ...)
+Intrinsics are the other leaves: nodes with a language of their own that every stage asks
+through one protocol (xg2ref/grammar/intrinsic.py), such as `TagDispatch` (XGrammar-2 §3.2)
+and `TokenSet` (one whole *token*, `Token(...)` / `ExcludeToken(...)`), both in
+xg2ref/intrinsics/. A rule may carry options (`max_tokens`, `capture`, ...)
 in `Rule.options`; they never change the language.
 """
 
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Union
+
+from .intrinsic import Intrinsic
 
 MAX_CODEPOINT = 0x10FFFF
 
@@ -100,40 +103,7 @@ class Repeat:
     max: Optional[int]
 
 
-@dataclass(frozen=True, slots=True)
-class TagDispatch:
-    """XGrammar-2 §3.2's intrinsic: free text until a whole tag (trigger) appears, then the
-    tag's rule, then free text again (`loop`) or the end. Free text never holds an `excludes`
-    string. `tags` pairs each tag's bytes with a rule name; rules are referenced by name.
-
-    Example: TagDispatch(((b"<call>", "call"),), loop=False, excludes=(b"</s>",))
-    """
-
-    tags: tuple[tuple[bytes, str], ...]
-    loop: bool = True
-    excludes: tuple[bytes, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class TokenSet:
-    """One whole token read atomically: its id is in `ids` (or, when `exclude`, not in `ids`).
-
-    Only tokens that are neither stop tokens nor special ever match, and only as a whole
-    token accepted by `accept_token`; bytes (`accept_string`) never match a TokenSet.
-
-    Example: TokenSet((128010,)) is `Token(128010)`; TokenSet((2, 3), exclude=True) is
-             `ExcludeToken(2, 3)`
-    """
-
-    ids: tuple[int, ...]
-    exclude: bool = False
-
-    def matches(self, token_id: int) -> bool:
-        """Whether token `token_id` is in this set (before the stop/special filter)."""
-        return (token_id in self.ids) != self.exclude
-
-
-Expr = Union[ByteString, CharClass, RuleRef, Sequence, Choice, Repeat, TagDispatch, TokenSet]
+Expr = Union[ByteString, CharClass, RuleRef, Sequence, Choice, Repeat, Intrinsic]
 EPSILON = ByteString(b"")
 
 
@@ -208,7 +178,7 @@ def referenced_rules(expr: Expr) -> list[str]:
     for node in walk(expr):
         if isinstance(node, RuleRef):
             seen.setdefault(node.name, None)
-        elif isinstance(node, TagDispatch):
-            for _, name in node.tags:
+        elif isinstance(node, Intrinsic):
+            for name in node.rule_names():
                 seen.setdefault(name, None)
     return list(seen)

@@ -33,7 +33,8 @@ from typing import Any, Callable
 
 from .ir import EPSILON, MAX_CODEPOINT, ByteString, CharClass, Expr, GrammarIR, RuleRef
 from .json_lexical import NOTHING, RAW_FORBIDDEN, choice, encoded_char, json_string_literal, seq
-from .json_schema import SchemaConverter, _count
+from .json_keywords import count
+from .json_schema import SchemaConverter
 from .json_strings import string_checks
 from .regex import complement, intersect, merge_ranges, subtract
 from .regular import automaton
@@ -170,7 +171,7 @@ class FilteringConverter(SchemaConverter):
     def string_content(self, schema, path) -> Expr:
         if not self.words or string_checks(schema):
             return super().string_content(schema, path)
-        lo, hi = _count(schema, "minLength", path, 0), _count(schema, "maxLength", path, None)
+        lo, hi = count(schema, "minLength", path, 0), count(schema, "maxLength", path, None)
         if hi is not None and hi < lo:  # (checked, then dropped)
             return NOTHING
         names = schema.get(NOT_NAMES)

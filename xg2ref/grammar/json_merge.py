@@ -46,11 +46,9 @@ import json
 from typing import Any
 
 from ..exceptions import InvalidJSONError
+from .json_keywords import ANNOTATIONS, MORE_FORMATS, MORE_PATTERNS, constrains
 from .json_values import json_equal
 
-ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "id", "$comment",
-                         "readOnly", "writeOnly", "deprecated", "$anchor", "definitions", "$defs", "format_",
-                         "contentMediaType", "contentEncoding"})
 # the validation keywords `merge` must not silently drop
 ASSERTIONS = frozenset({"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
                         "exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "items", "prefixItems",
@@ -63,8 +61,6 @@ NOT_ENFORCED = frozenset({"uniqueItems", "contains", "minContains", "maxContains
                           "dependentSchemas", "dependencies", "if", "then", "else", "not", "unevaluatedProperties",
                           "unevaluatedItems"})
 COMBINATORS = ("$ref", "allOf", "anyOf", "oneOf")
-MORE_PATTERNS = "$xg2ref:patterns"  # an allOf of two patterns: the second and later ones (all must hold)
-MORE_FORMATS = "$xg2ref:formats"  # an allOf of two formats: the second and later ones (all must hold)
 # an allOf of anyOf / oneOf lists becomes their product; at most this many clauses
 MAX_BRANCH_PRODUCT = 256
 ARRAY_KEYS = ("prefixItems", "items", "additionalItems")
@@ -74,11 +70,6 @@ VOCABULARY = ASSERTIONS | NOT_ENFORCED | {MORE_PATTERNS, MORE_FORMATS}
 # keywords that mark items / members as evaluated (for unevaluatedItems / unevaluatedProperties)
 EVALUATES_ITEMS = ("prefixItems", "items", "additionalItems", "contains", "unevaluatedItems")
 EVALUATES_MEMBERS = ("properties", "patternProperties", "additionalProperties", "unevaluatedProperties")
-
-
-def constrains(schema: dict) -> bool:
-    """Whether `schema` has a keyword that is not an annotation."""
-    return any(k not in ANNOTATIONS for k in schema)
 
 
 def trivial(schema: Any) -> bool:

@@ -11,7 +11,8 @@ The members of an object, written `m_0 .. m_{n-1}` in the order of `properties` 
 
 `sep?` is the item separator unless `first`. Each R(i, f) is a rule, so the size stays linear.
 With `any_order` the state is the set of members written so far, and the additional members
-may come between any two (`_any_order`: one rule whose items remember the members seen).
+may come between any two (`members_in_any_order`: one rule whose items remember the members
+seen).
 
 An additional member's key is any string but the declared names (a trie of the names: at a
 node the next character either follows a name, or leaves every name behind), unless
@@ -27,7 +28,7 @@ from ..exceptions import InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
 from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
-from .json_merge import MORE_FORMATS, MORE_PATTERNS
+from .json_keywords import ANNOTATIONS, MORE_FORMATS, MORE_PATTERNS
 from .json_strings import pattern_languages, string_checks, string_regexes
 from .regex import RegexError, complement
 from .regular import (TooLarge, automaton, bounded_length, complement_automaton, complement_of,
@@ -142,7 +143,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
         return seq(extra, more) if first else more
 
     if conv.any_order and declared and (len(declared) > 1 or extra != NOTHING):
-        body = _any_order(conv, serial, members, [r for _, _, r in declared], sep, tail, extra=extra)
+        body = members_in_any_order(conv, serial, members, [r for _, _, r in declared], sep, tail, extra=extra)
     else:
         body = _member_rules(conv, serial, members, [r for _, _, r in declared], sep, tail)
     filled = seq(ByteString(b"{"), open_, body, close, ByteString(b"}"))
@@ -180,8 +181,6 @@ def _names_languages(conv, schema: dict, path: str):
     with a pattern member's key: an `enum`/`const` of names, or a `pattern`/`format`. None when
     it says nothing, or says what is not intersected here (length bounds, lookbehind...): the
     pattern members' keys then do not meet it (specs/05)."""
-    from .json_merge import ANNOTATIONS
-
     names = schema.get("propertyNames")
     if names is None or names is True:
         return None
@@ -256,7 +255,7 @@ def _member_rules(conv, serial: int, members: list, required: list, sep: Expr, t
     return RuleRef(conv.memo[("members", serial, 0, True)])
 
 
-def _any_order(conv, serial: int, members: list, required: list, sep: Expr, tail, extra=None) -> Expr:
+def members_in_any_order(conv, serial: int, members: list, required: list, sep: Expr, tail, extra=None) -> Expr:
     """The declared members in any order, each at most once, the required ones all: one rule
     with the option `unordered` whose items remember the members they have seen
     (kernels/earley.py), so its size is linear in the members. Member j is a rule with the

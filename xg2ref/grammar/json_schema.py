@@ -46,12 +46,12 @@ from ..config import check_json_depth
 from ..exceptions import GrammarLimitError, InvalidJSONError
 from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, walk
 from .json_lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
-from .json_merge import ANNOTATIONS, COMBINATORS, Clauses, constrains, deref, fold_unevaluated, merge, merge_below
+from .json_keywords import ANNOTATIONS, TYPES, bounds, constrains, count
+from .json_merge import COMBINATORS, Clauses, deref, fold_unevaluated, merge, merge_below
 from .json_strings import string_content, string_expr
 from .json_values import value_meets
 from .regular import TooLarge, bounded_length, divisible_numerals
 
-TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 # nesting levels that get their own indentation (deeper levels reuse the last one)
 MAX_INDENT_LEVELS = 16
@@ -321,7 +321,7 @@ class SchemaConverter:
         return choice(ByteString(b"true"), ByteString(b"false"))
 
     def t_integer(self, schema, level, path) -> Expr:
-        lo, lo_x, hi, hi_x = _bounds(schema, path)
+        lo, lo_x, hi, hi_x = bounds(schema, path)
         ilo = None if lo is None else int(lo) + 1 if lo_x and lo == int(lo) else _ceil(lo)
         ihi = None if hi is None else int(hi) - 1 if hi_x and hi == int(hi) else _floor(hi)
         if "multipleOf" in schema:
@@ -333,7 +333,7 @@ class SchemaConverter:
             k = schema["multipleOf"]
             if isinstance(k, int) or (isinstance(k, float) and k.is_integer()):
                 return self.t_integer(schema, level, path)
-        lo, lo_x, hi, hi_x = _bounds(schema, path)
+        lo, lo_x, hi, hi_x = bounds(schema, path)
         return number_range(lo, lo_x, hi, hi_x)
 
     def t_string(self, schema, level, path) -> Expr:
@@ -352,8 +352,8 @@ class SchemaConverter:
         prefix = prefix or []
         if items is None:
             items = False if (prefix and self.strict and not loose) else True
-        lo = _count(schema, "minItems", path, 0)
-        hi = _count(schema, "maxItems", path, None)
+        lo = count(schema, "minItems", path, 0)
+        hi = count(schema, "maxItems", path, None)
         if hi is not None and hi < lo:
             return NOTHING
         sep = self.layout.item_sep(lv)
@@ -402,10 +402,6 @@ def _larger_than(expr: Expr, n: int) -> bool:
     return next(itertools.islice(walk(expr), n, None), None) is not None
 
 
-def _constrains(schema: dict) -> bool:
-    return constrains(schema)
-
-
 def _find_anchor(node: Any, name: str) -> Any:
     if isinstance(node, dict):
         # 2019+ `$anchor`, a `$id` fragment, or draft 4's plain `id: "#name"`
@@ -423,53 +419,12 @@ def _find_anchor(node: Any, name: str) -> Any:
     return None
 
 
-def _number(value: Any, path: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidJSONError(f"{path}: must be a number, got {value!r}")
-    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-
-
-def _bounds(schema: dict, path: str):
-    lo = hi = None
-    lo_x = hi_x = False
-    if "minimum" in schema:
-        lo = _number(schema["minimum"], f"{path}.minimum")
-    if "maximum" in schema:
-        hi = _number(schema["maximum"], f"{path}.maximum")
-    x = schema.get("exclusiveMinimum")
-    if isinstance(x, bool):  # draft 4
-        lo_x = x and lo is not None
-    elif x is not None:
-        v = _number(x, f"{path}.exclusiveMinimum")
-        if lo is None or v >= lo:
-            lo, lo_x = v, True
-    x = schema.get("exclusiveMaximum")
-    if isinstance(x, bool):
-        hi_x = x and hi is not None
-    elif x is not None:
-        v = _number(x, f"{path}.exclusiveMaximum")
-        if hi is None or v <= hi:
-            hi, hi_x = v, True
-    return lo, lo_x, hi, hi_x
-
-
 def _ceil(d: Decimal) -> int:
     return int(d.to_integral_value(rounding="ROUND_CEILING"))
 
 
 def _floor(d: Decimal) -> int:
     return int(d.to_integral_value(rounding="ROUND_FLOOR"))
-
-
-def _count(schema: dict, key: str, path: str, default):
-    if key not in schema:
-        return default
-    value = schema[key]
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidJSONError(f"{path}.{key}: must be a non-negative integer, got {value!r}")
-    return value
 
 
 MAX_ENUMERATED_MULTIPLES = 64

@@ -24,7 +24,7 @@ from typing import Any, Optional
 from ..exceptions import InvalidJSONError
 from .ir import ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
 from .json_lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
-from .json_merge import MORE_FORMATS, MORE_PATTERNS
+from .json_keywords import MORE_FORMATS, MORE_PATTERNS, count
 from .regex import RegexError, regex_to_expr
 from .regex_anchors import leading_lookaheads
 from .regular import TooLarge, bounded_by_counting, bounded_length, complement_automaton
@@ -59,10 +59,8 @@ def string_expr(conv, schema: dict, path: str) -> Expr:
 
 def string_content(conv, schema: dict, path: str) -> Expr:
     """What the quotes of a string valid under `schema` hold (module docstring)."""
-    from .json_schema import _count
-
-    lo = _count(schema, "minLength", path, 0)
-    hi = _count(schema, "maxLength", path, None)
+    lo = count(schema, "minLength", path, 0)
+    hi = count(schema, "maxLength", path, None)
     if hi is not None and hi < lo:
         return NOTHING
     checks = string_checks(schema)

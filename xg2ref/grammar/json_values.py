@@ -25,6 +25,7 @@ import json
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .json_keywords import bounds
 from .regex import RegexError, regex_to_expr
 from .regular import TooLarge, automaton, matches
 
@@ -85,11 +86,9 @@ def _string_ok(value: str, schema: dict) -> bool:
 
 
 def _number_ok(value, schema: dict) -> bool:
-    from .json_schema import _bounds
-
     try:
         v = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-        lo, lo_x, hi, hi_x = _bounds(schema, "$")
+        lo, lo_x, hi, hi_x = bounds(schema, "$")
     except Exception:  # noqa: BLE001  (a bad bound is reported where the schema is compiled)
         return True
     if lo is not None and (v < lo or (lo_x and v == lo)):

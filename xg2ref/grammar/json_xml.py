@@ -54,13 +54,13 @@ import json
 from typing import Any
 
 from ..exceptions import InvalidJSONError
-from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, TagDispatch
+from ..intrinsics.tag_dispatch import TagDispatch
+from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule
 from .json_lexical import NOTHING, choice, seq
 from .json_excludes import FilteringConverter, avoiding, literal_holds
-from .json_objects import _any_order
-from .json_schema import ANNOTATIONS, TYPES, _constrains, _count
-from .json_strings import string_regexes
-from .json_strings import format_regex as _format_regex
+from .json_keywords import ANNOTATIONS, TYPES, constrains, count
+from .json_objects import members_in_any_order
+from .json_strings import format_regex, string_regexes
 from .json_xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
 from .regular import TooLarge, bounded_length
 
@@ -118,7 +118,7 @@ class XmlSchemaConverter:
     # ---- top level and objects --------------------------------------------------------------
 
     def top(self, schema: Any, path: str) -> Expr:
-        if schema is True or (isinstance(schema, dict) and not _constrains(schema)):
+        if schema is True or (isinstance(schema, dict) and not constrains(schema)):
             self.check_constrained(path)
             return self.parameters({"type": "object"}, path)
         if isinstance(schema, dict) and "type" not in schema and any(k in schema for k in OBJECT_KEYWORDS) \
@@ -178,7 +178,7 @@ class XmlSchemaConverter:
             return seq(self.ws, extra, more) if first else more
 
         if self.conv.any_order and len(declared) > 1:
-            body = _any_order(self.conv, serial, lead, [r for _, _, r in declared], EPSILON, tail)
+            body = members_in_any_order(self.conv, serial, lead, [r for _, _, r in declared], EPSILON, tail)
         else:
             def rest(i: int, first: bool) -> Expr:
                 """Members i.. (non-empty when `first`: nothing written yet)."""
@@ -249,7 +249,7 @@ class XmlSchemaConverter:
                 out = []
                 for i, b in enumerate(schema[key]):
                     sub = conv.merge(rest, conv.deref(b, f"{path}.{key}[{i}]"), f"{path}.{key}[{i}]") \
-                        if _constrains(rest) else b
+                        if constrains(rest) else b
                     out += self.alternatives(sub, f"{path}.{key}[{i}]", top)
                 return out
         if "const" in schema or "enum" in schema:
@@ -259,7 +259,7 @@ class XmlSchemaConverter:
             return [a for a in (self.literal(v, top) for v in values) if a is not None]
         types = schema.get("type")
         if types is None:
-            if not _constrains(schema):
+            if not constrains(schema):
                 return self.any_value(path)
             types = list(TYPES)
         types = [types] if isinstance(types, str) else types
@@ -319,9 +319,9 @@ class XmlSchemaConverter:
 
     def string(self, schema: dict, path: str) -> tuple:
         """A string value written raw: plain text, or text under its pattern/format/lengths."""
-        lo = _count(schema, "minLength", path, 0)
-        hi = _count(schema, "maxLength", path, None)
-        fmt = _format_regex(schema.get("format"))
+        lo = count(schema, "minLength", path, 0)
+        hi = count(schema, "maxLength", path, None)
+        fmt = format_regex(schema.get("format"))
         checks = [("pattern", schema["pattern"])] if "pattern" in schema else []
         checks += [("format", fmt)] if fmt else []
         if not checks and ((lo == 0 and hi is None) or self.excludes):
@@ -356,8 +356,8 @@ class XmlSchemaConverter:
         prefix, items = schema.get("prefixItems") or [], schema["items"]
         if isinstance(items, list):
             prefix, items = items, schema.get("additionalItems", False)
-        lo = _count(schema, "minItems", path, 0)
-        hi = _count(schema, "maxItems", path, None)
+        lo = count(schema, "minItems", path, 0)
+        hi = count(schema, "maxItems", path, None)
         firsts = [self.alternatives(s, f"{path}.prefixItems[{i}]") for i, s in enumerate(prefix)]
         if any(not alts for alts in firsts):
             return NOTHING

@@ -40,9 +40,10 @@ from typing import Optional
 
 from ..exceptions import XG2RefError
 from ..util import deep_recursion
-from .ir import EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, TokenSet
+from ..intrinsics.token_sets import TokenSet
+from .ir import EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
 from .lark_lazy import LazyRules
-from .lark_reader import _NAME_CHARS, MAX_DOCUMENTS, Definition, Document, LarkError, Node, parse_lark
+from .lark_reader import MAX_DOCUMENTS, NAME_CHARS, Definition, Document, LarkError, Node, parse_lark
 from .passes import remove_dead_rules, renamed_rules
 from .regex import regex_to_expr
 
@@ -444,11 +445,12 @@ def lower_document(source: str, doc: Document, tokenizer_info, named: dict) -> G
     return remove_dead_rules(GrammarIR(tuple(r for r in ctx.rules.values() if r is not None), root))
 
 
-def check_named_grammars(named_grammars) -> dict:
+def check_named_grammars(named_grammars, grammar_type: Optional[type] = None) -> dict:
     """`named_grammars` as a dict of name -> Grammar or Lark text, checked as xgrammar checks it
-    (TypeError for wrong kinds, LarkError for bad names)."""
-    from .grammar import Grammar
-
+    (TypeError for wrong kinds, LarkError for bad names). `grammar_type` is the class `Grammar`
+    (xg2ref/grammar/grammar.py hands it in: this front end does not import it); None accepts
+    Lark text only."""
+    kinds = (str,) if grammar_type is None else (grammar_type, str)
     if named_grammars is None:
         return {}
     if not isinstance(named_grammars, dict):
@@ -456,36 +458,37 @@ def check_named_grammars(named_grammars) -> dict:
     for name, value in named_grammars.items():
         if not isinstance(name, str):
             raise TypeError("named grammar names must be strings")
-        if not isinstance(value, (Grammar, str)):
+        if not isinstance(value, kinds):
             raise TypeError("named grammar values must be Grammar instances or Lark strings")
     for name in named_grammars:
         if not name:
             raise LarkError("Named grammar names must not be empty")
-        if not set(name) <= _NAME_CHARS:
+        if not set(name) <= NAME_CHARS:
             raise LarkError(f"Invalid named grammar name '{name}': names may contain only letters, digits, "
                             "underscores, and hyphens")
     return dict(named_grammars)
 
 
-def lark_to_ir(source: str, tokenizer_info=None, named_grammars=None) -> GrammarIR:
-    """The GrammarIR of a Lark grammar (root rule "root"); see the module docstring."""
+def lark_to_ir(source: str, tokenizer_info=None, named_grammars=None,
+               grammar_type: Optional[type] = None) -> GrammarIR:
+    """The GrammarIR of a Lark grammar (root rule "root"); see the module docstring.
+    `grammar_type`: the class whose instances `named_grammars` may hold (`Grammar`)."""
     if not isinstance(source, str):
         raise TypeError(f"from_lark needs the Lark grammar as a str, got {type(source).__name__}")
-    named = check_named_grammars(named_grammars)
+    named = check_named_grammars(named_grammars, grammar_type)
     with deep_recursion():
         return lower_document(source, parse_lark(source), tokenizer_info, named)
 
 
-def lark_cache_key(source: str, named_grammars) -> Optional[tuple]:
-    """A grammar-cache key for `compile_lark`: the text and the named grammars (a Grammar by its
-    printed form); None when the input is not what `from_lark` takes (it then raises)."""
-    from .grammar import Grammar
-
+def lark_cache_key(source: str, named_grammars, grammar_type: type) -> Optional[tuple]:
+    """A grammar-cache key for `compile_lark`: the text and the named grammars (a Grammar, an
+    instance of `grammar_type`, by its printed form); None when the input is not what
+    `from_lark` takes (it then raises)."""
     if not isinstance(source, str) or not isinstance(named_grammars, (dict, type(None))):
         return None
     named = []
     for name, value in (named_grammars or {}).items():
-        if not isinstance(name, str) or not isinstance(value, (Grammar, str)):
+        if not isinstance(name, str) or not isinstance(value, (grammar_type, str)):
             return None
         named.append((name, value) if isinstance(value, str) else (name, "grammar", str(value), value.ir.root))
     return ("lark", source, tuple(sorted(named)))

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .intrinsics import token_dispatch_expr
-from .ir import EPSILON, Choice, Expr, Sequence, TagDispatch
+from ..intrinsics.token_sets import token_dispatch_expr
+from ..intrinsics.tag_dispatch import TagDispatch
+from .ir import EPSILON, Choice, Expr, Sequence
 from .lark_reader import Definition, Node
 
 # regexes read as "any text" (blanks dropped first; other flags ignored); with flag s, only `.*`

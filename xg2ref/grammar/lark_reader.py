@@ -33,7 +33,7 @@ from ..exceptions import EBNFError
 MAX_NESTING, MAX_DOCUMENTS = 200, 1000  # groups in one document; nested %lark / @name grammars
 _LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGITS = frozenset("0123456789")
-_NAME_CHARS = _LETTERS | _DIGITS | {"_", "-"}
+NAME_CHARS = _LETTERS | _DIGITS | {"_", "-"}
 _PUNCT = frozenset(":,=()[]{}|&~*")
 _JSON_DIRECTIVES = ("%json", "%regex", "%grammar_options")
 _KEYWORD_DIRECTIVES = ("%import", "%ignore", "%lark", "%if")
@@ -190,7 +190,7 @@ class _Lexer:
         if c == "@":
             start = self.pos
             self.advance()
-            while self.peek() in _NAME_CHARS and self.peek():
+            while self.peek() in NAME_CHARS and self.peek():
                 self.advance()
             if self.pos == start + 1:
                 self.fail("empty grammar reference", line, col)
@@ -207,7 +207,7 @@ class _Lexer:
         start = self.pos
         if self.peek() in "!?":
             self.advance()
-        while self.peek() and self.peek() in _NAME_CHARS:
+        while self.peek() and self.peek() in NAME_CHARS:
             self.advance()
         return Tok("NAME", self.src[start:self.pos], line, col)
 
@@ -438,7 +438,7 @@ class _Parser:
         what = name.replace("_", " ")
         if not value:
             self.fail(f"{what} name must not be empty", at)
-        if not set(value) <= _NAME_CHARS | {"."}:
+        if not set(value) <= NAME_CHARS | {"."}:
             self.fail(f"{what} name must only contain letters, digits, '_', '-' and '.'", at)
         return value, at
 

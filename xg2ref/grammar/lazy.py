@@ -32,7 +32,8 @@ from collections import defaultdict
 from typing import Optional
 
 from ..exceptions import EBNFError, GrammarLimitError
-from .ir import EPSILON, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, TagDispatch, TokenSet, walk
+from .intrinsic import Intrinsic
+from .ir import EPSILON, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, walk
 from .regex import merge_ranges
 from .regular import _NFA, TooLarge, _determinize, _without_epsilon
 
@@ -83,8 +84,8 @@ def lazy_rule_problem(ir: GrammarIR, name: str) -> Optional[str]:
         if member != name and is_lazy(rule):
             return f"lazy rule {name!r} refers to the lazy rule {member!r}; a lazy body cannot hold another"
         for node in walk(rule.body):
-            if isinstance(node, (TagDispatch, TokenSet)):
-                what = "TagDispatch" if isinstance(node, TagDispatch) else "Token / ExcludeToken"
+            if isinstance(node, Intrinsic):
+                what = node.title
                 where = "" if member == name else f" (through rule {member!r})"
                 return f"lazy rule {name!r} reaches {what}{where}; its body must be characters"
         for target, at_end in _references(rule.body):

@@ -29,8 +29,9 @@ from typing import AbstractSet, Callable, TypeVar
 from ..fsm.utf8 import encode_codepoint
 from ..util import deep_recursion
 from .lazy import lower_lazy_rules
-from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
-                 TagDispatch, children, referenced_rules, walk)
+from .intrinsic import Intrinsic
+from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, children,
+                 referenced_rules, walk)
 
 T = TypeVar("T")
 
@@ -93,13 +94,13 @@ def map_expr(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
 
 def renamed_rules(ir: GrammarIR, names: dict) -> list[Rule]:
     """The rules of `ir` under new names (`names`: old name -> new), with every reference
-    renamed: rule references and TagDispatch targets, in bodies and lookaheads alike. Options
+    renamed: rule references and the rules intrinsics name, in bodies and lookaheads alike. Options
     are kept. (For embedding one grammar in another: union, concat, Lark, structural tags.)"""
     def rename(node: Expr) -> Expr:
         if isinstance(node, RuleRef):
             return RuleRef(names[node.name])
-        if isinstance(node, TagDispatch):
-            return TagDispatch(tuple((t, names[n]) for t, n in node.tags), node.loop, node.excludes)
+        if isinstance(node, Intrinsic):
+            return node.renamed(names.__getitem__)
         return node
 
     return [Rule(names[r.name], map_expr(r.body, rename),
@@ -261,14 +262,14 @@ def is_nullable(expr: Expr, nullable: AbstractSet[str]) -> bool:
 
         ""  nullable        [a]  never (not even [])       name  iff name in nullable
         a b  all items      a | b  any alternative         x{m,n}  m == 0 or x nullable
-        TagDispatch  always: its free text may end at once (tags are never empty)
-        TokenSet     never (one token)
+        intrinsic  its own answer (grammar/intrinsic.py: no default): TagDispatch always,
+                   its free text may end at once; TokenSet never, one token
     """
     def rule(node: Expr, kids: list[bool]) -> bool:
         if isinstance(node, ByteString):
             return not node.value
-        if isinstance(node, TagDispatch):
-            return True
+        if isinstance(node, Intrinsic):
+            return node.nullable(nullable)
         if isinstance(node, RuleRef):
             return node.name in nullable
         if isinstance(node, Sequence):
@@ -306,6 +307,8 @@ def _is_productive(expr: Expr, productive: AbstractSet[str]) -> bool:
             return any(kids)
         if isinstance(node, Repeat):
             return node.min == 0 or kids[0]
+        if isinstance(node, Intrinsic):
+            return node.productive(productive)
         return True
 
     return fold_expr(expr, rule)
@@ -406,8 +409,8 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE,
         return ir  # budgets belong to rule occurrences: every rule stays one (specs/05)
     defined = {r.name: r for r in ir.rules}
     graph = {r.name: [n for n in referenced_rules(r.body) if n in defined] for r in ir.rules}
-    # a TagDispatch names its rules: they must stay rules
-    named = {name for r in ir.rules for node in walk(r.body) if isinstance(node, TagDispatch) for _, name in node.tags}
+    # an intrinsic names its rules: they must stay rules
+    named = {name for r in ir.rules for node in walk(r.body) if isinstance(node, Intrinsic) for name in node.rule_names()}
     bodies = {r.name: r.body for r in ir.rules}
     inlined: dict[str, Expr] = {}
 

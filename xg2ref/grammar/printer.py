@@ -32,8 +32,8 @@ from __future__ import annotations
 import unicodedata
 from typing import Union
 
-from .ir import (ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, TagDispatch,
-                 TokenSet)
+from .intrinsic import Intrinsic
+from .ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
 
 # Where an expression is printed, from loosest to tightest binding.
 TOP, ALTERNATIVE, ITEM, REPEATED = range(4)
@@ -136,18 +136,8 @@ def _leaf(node: Expr) -> str:
         return "[" + ("^" if node.negated else "") + "".join(body) + "]"
     if isinstance(node, RuleRef):
         return node.name
-    if isinstance(node, TagDispatch):
-        parts = [f"({_leaf(ByteString(tag))}, {name})" for tag, name in node.tags]
-        parts.append(f"loop_after_dispatch={'true' if node.loop else 'false'}")
-        excludes = "".join(_leaf(ByteString(e)) + ", " for e in node.excludes)
-        parts.append(f"excludes=({excludes.rstrip()})")
-        return "TagDispatch(" + ", ".join(parts) + ")"
-    if isinstance(node, TokenSet) and node.exclude and not node.ids:
-        # any regular token: the dialect has no empty ExcludeToken(); this call reads
-        # `ExcludeToken()*`, the same language once under the enclosing repetition
-        return "TokenTagDispatch(loop_after_dispatch=false)"
-    if isinstance(node, TokenSet):
-        return ("ExcludeToken(" if node.exclude else "Token(") + ", ".join(map(str, node.ids)) + ")"
+    if isinstance(node, Intrinsic):
+        return node.to_ebnf(lambda data: _leaf(ByteString(data)))
     raise TypeError(f"not a grammar expression: {node!r}")
 
 

@@ -3,7 +3,7 @@
 A structural tag is JSON, `{"type": "structural_tag", "format": F}`, where F is a tree of
 formats in xgrammar 0.2.8's shape (field names, defaults and meanings are its own). Each format
 becomes an IR expression; `tag` and the dispatching formats become TagDispatch / TokenSet
-machinery (xg2ref/grammar/tag_dispatch.py, xg2ref/grammar/intrinsics.py):
+machinery (xg2ref/intrinsics/tag_dispatch.py, xg2ref/intrinsics/token_sets.py):
 
     const_string{value}                      "value"
     json_schema{json_schema, style="json"}   the schema's grammar, embedded (json_schema.py; with excludes
@@ -52,11 +52,12 @@ import json
 from typing import Any, Callable, Optional
 
 from ..config import check_json_depth
-from ..builtin_structural_tag import legacy_structural_tag  # noqa: F401  (the old form, read here too)
+from ..structural_tag_formats import legacy_structural_tag  # noqa: F401  (the old form, read here too)
 from ..exceptions import InvalidStructuralTagError, XG2RefError
-from .intrinsics import token_dispatch_expr
+from ..intrinsics.tag_dispatch import TagDispatch
+from ..intrinsics.token_sets import TokenSet, token_dispatch_expr
 from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
-                 SubGrammar, TagDispatch, TokenSet)
+                 SubGrammar)
 from .passes import renamed_rules
 
 _ANY_CODEPOINT_STAR = Repeat(CharClass((), negated=True), 0, None)
@@ -510,8 +511,8 @@ class _Deferred:
 # The IR builders of embedded sub-grammars (`SubGrammar.make`).
 
 def _schema_ir(schema: Any, style: str, options: tuple, path: str) -> GrammarIR:
-    from .grammar import Grammar
     from .json_excludes import filtered_json_schema_to_ir
+    from .json_schema import json_schema_to_ir
     from .json_xml import xml_schema_to_ir
 
     any_order, max_whitespace_cnt, excludes = options
@@ -520,7 +521,7 @@ def _schema_ir(schema: Any, style: str, options: tuple, path: str) -> GrammarIR:
             return filtered_json_schema_to_ir(schema, list(excludes), any_order=any_order,
                                               max_whitespace_cnt=max_whitespace_cnt)
         if style == "json":
-            return Grammar.from_json_schema(schema, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt).ir
+            return json_schema_to_ir(schema, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt)
         return xml_schema_to_ir(schema, style, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt,
                                 excludes=list(excludes))
     except XG2RefError as err:
@@ -528,10 +529,10 @@ def _schema_ir(schema: Any, style: str, options: tuple, path: str) -> GrammarIR:
 
 
 def _ebnf_ir(text: str, path: str) -> GrammarIR:
-    from .grammar import Grammar
+    from .ebnf import parse_ebnf
 
     try:
-        return Grammar.from_ebnf(text).ir
+        return parse_ebnf(text)
     except XG2RefError as err:
         raise _fail(f"{path}.grammar", str(err)) from None
 

@@ -102,9 +102,8 @@ REPEAT_UNBOUNDED = 2147483647  # rule_rep_hi of R{lo,}
 FREE_BASE = 1 << 30
 NOEXIT_BASE = 1 << 29
 STRICT_BASE = 1 << 28
-# chart.meta slots
-META_SETS = 0       # number of sets (the current set is meta[0] - 1)
-META_GEN = 1        # generation of the dedup table
+# chart.meta slots: meta[0] is the number of sets (the current set is meta[0] - 1), meta[1] the
+# generation of the dedup table; then
 META_TOKEN = 2      # index of the token being read (-1 before the first); PREDICT counts budgets from it
 META_ENFORCE = 3    # 1: items past their deadline neither SCAN nor TOKEN
 META_RAISED = 4     # set when a deadline rose during a closure (the closure runs again)

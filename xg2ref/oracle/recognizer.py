@@ -30,8 +30,9 @@ What it leaves out: speed. Every call rebuilds the table (the last one is kept, 
 questions about one input costs one table). The work grows like nodes * n^2 for unambiguous
 grammars and up to nodes * n^3 for ambiguous ones: 1,024 bytes take about 0.07 s for an
 expression grammar and about 10 s for ("a"* "a"*). Inputs longer than MAX_INPUT_BYTES raise
-ValueError; it is an oracle for short strings, not a matcher. `TagDispatch` is read with
-`tag_scan`, on strings (no automaton). Lazy rules (`name[lazy] ::= ...`) are first rewritten
+ValueError; it is an oracle for short strings, not a matcher. Intrinsics are read by their own
+oracle readings (grammar/intrinsic.py `oracle_reach` / `oracle_pre`, given the facts of the rules
+they name): `TagDispatch` with `tag_scan`, on strings (no automaton). Lazy rules (`name[lazy] ::= ...`) are first rewritten
 into plain rules of the same language by `grammar/lazy.py`, a front-end step like `Regex(...)`.
 Unordered rules (`name[unordered]`, JSON Schema's `any_order`) are rewritten into plain rules
 by `oracle/unordered.py`, one per set of members seen.
@@ -60,9 +61,8 @@ from ..grammar.ir import (
     Repeat,
     RuleRef,
     Sequence,
-    TagDispatch,
-    TokenSet,
 )
+from ..grammar.intrinsic import Intrinsic
 from ..grammar.lazy import lower_lazy_rules
 from .unordered import lower_unordered_rules
 
@@ -70,7 +70,7 @@ from .unordered import lower_unordered_rules
 MAX_INPUT_BYTES = 1024
 
 # Node kinds of the oracle's own flattened tree.
-_BYTES, _CLASS, _SEQ, _CHOICE, _REPEAT, _REF, _TAG, _TOKEN = range(8)
+_BYTES, _CLASS, _SEQ, _CHOICE, _REPEAT, _REF, _INTRINSIC = range(7)
 
 _NOTHING: frozenset[int] = frozenset()
 
@@ -133,57 +133,27 @@ def _meets(ranges: tuple[tuple[int, int], ...], interval: Optional[tuple[int, in
     return any(a <= hi and lo <= b for a, b in ranges)
 
 
-def tag_scan(data: bytes, start: int, td: TagDispatch) -> tuple[list[int], list[tuple[int, int]], Optional[bytes]]:
-    """The oracle's reading of TagDispatch's free text from `start`, on strings, without an
-    automaton. The state is p, the current match: a prefix of some tag or exclude.
+class _Reader:
+    """What an intrinsic's oracle reading may ask (grammar/intrinsic.py): the facts of the rules
+    it names (`reach(k, p)`, `pre(k, p)` for the k-th of its rule_names()), its own facts at
+    other positions (`reach_self`, `pre_self`), the input `data` and the token `marks`."""
 
-        p ends no pattern:           p' = the longest suffix of p + b that is a prefix of a pattern
-        p is a tag:                  p' = p + b if that is a prefix of a pattern, else the text dies
-        some exclude ends p':        the text dies (an exclude that is a suffix of p' counts too)
+    __slots__ = ("data", "marks", "_v", "_kids", "_reach", "_pre")
 
-    Returns (the positions where free text may end, the (position, tag index) where a tag has
-    just been read, the state at the end of the data or None when the text died).
-    """
-    prefixes = _pattern_prefixes(td)
-    tags = {t: k for k, (t, _) in reversed(list(enumerate(td.tags)))}
-    p, free, dispatch = b"", [start], []
-    for j in range(start, len(data)):
-        grown = p + data[j:j + 1]
-        if p in tags:
-            nxt = grown if grown in prefixes else None
-        else:
-            nxt = next(grown[k:] for k in range(len(grown) + 1) if grown[k:] in prefixes)
-        if nxt is None or _holds_exclude_end(nxt, td):
-            return free, dispatch, None
-        p = nxt
-        if p in tags:
-            dispatch.append((j + 1, tags[p]))
-        else:
-            free.append(j + 1)
-    return free, dispatch, p
+    def __init__(self, data: bytes, marks: dict, v: int, kids: tuple, reach: list, pre: Optional[list]):
+        self.data, self.marks, self._v, self._kids, self._reach, self._pre = data, marks, v, kids, reach, pre
 
+    def reach(self, k: int, p: int) -> frozenset:
+        return self._reach[p][self._kids[k]]
 
-def _pattern_prefixes(td: TagDispatch) -> set:
-    return {b""} | {pat[:k] for pat in [t for t, _ in td.tags] + list(td.excludes) for k in range(len(pat) + 1)}
+    def reach_self(self, p: int) -> frozenset:
+        return self._reach[p][self._v]
 
+    def pre(self, k: int, p: int) -> bool:
+        return self._pre[p][self._kids[k]]
 
-def _holds_exclude_end(text: bytes, td: TagDispatch) -> bool:
-    return any(text.endswith(e) for e in td.excludes)
-
-
-def tag_reads_on(td: TagDispatch, tag: bytes, rule_nonempty) -> bool:
-    """Whether the scan, stopped on the tag `tag` at the end of the data, can go on without
-    dispatching it: some trie child that no exclude ends is free text (the text may end
-    there), or a tag whose rule matches something (`rule_nonempty(tag index)`) or that reads
-    on in turn."""
-    prefixes = _pattern_prefixes(td)
-    tags = {t: k for k, (t, _) in reversed(list(enumerate(td.tags)))}
-    for child in {q for q in prefixes if len(q) == len(tag) + 1 and q.startswith(tag)}:
-        if _holds_exclude_end(child, td):
-            continue
-        if child not in tags or rule_nonempty(tags[child]) or tag_reads_on(td, child, rule_nonempty):
-            return True
-    return False
+    def pre_self(self, p: int) -> bool:
+        return self._pre[p][self._v]
 
 
 class Recognizer:
@@ -215,7 +185,8 @@ class Recognizer:
                 raise ValueError(f"reference to undefined rule {name!r}")
             self._arg[v] = body_node[name]
         self._root = body_node[ir.root]
-        self.has_token_sets = _TOKEN in self._kind
+        self.has_token_sets = any(kind == _INTRINSIC and arg.level == "token"
+                                  for kind, arg in zip(self._kind, self._arg))
         self._nonempty = self._productive()
         # rest_nonempty[v][t]: items t+1.. of sequence v all have non-empty languages.
         self._rest_nonempty: dict[int, list[bool]] = {}
@@ -248,10 +219,8 @@ class Recognizer:
             v = self._node(_REF, -1, ())
             refs.append((v, expr.name))
             return v
-        if isinstance(expr, TagDispatch):
-            return self._node(_TAG, expr, tuple(self._add(RuleRef(name), refs) for _, name in expr.tags))
-        if isinstance(expr, TokenSet):
-            return self._node(_TOKEN, expr, ())
+        if isinstance(expr, Intrinsic):  # its kids: the rules it names, in order
+            return self._node(_INTRINSIC, expr, tuple(self._add(RuleRef(name), refs) for name in expr.rule_names()))
         raise TypeError(f"not a grammar expression: {expr!r}")
 
     def _node(self, kind: int, arg: object, kids: tuple[int, ...]) -> int:
@@ -281,8 +250,11 @@ class Recognizer:
             if ne[v]:
                 continue
             kind, kids = self._kind[v], self._kids[v]
-            if kind == _BYTES or kind == _TAG or kind == _TOKEN:  # a tag's free text may be empty
+            if kind == _BYTES:
                 new = True
+            elif kind == _INTRINSIC:
+                arg = self._arg[v]
+                new = arg.productive({name for name, k in zip(arg.rule_names(), kids) if ne[k]})
             elif kind == _CLASS:
                 new = bool(self._arg[v])
             elif kind == _SEQ:
@@ -427,20 +399,10 @@ class Recognizer:
         if kind == _REPEAT:
             # REPEAT  j in S_c (see _copies), m <= c <= M         ⊢ j in reach(b{m,M}, i)
             return frozenset(self._copies(kids[0], i, arg[0], arg[1], reach))
-        if kind == _TAG:
-            # TAG     free text may end at j (tag_scan)               ⊢ j in reach(TD, i)
-            #         tag t read at p, k in reach(rule of t, p)       ⊢ k (no loop) or
-            #                                  reach(TD, k) (loop) in reach(TD, i)
-            free, dispatch, _ = tag_scan(data, i, arg)
-            out = set(free)
-            for p, tag in dispatch:
-                for k in reach[p][kids[tag]]:
-                    out.update(reach[k][v] if arg.loop else (k,))
-            return frozenset(out)
-        if kind == _TOKEN:
-            # TOKEN   marks[i] = (t, k), t in the set                 ⊢ i+k in reach(T, i)
-            mark = self._marks.get(i)
-            return frozenset((i + mark[1],)) if mark is not None and arg.matches(mark[0]) else _NOTHING
+        if kind == _INTRINSIC:
+            # INTRINSIC  the construct's own reading (grammar/intrinsic.py), given the facts
+            #            of the rules it names and its own facts at later positions
+            return frozenset(arg.oracle_reach(_Reader(data, self._marks, v, kids, reach, None), i))
         # REF     j in reach(body of A, i)                        ⊢ j in reach(A, i)
         return reach[i][arg]
 
@@ -472,26 +434,8 @@ class Recognizer:
             #         L(b) is non-empty since pre(b, p); b{0,0} has no such c)
             hi = arg[1]
             return any(pre[p][kids[0]] for p in self._copies(kids[0], i, 0, None if hi is None else hi - 1, reach))
-        if kind == _TAG:
-            # TAG     the scan reads all of d[i:n]                    ⊢ pre(TD, i)
-            #         (ending in free text, or on a tag whose rule can start or that
-            #         reads on through a trie child: tag_reads_on)
-            #         tag t read at p, pre(rule of t, p)              ⊢ pre(TD, i)
-            #         ... k in reach(rule, p), pre(TD, k) (loop) or k = n ⊢ pre(TD, i)
-            free, dispatch, last = tag_scan(data, i, arg)
-            n = len(data)
-            for p, tag in dispatch:
-                r = kids[tag]
-                if pre[p][r] or any(pre[k][v] if arg.loop else k == n for k in reach[p][r]):
-                    return True
-            if last is None:
-                return False
-            if last not in {t for t, _ in arg.tags}:
-                return True
-            return tag_reads_on(arg, last, lambda tag: pre[n][kids[tag]])
-        if kind == _TOKEN:
-            # TOKEN   marks[i] = (t, k), t in the set, i+k = n                ⊢ pre(T, i)
-            mark = self._marks.get(i)
-            return mark is not None and arg.matches(mark[0]) and i + mark[1] == len(data)
+        if kind == _INTRINSIC:
+            # INTRINSIC  the construct's own reading, as in _reach
+            return arg.oracle_pre(_Reader(data, self._marks, v, kids, reach, pre), i)
         # REF     pre(body of A, i)                                   ⊢ pre(A, i)
         return pre[i][arg]

@@ -35,10 +35,10 @@ from ..grammar.ir import (
     Rule,
     RuleRef,
     Sequence,
-    TagDispatch,
-    TokenSet,
     walk,
 )
+from ..grammar.intrinsic import Intrinsic
+from ..intrinsics.token_sets import TokenSet
 
 INF = float("inf")
 
@@ -209,10 +209,8 @@ def _shortest(ir: GrammarIR) -> dict[int, tuple[float, float]]:
 def _shortest_step(n: Expr, best, body) -> tuple[float, float]:
     if isinstance(n, ByteString):
         return (len(n.value), 0)
-    if isinstance(n, TokenSet):
-        return (INF, INF)  # sentences are byte strings: a token set never appears in one
-    if isinstance(n, TagDispatch):
-        return (0, 0)  # the empty free text
+    if isinstance(n, Intrinsic):  # its own (TagDispatch: the empty free text; a token set: none)
+        return n.shortest(lambda name: best[id(body[name])])
     if isinstance(n, CharClass):
         ranges = n.codepoint_ranges()
         return (len(_encode(ranges[0][0])), 0) if ranges else (INF, INF)
@@ -278,13 +276,8 @@ def _sample(n: Expr, rng: random.Random, depth: int, best, body, out: bytearray,
             count = rng.randint(n.min, top)
         for _ in range(count):
             _sample(n.body, rng, depth - 1, best, body, out, budget)
-    elif isinstance(n, TagDispatch):
-        # no free text (it might spell a tag or an exclude): only tags and their rules
-        usable = [(tag, name) for tag, name in n.tags if best[id(body[name])][0] != INF]
-        count = 0 if depth <= 0 or not usable else rng.randint(0, 2 if n.loop else 1)
-        for _ in range(count):
-            tag, name = rng.choice(usable)
-            out += tag
-            _sample(body[name], rng, depth - 1, best, body, out, budget)
+    elif isinstance(n, Intrinsic):
+        n.sample(rng, depth, lambda name: best[id(body[name])][0] != INF,
+                 lambda name: _sample(body[name], rng, depth - 1, best, body, out, budget), out)
     else:
         _sample(body[n.name], rng, depth - 1, best, body, out, budget)

@@ -1,0 +1,79 @@
+"""A leaf of shared helpers for the JSON Schema front end (XGrammar-2 §2.1): the keyword sets
+and the readers of numeric keywords.
+
+The converter (json_schema.py) and its satellites (json_merge.py, json_objects.py,
+json_strings.py, json_values.py, json_excludes.py, json_xml.py) all import this module, so no
+satellite imports the converter:
+
+    TYPES                       the seven JSON Schema type names, in the order `type` expands to
+    ANNOTATIONS                 keywords that change no language (title, $defs, ...)
+    MORE_PATTERNS, MORE_FORMATS where `merge` keeps the second and later patterns / formats of an allOf
+    constrains(schema)          whether a schema has a keyword that is not an annotation
+    count(schema, key, ...)     a non-negative integer keyword (minLength, maxItems, ...)
+    bounds(schema, path)        minimum / maximum with their exclusive forms (draft 4's too)
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Optional
+
+from ..exceptions import InvalidJSONError
+
+TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "id", "$comment",
+                         "readOnly", "writeOnly", "deprecated", "$anchor", "definitions", "$defs", "format_",
+                         "contentMediaType", "contentEncoding"})
+MORE_PATTERNS = "$xg2ref:patterns"  # an allOf of two patterns: the second and later ones (all must hold)
+MORE_FORMATS = "$xg2ref:formats"  # an allOf of two formats: the second and later ones (all must hold)
+
+
+def constrains(schema: dict) -> bool:
+    """Whether `schema` has a keyword that is not an annotation."""
+    return any(k not in ANNOTATIONS for k in schema)
+
+
+def count(schema: dict, key: str, path: str, default):
+    """The non-negative integer `schema[key]` (an integral float is read as an int), `default`
+    when absent; anything else is an InvalidJSONError at `path.key`."""
+    if key not in schema:
+        return default
+    value = schema[key]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidJSONError(f"{path}.{key}: must be a non-negative integer, got {value!r}")
+    return value
+
+
+def number(value: Any, path: str) -> Decimal:
+    """A numeric keyword's value as an exact Decimal (a float by its shortest repr)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidJSONError(f"{path}: must be a number, got {value!r}")
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def bounds(schema: dict, path: str) -> tuple[Optional[Decimal], bool, Optional[Decimal], bool]:
+    """(lo, lo exclusive, hi, hi exclusive) of a number schema: the tighter of `minimum` and
+    `exclusiveMinimum` (a number, or draft 4's boolean on `minimum`), the same for the maximum."""
+    lo = hi = None
+    lo_x = hi_x = False
+    if "minimum" in schema:
+        lo = number(schema["minimum"], f"{path}.minimum")
+    if "maximum" in schema:
+        hi = number(schema["maximum"], f"{path}.maximum")
+    x = schema.get("exclusiveMinimum")
+    if isinstance(x, bool):  # draft 4
+        lo_x = x and lo is not None
+    elif x is not None:
+        v = number(x, f"{path}.exclusiveMinimum")
+        if lo is None or v >= lo:
+            lo, lo_x = v, True
+    x = schema.get("exclusiveMaximum")
+    if isinstance(x, bool):
+        hi_x = x and hi is not None
+    elif x is not None:
+        v = number(x, f"{path}.exclusiveMaximum")
+        if hi is None or v <= hi:
+            hi, hi_x = v, True
+    return lo, lo_x, hi, hi_x
