@@ -13,9 +13,16 @@ departure is still there. A case marked `xg2ref_refuses` pins a documented refus
 to compile it would be as right as rejecting every string.
 
 The verdicts of xgrammar, llguidance and outlines on the same cases are in
-benchmarks/tracker_cases/results.md (`benchmarks/tracker_cases/run.py`).
+benchmarks/tracker_cases/results.md, and as data in tests/data/tracker_engine_verdicts.json
+(`benchmarks/tracker_cases/run.py` writes both). The last test recomputes them for each installed
+engine with run.py's own functions (llguidance in its worker process with a timeout, since it can
+spin) and asks for the recorded verdicts, so that an upstream release that fixes or changes one
+fails here: then rerun run.py and update docs/findings.md. Compile errors are compared by kind,
+not by text. It runs in the compiled pass only (`jit_only`): the engines do not depend on numba,
+and one pass is enough.
 """
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -24,7 +31,9 @@ import pytest
 import xg2ref as xgr
 
 CASES = json.loads((Path(__file__).parent / "data" / "tracker_cases.json").read_text(encoding="utf-8"))
+RECORDED = json.loads((Path(__file__).parent / "data" / "tracker_engine_verdicts.json").read_text(encoding="utf-8"))
 KINDS = ("json_schema", "regex", "ebnf", "lark")
+OTHER_ENGINES = {"xgrammar": "xgrammar", "llguidance": "llguidance", "outlines": "outlines_core"}
 
 
 def _grammar(case):
@@ -95,3 +104,46 @@ def test_xg2ref_verdicts(case):
         # the documented departure is still there (specs/05-front-ends.md, clause in the case)
         assert departing, f"{case['id']}: no string departs any more; drop xg2ref_departs " \
                           f"({case['xg2ref_departs']})"
+
+
+def _run_module():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tracker_cases" / "run.py"
+    spec = importlib.util.spec_from_file_location("tracker_cases_run", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_recorded_engine_verdicts_cover_every_string():
+    assert set(RECORDED) == {c["id"] for c in CASES}
+    for case in CASES:
+        record = RECORDED[case["id"]]
+        assert set(record) == {"xg2ref", *OTHER_ENGINES}, case["id"]
+        for engine, verdicts in record.items():
+            assert len(verdicts) == len(case["strings"]), (case["id"], engine)
+            assert all(isinstance(v, bool) or v.startswith(("error", "timeout")) for v in verdicts)
+        # xg2ref's recorded verdicts are the ones test_xg2ref_verdicts pins (label or departure)
+        for s, v in zip(case["strings"], record["xg2ref"]):
+            assert v == s.get("xg2ref_verdict", s["valid"]) or case.get("xg2ref_refuses") \
+                or (case.get("empty_language") and not s["valid"]), (case["id"], s["text"], v)
+
+
+@pytest.mark.jit_only
+@pytest.mark.parametrize("engine", list(OTHER_ENGINES))
+def test_other_engines_still_give_the_recorded_verdicts(engine):
+    if importlib.util.find_spec(OTHER_ENGINES[engine]) is None:
+        pytest.skip(f"{engine} is not installed")
+    run = _run_module()
+    if engine == "xgrammar":
+        now = [run.xgrammar_verdicts(c) for c in CASES]
+    elif engine == "llguidance":
+        now = run.llguidance_verdicts(CASES)
+    else:
+        now = run.outlines_verdicts(CASES)
+    changed = []
+    for case, verdicts in zip(CASES, now):
+        for s, recorded, got in zip(case["strings"], RECORDED[case["id"]][engine], verdicts):
+            if not run.same_verdict(recorded, got):
+                changed.append(f"{case['id']} {s['text']!r}: recorded {recorded!r}, now {got!r}")
+    assert not changed, (f"{engine} answers differently now; rerun benchmarks/tracker_cases/run.py and update "
+                         "docs/findings.md:\n" + "\n".join(changed))
