@@ -71,7 +71,12 @@ def test_an_engine_that_disagrees_with_the_oracle_is_reported(files, monkeypatch
     wrong = [d for d in report["disagreements"] if d["engine"] == "flipped"]
     assert wrong and all(d["kind"] == "mask" and d["tokens"] == [2] and d["engine_says"] is True and not d["by_design"]
                          and d["oracle"] is False for d in wrong)
-    assert all(d["replay"].startswith("xg2ref mask") for d in wrong)
+    for d in wrong[:3]:  # each replay line asks xg2ref the same question of the user's file
+        import shlex
+
+        argv = shlex.split(d["replay"])
+        assert argv[:2] == ["xg2ref", "explain"] and grammar in argv
+        assert main(argv[1:]) == (0 if d["oracle"] else 1)
     status, _ = _run([grammar, "--vocab", vocab, "--against", "flipped", "--strict"], tmp)
     assert status == 1
 
@@ -205,3 +210,52 @@ def test_a_json_verdict_is_shrunk_and_judged_by_jsonschema():
     f = diff.disagreements[0]["shrunk"]
     assert f["jsonschema_valid_original"] is True and f["jsonschema_valid"] is True and f["oracle"] is True
     assert bytes.fromhex(f["input_hex"]) == b'[1,{"":2}]' and json.loads(f["source"]) == {"properties": {}}
+
+
+class _Lax(XG2RefEngine):
+    """xg2ref whose accept_bytes says yes to bytes it refuses (and stays where it was): it
+    over-accepts every string that leaves the language, and agrees on the others."""
+
+    name = "lax"
+
+    def compile(self, text, root="root"):
+        matcher = super().compile(text, root)
+        real = matcher.accept_bytes
+        matcher.accept_bytes = lambda data: real(data) or True
+        return matcher
+
+
+def test_the_oracle_is_asked_about_the_byte_in_question(files, monkeypatch):
+    """Where the lax engine reads on past xg2ref's last viable byte, the question is whether
+    that next byte is viable: the oracle says no, as xg2ref does (not whether the bytes before
+    it are, which it had already answered yes)."""
+    import xg2ref.oracle.other_engines as other
+
+    tmp, grammar, _, vocab = files
+    real = other.make_engine
+    monkeypatch.setattr(other, "make_engine", lambda name, info: _Lax(info) if name == "lax" else real(name, info))
+    report_path = tmp / "lax.json"
+    status = main(["diff", grammar, "--vocab", vocab, "--against", "lax", "--shrink-seconds", "0", "--strings", "12",
+                   "--traces", "0", "--jobs", "1", "--no-progress", "--report", str(report_path)])
+    report = json.loads(report_path.read_text())
+    assert status == 0
+    lax = [d for d in report["disagreements"] if d["engine"] == "lax" and d["kind"] == "verdict"]
+    assert not [d for d in report["disagreements"] if d["engine"] == "xg2ref"]
+    assert all(d["oracle"] == d["xg2ref"] for d in lax)
+    read_on = [d for d in lax if d["question"] in ("prefix", "whole")]
+    assert read_on and all(d["engine_says"] is True and d["oracle"] is False for d in read_on)
+    import shlex
+
+    for d in lax[:4]:  # the replay line asks xg2ref the same question: exit 0 iff the oracle says yes
+        assert main(shlex.split(d["replay"])[1:]) == (0 if d["oracle"] else 1), d["replay"]
+
+
+def test_minus_zero_is_by_design_for_integers_too():
+    from xg2ref.diff_classes import by_design
+    from xg2ref.fuzz_shrink import Question
+
+    integer = {"properties": {"b": {"type": "integer"}}}
+    assert by_design("xgrammar", "json_schema", integer, Question("prefix", b'{"b":-0'), False, None, b"") \
+        == "-0 (specs/05 difference 9)"
+    plain = {"properties": {"b": {"type": "number"}}}
+    assert by_design("xgrammar", "json_schema", plain, Question("prefix", b'{"b":-0'), False, None, b"") is None

@@ -240,20 +240,25 @@ class CaseRun:
             r.verdict_diff_oracle += 1
             self.keep(Disagreement(self.case.name, "whole", "oracle", s, {"xg2ref": h_whole[0], "oracle": o_len == len(s)}))
 
-    def oracle_says(self, kind: str, s: bytes, k: int, have: bool, judged: dict) -> Optional[bool]:
-        """The oracle's verdict on a question have and ref answer differently; a verdict not
-        compared before that goes against have counts as an oracle disagreement."""
-        if ("sentence" if kind == "whole" else kind, k) in judged:
-            return judged[("sentence" if kind == "whole" else kind, k)]
-        if k + (kind == "prefix") > MAX_INPUT_BYTES:
+    def oracle_says(self, kind: str, s: bytes, n: int, have: bool, judged: dict) -> Optional[bool]:
+        """The oracle's verdict on s[:n], a question have and ref answer differently: "prefix"
+        (is s[:n] viable) or "sentence" (is it complete). `judged` holds the verdicts compared
+        before, keyed (kind, n); one not compared before that goes against have counts as an
+        oracle disagreement."""
+        if (kind, n) in judged:
+            return judged[(kind, n)]
+        if n > MAX_INPUT_BYTES:
             return None
-        data = s[:k + (kind == "prefix")]
+        data = s[:n]
         want = self.rec.is_prefix(data) if kind == "prefix" else self.rec.is_sentence(data)
-        judged[(kind, k)] = want
+        judged[(kind, n)] = want
         if want != have:
             self.result.verdict_diff_oracle += 1
-            self.keep(Disagreement(self.case.name, kind, "oracle", s[:k], {"xg2ref": have, "oracle": want},
-                                   token=s[k:k + 1] if kind == "prefix" else None))
+            if kind == "prefix":
+                self.keep(Disagreement(self.case.name, kind, "oracle", s[:n - 1], {"xg2ref": have, "oracle": want},
+                                       token=s[n - 1:n]))
+            else:
+                self.keep(Disagreement(self.case.name, kind, "oracle", data, {"xg2ref": have, "oracle": want}))
         return want
 
     def versus_ref(self, s: bytes, h_len: int, h_comp: list, h_whole: tuple, judged: dict) -> None:
@@ -264,7 +269,7 @@ class CaseRun:
         if h_len != x_len:
             r.verdict_diff_ref += abs(h_len - x_len)
             m = min(h_len, x_len)
-            want = self.oracle_says("prefix", s, m, h_len > m, judged)
+            want = self.oracle_says("prefix", s, m + 1, h_len > m, judged)
             self.keep(Disagreement(self.case.name, "prefix", name, s[:m],
                                    {"xg2ref": h_len > m, name: x_len > m, "oracle": want}, token=s[m:m + 1]))
         common = min(h_len, x_len)
@@ -279,7 +284,10 @@ class CaseRun:
         r.verdicts_ref += 1
         if h_whole != x_whole:
             r.verdict_diff_ref += 1
-            self.keep(Disagreement(self.case.name, "whole", name, s, {"xg2ref": h_whole[0], name: x_whole[0]},
+            verdicts = {"xg2ref": h_whole[0], name: x_whole[0]}
+            if h_whole[0] != x_whole[0]:  # accept_bytes(s) is the question "is s viable"
+                verdicts["oracle"] = self.oracle_says("prefix", s, len(s), h_whole[0], judged)
+            self.keep(Disagreement(self.case.name, "whole", name, s, verdicts,
                                    note=f"is_completed after it: xg2ref {h_whole[1]}, {name} {x_whole[1]}"))
 
     # ---- token traces -------------------------------------------------------------------------

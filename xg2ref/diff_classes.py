@@ -26,7 +26,7 @@ question). A difference is of the class when it vanishes under the one change th
     xgrammar    dead ends (specs/01 4)  over-accepts in an EBNF grammar with an unproductive rule
                                         or an empty character class (no re-ask: read off the grammar)
     xgrammar    -0 (specs/05 9)         refuses `-`, `0` after `-`, or what follows `-0`, under a
-                                        numeric bound (no re-ask)
+                                        numeric bound or an integer type (no re-ask)
     outlines    whitespace              refuses `,` `]` `}` after whitespace in a JSON schema
     llguidance  forced_text             refuses a token that is a prefix of the bytes it reports
                                         forced (or holds them whole)
@@ -115,8 +115,8 @@ def by_design(engine: str, kind: str, spec, q, says: bool, asker, token: bytes) 
     before, asked = (q.data, token) if masked else (q.data[:-1], q.data[-1:])
     if engine == "xgrammar" and kind == "ebnf" and says and has_dead_ends(spec):
         return "dead ends (specs/01 difference 4)"
-    bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & set(keywords(spec)) \
-        if kind == "json_schema" else set()
+    found = set(keywords(spec)) if kind == "json_schema" else set()
+    bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "type=integer"} & found
     if engine == "xgrammar" and bounded and not says and \
             (asked[:1] == b"-" or before.endswith(b"-") and asked[:1] == b"0" or before.endswith(b"-0")):
         return "-0 (specs/05 difference 9)"

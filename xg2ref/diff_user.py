@@ -33,6 +33,8 @@ when a compared engine disagrees with the oracle other than by design; else 0.
 
 from __future__ import annotations
 
+import os
+import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -131,6 +133,23 @@ def _entries(d) -> list:
     return out
 
 
+def user_replay(entry: dict, case, vocab_name: str, stop_id: Optional[int]) -> str:
+    """`xg2ref explain` asking the entry's question of the user's file (kind, front-end options
+    and vocabulary given), in place of the suite's `check` / `mask` lines."""
+    from .user_cases import replay_flags
+
+    path = shlex.quote(case.source if os.path.exists(case.source) else case.name)
+    head = f"xg2ref explain {path}{replay_flags(case)} --vocab {shlex.quote(vocab_name)} --hex"
+    data = bytes.fromhex(entry["input_hex"])
+    if entry["kind"] == "mask":
+        return f"{head} --prefix '{data.hex()}' --token {entry['tokens'][0]}"
+    if entry["question"] == "sentence" and stop_id is not None:
+        return f"{head} --prefix '{data.hex()}' --token {stop_id}"
+    if entry["question"] == "whole":
+        return f"{head} --prefix '' --text '{data.hex()}'"
+    return f"{head} --prefix '{data[:-1].hex()}' --text '{data[-1:].hex()}'"
+
+
 def run_user_diff(cases: list, engines: list, info: TokenizerInfo, vocab_name: str, seed: int = 0,
                   options: Optional[DiffOptions] = None, jobs: int = 1, progress: bool = True) -> UserDiff:
     """`cases` (suite.Case) against each engine name of `engines` (none: the oracle only)."""
@@ -150,4 +169,11 @@ def run_user_diff(cases: list, engines: list, info: TokenizerInfo, vocab_name: s
                                       progress=progress, jobs=jobs)
         report.reference = name
         reports[name] = report
-    return UserDiff(engines=list(engines), reports=reports, seconds=time.perf_counter() - start, seed=seed)
+    diff = UserDiff(engines=list(engines), reports=reports, seconds=time.perf_counter() - start, seed=seed)
+    by_name = {c.name: c for c in cases}
+    stop_id = info.stop_token_ids[0] if info.stop_token_ids else None
+    for entry in diff.disagreements:
+        case = by_name.get(entry["case"])
+        if case is not None and entry["question"] != "rollback" and entry["input_hex"] is not None:
+            entry["replay"] = user_replay(entry, case, vocab_name, stop_id)
+    return diff

@@ -23,6 +23,7 @@ and `UsageError`, bad command-line input.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Optional
@@ -107,6 +108,11 @@ def front_end_flags(options: dict) -> str:
     return "".join(" " + f for f in out)
 
 
+def replay_flags(case) -> str:
+    """`--kind K` and the front-end flags that read `case` again from its file."""
+    return f" --kind {case.kind or 'ebnf'}{front_end_flags(case.options or {})}"
+
+
 def load_user_case(spec: str, kind: str = "auto", options: Optional[dict] = None) -> Case:
     """A file path, a suite case name or inline EBNF text, as a case."""
     if kind not in KINDS:
@@ -114,8 +120,8 @@ def load_user_case(spec: str, kind: str = "auto", options: Optional[dict] = None
     if os.path.isfile(spec):
         with open(spec, encoding="utf-8") as f:
             text = f.read()
-        return case_from_text(os.path.basename(spec), text, guess_kind(spec, text) if kind == "auto" else kind,
-                              options)
+        case = case_from_text(os.path.basename(spec), text, guess_kind(spec, text) if kind == "auto" else kind, options)
+        return dataclasses.replace(case, source=spec)  # the path: replay commands name it
     if spec in case_names() or "-" in spec:
         try:
             return load_cases([spec])[0]
