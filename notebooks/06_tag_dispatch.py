@@ -201,4 +201,4 @@ print("masks agree with the oracle along", prefix)
 # %% [markdown]
 # Actual code: `xg2ref.intrinsics.tag_dispatch.AhoCorasick`, `xg2ref.intrinsics.tag_dispatch.TagDispatch.fragment`
 # (the automaton as FSM edges), `xg2ref.intrinsics.token_sets.TokenTagDispatch` (lowered to token sets),
-# `xg2ref.bench_tagdispatch.plain_ebnf` (Table 2).
+# `xg2ref.tools.bench.tagdispatch.plain_ebnf` (Table 2).

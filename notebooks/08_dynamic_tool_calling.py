@@ -208,4 +208,4 @@ for model, words in pieces.items():
 # Actual code: `xg2ref.builtin_structural_tag.get_model_structural_tag`,
 # `xg2ref.compiler.GrammarCompiler.compile_structural_tag`, `xg2ref.compiler.compile_linked_grammar`,
 # `xg2ref.linking.PartCache`, `xg2ref.cross_grammar_cache.CrossGrammarCache.note_rules` (substructure reuse),
-# `xg2ref.bench_dynamic.run_workload`.
+# `xg2ref.tools.bench.dynamic.run_workload`.

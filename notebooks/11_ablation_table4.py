@@ -130,4 +130,4 @@ for name, schema in checked:
 
 # %% [markdown]
 # Actual code: `xg2ref.compiler.GrammarCompiler` (`jit`, `cross_grammar_cache`, `repetition_compression`),
-# `xg2ref.bench_ablation.CONFIGS`, `xg2ref.bench_ablation.bench_ablation`.
+# `xg2ref.tools.bench.ablation.CONFIGS`, `xg2ref.tools.bench.ablation.bench_ablation`.

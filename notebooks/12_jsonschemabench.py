@@ -143,6 +143,6 @@ for subset, uid, schema in [s for s in sample if s[0] == "Kubernetes"]:
     print(f"{uid}: masks equal the oracle's along {step['prefix']!r}")
 
 # %% [markdown]
-# Actual code: `xg2ref.grammar.grammar.Grammar.from_json_schema`, `xg2ref.bench_jsonschema.random_walk`,
-# `xg2ref.bench_jsonschema.validation_error`, `xg2ref.bench_jsonschema.summarize`,
+# Actual code: `xg2ref.grammar.grammar.Grammar.from_json_schema`, `xg2ref.tools.bench.jsonschemabench.random_walk`,
+# `xg2ref.tools.bench.jsonschemabench.validation_error`, `xg2ref.tools.bench.jsonschemabench.summarize`,
 # `xg2ref.compiler.GrammarCompiler.compile_json_schema`.

@@ -41,7 +41,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm's notic
 # The schema: an object with a bounded integer and a short string. The vocabulary: twenty
 # pieces that can spell its documents (a JSON list of token strings; a real run would name
 # `llama3` or a `tokenizer.json`). `rt.run_cli` runs the command in this process
-# (`xg2ref.cli.main`) and returns its exit status and output; a shell runs the same line.
+# (`xg2ref.tools.cli.main`) and returns its exit status and output; a shell runs the same line.
 
 # %%
 workdir = tempfile.mkdtemp(prefix="xg2ref-diff-")
@@ -149,7 +149,7 @@ for args in (["--prefix", '{"n": -', "--text", "0"],
 # %% [markdown]
 # ## 5. Known deliberate differences
 #
-# `xg2ref/diff_classes.py` names the differences that are deliberate, so that a report counts
+# `xg2ref/tools/diff/classes.py` names the differences that are deliberate, so that a report counts
 # them apart and `--strict` (exit 1 on any engine's disagreement) does not fail on them:
 #
 # | engine | class | the engine ... |
@@ -191,6 +191,6 @@ for d in report["disagreements"]:
 shutil.rmtree(workdir)  # the report and its reproducers
 
 # %% [markdown]
-# Actual code: `xg2ref.diff_user.run_user_diff`, `xg2ref.fuzz_case.shrink_disagreements`,
-# `xg2ref.diff_classes.classify`, `xg2ref.diff_classes.by_design`, `xg2ref.fuzz_case.CaseChecker.finding`
-# (shrinking), `xg2ref.replay.replay`, `xg2ref.explain`.
+# Actual code: `xg2ref.tools.diff.user.run_user_diff`, `xg2ref.tools.fuzz.case.shrink_disagreements`,
+# `xg2ref.tools.diff.classes.classify`, `xg2ref.tools.diff.classes.by_design`, `xg2ref.tools.fuzz.case.CaseChecker.finding`
+# (shrinking), `xg2ref.tools.replay.replay`, `xg2ref.tools.explain`.

@@ -3,7 +3,7 @@
 import pytest
 
 import xg2ref as xgr
-from xg2ref.bench import Row, bench_mask, format_table
+from xg2ref.tools.bench.mask import Row, bench_mask, format_table
 
 
 def test_table_has_ratios():
@@ -26,7 +26,7 @@ def test_bench_runs_on_suite_cases():
 
 
 def test_missing_data_is_a_clear_error(tmp_path):
-    from xg2ref.bench import json_mode_eval_texts
+    from xg2ref.tools.bench.mask import json_mode_eval_texts
 
     with pytest.raises(FileNotFoundError, match="--data"):
         json_mode_eval_texts(str(tmp_path))
@@ -48,7 +48,7 @@ def _bench_data(tmp_path, schemas):
 
 
 def test_validation_error_names_the_problem():
-    from xg2ref.bench_jsonschema import validation_error
+    from xg2ref.tools.bench.jsonschemabench import validation_error
 
     schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}, "required": ["n"]}
     assert validation_error(schema, b'{"n": 2}') is None
@@ -60,7 +60,7 @@ def test_validation_error_names_the_problem():
 
 
 def test_summary_counts_each_record_once():
-    from xg2ref.bench_jsonschema import summarize
+    from xg2ref.tools.bench.jsonschemabench import summarize
 
     base = {"subset": "A", "theirs": True, "ours": True, "timed_out": False, "failure": None, "finished": True,
             "valid": True, "text": None, "why": None, "seconds": 1.0}
@@ -77,7 +77,7 @@ def test_summary_counts_each_record_once():
 def test_jsonschemabench_records_and_resumes(tmp_path, monkeypatch):
     import json
 
-    from xg2ref import bench_jsonschema as bj
+    from xg2ref.tools.bench import jsonschemabench as bj
 
     schemas = {"small": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
                "enum": {"enum": ["red", "green"]},
@@ -130,7 +130,7 @@ def test_jsonschemabench_records_and_resumes(tmp_path, monkeypatch):
 
 
 def test_multiple_of_is_checked_exactly_at_any_size():
-    from xg2ref.bench_jsonschema import is_exact_multiple, validation_error
+    from xg2ref.tools.bench.jsonschemabench import is_exact_multiple, validation_error
 
     assert validation_error({"type": "number", "multipleOf": 0.01}, b"8752344473888e30083039") is None
     assert validation_error({"type": "number", "multipleOf": 3}, b"3e400") is None
@@ -149,7 +149,7 @@ def test_dynamic_bench_reports_reuse_and_writes_the_figure(tmp_path):
     pytest.importorskip("matplotlib")
     import json
 
-    from xg2ref.bench_dynamic import bench_dynamic
+    from xg2ref.tools.bench.dynamic import bench_dynamic
 
     lines = []
     plot = tmp_path / "fig6.png"
@@ -165,7 +165,7 @@ def test_dynamic_bench_reports_reuse_and_writes_the_figure(tmp_path):
 
 
 def test_dynamic_workloads_draw_their_tools():
-    from xg2ref.bench_dynamic import request_tools
+    from xg2ref.tools.bench.dynamic import request_tools
 
     pool = [{"function": {"name": f"t{i}"}} for i in range(10)]
     static = request_tools(pool, "static", 3, 4)
@@ -177,7 +177,7 @@ def test_dynamic_workloads_draw_their_tools():
 
 @pytest.mark.jit_only
 def test_ablation_bench_checks_every_configuration_against_the_baseline(tmp_path):
-    from xg2ref.bench_ablation import CONFIGS, bench_ablation
+    from xg2ref.tools.bench.ablation import CONFIGS, bench_ablation
 
     schemas = {"s": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 200},
                                                       "tags": {"type": "array", "items": {"type": "integer"},
@@ -193,7 +193,7 @@ def test_ablation_bench_checks_every_configuration_against_the_baseline(tmp_path
 
 
 def test_ablation_table_gives_changes_against_the_row_above():
-    from xg2ref.bench_ablation import AblationRow, format_table
+    from xg2ref.tools.bench.ablation import AblationRow, format_table
 
     rows = [AblationRow("Baseline", 100.0, 10.0, 3, 30), AblationRow("+JIT", 10.0, 40.0, 3, 30)]
     text = format_table(rows)
@@ -204,7 +204,7 @@ def test_ablation_table_gives_changes_against_the_row_above():
 @pytest.mark.xgrammar
 def test_targets_bench_reports_every_row_on_the_default_path():
     pytest.importorskip("xgrammar")
-    from xg2ref.bench_targets import bench_targets
+    from xg2ref.tools.bench.targets import bench_targets
 
     lines = []
     assert bench_targets("../shared/data", requests=2, items=2, cliff_tokens=120, out=lines.append) == 0
@@ -225,7 +225,7 @@ def test_kernels_bench_checks_every_backend_then_times_it(monkeypatch):
     pytest.importorskip("torch")
     import numpy as np
 
-    from xg2ref import bench_kernels as BK
+    from xg2ref.tools.bench import kernels as BK
 
     lines = []
     assert BK.bench_kernels(out=lines.append, batches=(2,), vocabs=(1000,), repeats=5) == 0
@@ -250,8 +250,8 @@ def test_maskbench_compares_masks_then_times_every_engine(tmp_path):
     pytest.importorskip("xgrammar")
     import json
 
-    from xg2ref.bench_jsonschema import SUBSETS
-    from xg2ref.bench_maskbench import JSON_MODE_EVAL, bench_maskbench
+    from xg2ref.tools.bench.jsonschemabench import SUBSETS
+    from xg2ref.tools.bench.maskbench import JSON_MODE_EVAL, bench_maskbench
 
     lines = []
     records_path, plot = tmp_path / "records.jsonl", tmp_path / "cdf.png"
@@ -272,7 +272,7 @@ def test_maskbench_compares_masks_then_times_every_engine(tmp_path):
 def test_mask_differences_are_told_apart_by_specs_05():
     import numpy as np
 
-    from xg2ref.bench_maskbench import difference_kind, documented_keywords
+    from xg2ref.tools.bench.maskbench import difference_kind, documented_keywords
     from xg2ref.bitmask import allocate_token_bitmask
 
     info = xgr.TokenizerInfo([b"a", b"\\n", b"\x01", b"d8", b"q"])

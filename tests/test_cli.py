@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from xg2ref.cli import main
+from xg2ref.tools.cli import main
 
 TINY = 'root ::= "ab" | "ac" | "b"'
 # id:        0     1     2      3      4     5        6

@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from xg2ref.diff import QUICK, run_diff
+from xg2ref.tools.diff.runner import QUICK, run_diff
 from xg2ref.suite import ebnf_case_names, load_cases
 
 HAVE_XGRAMMAR = importlib.util.find_spec("xgrammar") is not None

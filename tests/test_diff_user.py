@@ -1,4 +1,4 @@
-"""`xg2ref diff FILE...`: the user's files against several engines (xg2ref/diff_user.py)."""
+"""`xg2ref diff FILE...`: the user's files against several engines (xg2ref/tools/diff/user.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from xg2ref.cli import main
+from xg2ref.tools.cli import main
 from xg2ref.oracle.engines import XG2RefEngine
 
 GRAMMAR = 'root ::= "[" (item ("," item)*)? "]"\nitem ::= [a-c]+ | "x" [0-9]\n'
@@ -104,7 +104,7 @@ def test_files_against_xgrammar(files):
 
 
 def test_known_classes_of_difference():
-    from xg2ref.diff_classes import classify
+    from xg2ref.tools.diff.classes import classify
 
     assert classify("xgrammar", b'{"a": "', b"\\n", False) == "escapes (specs/05 difference 3)"
     assert classify("xgrammar", b'{"a": "', b"\x01", True) == "escapes (specs/05 difference 3)"
@@ -138,7 +138,7 @@ def test_a_steered_trace_walks_where_the_engine_leads(files, monkeypatch):
 def test_char_lexed_lark_keeps_the_language():
     """One lexeme per character: the same language as the grammar (checked by xg2ref's own
     Lark reader on a few strings), written so that no lexeme can run greedily past another."""
-    from xg2ref.diff_classes import char_lexed_lark
+    from xg2ref.tools.diff.classes import char_lexed_lark
     from xg2ref.grammar.grammar import Grammar
 
     ir = Grammar.from_ebnf('root ::= "ab" r{1,2} | [^a-c]*\nr ::= "é" | [x-z]+\n').ir
@@ -150,8 +150,8 @@ def test_char_lexed_lark_keeps_the_language():
 
 
 def test_front_end_flags_round_trip():
-    from xg2ref.cli import build_parser, front_end_options
-    from xg2ref.user_cases import front_end_flags
+    from xg2ref.tools.cli import build_parser, front_end_options
+    from xg2ref.tools.user_cases import front_end_flags
 
     options = {"any_whitespace": False, "strict_mode": True, "any_order": True, "max_whitespace_cnt": 3}
     flags = front_end_flags(options)
@@ -163,7 +163,7 @@ def test_disagreements_are_shrunk(files, monkeypatch):
     """Each disagreement of the flipped engine comes with a smaller grammar and input on which
     it still differs from the oracle, and a replay command over files written beside the report."""
     import xg2ref.oracle.other_engines as other
-    from xg2ref.fuzz_shrink import Asker, Question
+    from xg2ref.tools.fuzz.shrink import Asker, Question
 
     tmp, grammar, _, vocab = files
     real = other.make_engine
@@ -173,7 +173,7 @@ def test_disagreements_are_shrunk(files, monkeypatch):
     assert status == 0
     wrong = [d for d in report["disagreements"] if d["engine"] == "flipped"]
     assert wrong and all(d["shrunk"] for d in wrong)
-    from xg2ref.cli import load_vocab
+    from xg2ref.tools.cli import load_vocab
 
     info = load_vocab(vocab)
     asker = Asker(_Flipped(info), info)
@@ -195,9 +195,9 @@ def test_a_json_verdict_is_shrunk_and_judged_by_jsonschema():
     other keywords, and jsonschema accepts it before and after."""
     pytest.importorskip("xgrammar")
     pytest.importorskip("jsonschema")
-    from xg2ref.diff_user import UserDiff
-    from xg2ref.fuzz_case import default_vocabulary, shrink_disagreements
-    from xg2ref.user_cases import case_from_text
+    from xg2ref.tools.diff.user import UserDiff
+    from xg2ref.tools.fuzz.case import default_vocabulary, shrink_disagreements
+    from xg2ref.tools.user_cases import case_from_text
 
     schema = {"properties": {"a": {"type": "integer"}}, "title": "untyped"}
     case = case_from_text("untyped.json", json.dumps(schema), "json_schema")
@@ -251,8 +251,8 @@ def test_the_oracle_is_asked_about_the_byte_in_question(files, monkeypatch):
 
 
 def test_minus_zero_is_by_design_for_integers_too():
-    from xg2ref.diff_classes import by_design
-    from xg2ref.fuzz_shrink import Question
+    from xg2ref.tools.diff.classes import by_design
+    from xg2ref.tools.fuzz.shrink import Question
 
     integer = {"properties": {"b": {"type": "integer"}}}
     assert by_design("xgrammar", "json_schema", integer, Question("prefix", b'{"b":-0'), False, None, b"") \

@@ -1,5 +1,5 @@
 """`xg2ref explain`: verdicts, the failing byte, the items in the user's rule names, stop and
-special tokens, token budgets (xg2ref/explain.py)."""
+special tokens, token budgets (xg2ref/tools/explain.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from xg2ref.cli import main
-from xg2ref.explain import explain_bytes
+from xg2ref.tools.cli import main
+from xg2ref.tools.explain import explain_bytes
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.oracle.recognizer import Recognizer
 

@@ -1,4 +1,4 @@
-"""`xg2ref fuzz` and the public strategies (xg2ref/fuzz.py, fuzz_case.py, fuzz_shrink.py, strategies.py)."""
+"""`xg2ref fuzz` and the public strategies (xg2ref/tools/fuzz/: runner.py, case.py, shrink.py; xg2ref/strategies.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xg2ref.fuzz import OPTIONS, run_fuzz
-from xg2ref.fuzz_case import CaseChecker, default_vocabulary, draw_case, mutate_schema
-from xg2ref.fuzz_shrink import Question, schema_deletions, shrink_bytes
+from xg2ref.tools.fuzz.runner import OPTIONS, run_fuzz
+from xg2ref.tools.fuzz.case import CaseChecker, default_vocabulary, draw_case, mutate_schema
+from xg2ref.tools.fuzz.shrink import Question, schema_deletions, shrink_bytes
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.oracle.engines import XG2RefEngine
 from xg2ref.oracle.recognizer import Recognizer
@@ -163,7 +163,7 @@ def test_a_fuzz_run_against_xgrammar_resumes(tmp_path):
 def test_the_command_line(tmp_path, capsys):
     import argparse
 
-    from xg2ref.fuzz import add_arguments, main
+    from xg2ref.tools.fuzz.runner import add_arguments, main
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

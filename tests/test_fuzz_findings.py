@@ -2,7 +2,7 @@
 
 `tests/data/fuzz_findings.json` holds one entry per root cause: the engine it was found with, the
 smallest grammar source (EBNF, regex or JSON schema) that shows it, and checks. A check is one
-question over the fuzz vocabulary (`xg2ref.fuzz_case.default_vocabulary()`), asked the way the
+question over the fuzz vocabulary (`xg2ref.tools.fuzz.case.default_vocabulary()`), asked the way the
 fuzzer asks it (`benchmarks/tracker_cases/run.py` spells the five kinds out): is a text a viable
 prefix (`prefix`, byte by byte; `whole`, in one accept), a complete output (`sentence`), is a
 token in the mask after it (`token`), does accept_token take it (`accept`). A token is named by
@@ -151,7 +151,7 @@ def test_oracle_and_xg2ref_give_the_label(name, verdicts):
 
 def test_ebnf_witnesses_are_sentences():
     from xg2ref.oracle.recognizer import Recognizer
-    from xg2ref.user_cases import case_from_text
+    from xg2ref.tools.user_cases import case_from_text
 
     seen = 0
     for entry, j, check in _checks():

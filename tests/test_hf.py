@@ -75,7 +75,7 @@ def check_outputs(rows: list, info, xgrammar_compiled, schema) -> int:
 @pytest.mark.xgrammar
 def test_generate_with_the_logits_processor_stays_in_the_grammar(setup):
     xgrammar = pytest.importorskip("xgrammar")
-    from xg2ref.bench import _xgrammar_info
+    from xg2ref.tools.bench.mask import _xgrammar_info
 
     info, model, compiler = setup
     theirs = xgrammar.GrammarCompiler(_xgrammar_info(xgrammar, info), max_threads=1)

@@ -367,18 +367,18 @@ def test_json_options_reach_the_engines(request, ref, options, texts):
             engine.compile_front_end("json_schema", schema, colour="red")
 
 
-# ---- the by-design classes that ask the engine again (xg2ref/diff_classes.py) ----------------
+# ---- the by-design classes that ask the engine again (xg2ref/tools/diff/classes.py) ----------------
 
 
 def _asker(info, engine, **options):
-    from xg2ref.fuzz_shrink import Asker
+    from xg2ref.tools.fuzz.shrink import Asker
 
     return Asker(engine, info, options)
 
 
 def test_greedy_lexemes_are_recognized(info, llg):
-    from xg2ref.diff_classes import by_design
-    from xg2ref.fuzz_shrink import Question
+    from xg2ref.tools.diff.classes import by_design
+    from xg2ref.tools.fuzz.shrink import Question
 
     asker = _asker(info, llg)
     grammar = 'root ::= "c" r2 r2\nr1 ::= "bc"\nr2 ::= r1{1,2}\n'  # R2 takes "bcbc" whole, greedily
@@ -390,8 +390,8 @@ def test_greedy_lexemes_are_recognized(info, llg):
 
 
 def test_recursion_depth_and_property_order_are_recognized(info, outl, llg):
-    from xg2ref.diff_classes import by_design
-    from xg2ref.fuzz_shrink import Question
+    from xg2ref.tools.diff.classes import by_design
+    from xg2ref.tools.fuzz.shrink import Question
 
     nested = {"$defs": {"n": {"type": "object", "properties": {"k": {"$ref": "#/$defs/n"}}}}, "$ref": "#/$defs/n"}
     deep = Question("prefix", b'{"k":{"k":{"k":{"k":{')
@@ -412,8 +412,8 @@ def test_additional_properties_both_ways(info, outl):
     """outlines takes only listed properties where the schema lists some (even with
     additionalProperties: true), any where it lists none: the first is xg2ref's strict mode, the
     second vanishes once the schema is closed explicitly."""
-    from xg2ref.diff_classes import by_design, closed, opened
-    from xg2ref.fuzz_shrink import Question
+    from xg2ref.tools.diff.classes import by_design, closed, opened
+    from xg2ref.tools.fuzz.shrink import Question
 
     assert closed({"properties": {}}) == {"properties": {}, "additionalProperties": False}
     assert opened({"type": "object", "additionalProperties": False}) == {"type": "object", "additionalProperties": False}

@@ -1,4 +1,4 @@
-"""`xg2ref replay` (xg2ref/replay.py) and the user's files as cases (xg2ref/user_cases.py)."""
+"""`xg2ref replay` (xg2ref/tools/replay.py) and the user's files as cases (xg2ref/tools/user_cases.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import xg2ref as xgr
-from xg2ref.cli import main
+from xg2ref.tools.cli import main
 from xg2ref.oracle.engines import XG2RefEngine
-from xg2ref.replay import read_log, replay
-from xg2ref.user_cases import CaseError, guess_kind, load_user_case
+from xg2ref.tools.replay import read_log, replay
+from xg2ref.tools.user_cases import CaseError, guess_kind, load_user_case
 
 GRAMMAR = '''root ::= "{" ws pair (ws "," ws pair)* ws "}"
 pair ::= key ws ":" ws value

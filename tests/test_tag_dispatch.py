@@ -112,7 +112,7 @@ def test_aho_corasick():
 
 
 def test_plain_ebnf_accepts_what_tag_dispatch_accepts():
-    from xg2ref.bench_tagdispatch import plain_ebnf
+    from xg2ref.tools.bench.tagdispatch import plain_ebnf
 
     tags = ["<a>", "<ab>", "b>", "<function=f>", "aa"]
     body = 'r ::= "1" | "{" [^}]* "}"\n'

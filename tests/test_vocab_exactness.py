@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import xg2ref as xgr
-from xg2ref.diff_checks import quicktok_encoder
+from xg2ref.tools.diff.checks import quicktok_encoder
 from xg2ref.suite import load_cases
 
 VOCABS = ("llama3", "qwen3", "o200k_harmony")

@@ -1,7 +1,7 @@
-"""`python -m xg2ref ...`: the same command line as `xg2ref ...` (xg2ref/cli.py)."""
+"""`python -m xg2ref ...`: the same command line as `xg2ref ...` (xg2ref/tools/cli.py)."""
 
 import sys
 
-from .cli import main
+from .tools.cli import main
 
 sys.exit(main())

@@ -27,8 +27,8 @@ installed engines, so a new release that changes one shows up as a failing test.
 
 Fuzz findings. `--case ID` also replays an entry of tests/data/fuzz_findings.json (the classes of
 disagreement `xg2ref fuzz` found): each of its checks is one question over the fuzz vocabulary
-(`xg2ref.fuzz_case.default_vocabulary()`), put to the oracle and to the four engines as the fuzzer
-puts it (`xg2ref/fuzz_shrink.py`):
+(`xg2ref.tools.fuzz.case.default_vocabulary()`), put to the oracle and to the four engines as the fuzzer
+puts it (`xg2ref/tools/fuzz/shrink.py`):
 
     prefix    the bytes, one at a time, are all accepted      (oracle: a viable prefix)
     sentence  the same, and then the matcher is complete      (oracle: a sentence)
@@ -264,7 +264,7 @@ def check_source(entry, check):
 
 
 def fuzz_vocabulary():
-    from xg2ref.fuzz_case import default_vocabulary
+    from xg2ref.tools.fuzz.case import default_vocabulary
     return default_vocabulary()
 
 
@@ -299,9 +299,9 @@ class FindingAsker:
     def _compile(self, kind: str, text: str):
         key = (kind, text)
         if key not in self._compiled:
-            from xg2ref.diff_checks import _compile
+            from xg2ref.tools.diff.checks import _compile
             from xg2ref.oracle.engines import OracleMatcher
-            from xg2ref.user_cases import case_from_text
+            from xg2ref.tools.user_cases import case_from_text
             try:
                 case = case_from_text("finding", text, kind)
                 self._compiled[key] = (OracleMatcher(case.grammar().ir, self.info) if self.engine is None

@@ -1,6 +1,6 @@
 """Engine adapters: one small interface over xg2ref, xgrammar 0.2.8 and the brute-force oracle.
 
-The differential runner (`xg2ref/diff.py`) compares engines question by question, so each
+The differential runner (`xg2ref/tools/diff/runner.py`) compares engines question by question, so each
 engine is wrapped to answer the same questions in the same words:
 
     Engine          name: str

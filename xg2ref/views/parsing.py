@@ -36,10 +36,10 @@ from typing import Iterable, Optional, Sequence as Seq
 import numpy as np
 
 # The engine's modules this view reads (it is the one place outside the engine that may).
-from ..bench_tagdispatch import plain_ebnf
+from ..tools.bench.tagdispatch import plain_ebnf
 from ..compiler import CompiledGrammar
 from ..earley import EarleyParser, Item, ItemPrinter
-from ..explain import user_parser
+from ..tools.explain import user_parser
 from ..fsm.build import build_grammar_fsms, rule_fsm
 from ..fsm.fsm import FSM, TOKEN_SYMBOL_BASE, format_byte_range
 from ..fsm.utf8 import utf8_sequences
@@ -773,7 +773,7 @@ def draw_aho_corasick(view: dict, ax=None, title: Optional[str] = None, dispatch
 
 def plain_tag_dispatch(tags: Seq[str], rules: Seq[str], loop: bool = True) -> str:
     """The rules of a TagDispatch over ASCII `tags` written in plain EBNF, one rule per automaton
-    state (`td_0` is the dispatch itself); the language is the intrinsic's (bench_tagdispatch.py).
+    state (`td_0` is the dispatch itself); the language is the intrinsic's (xg2ref/tools/bench/tagdispatch.py).
 
     Example: plain_tag_dispatch(["<a>"], ["a"]).count("::=") == 4
     """
@@ -801,7 +801,7 @@ def tag_dispatch_table(tag_sets: Seq[Seq[str]], tokenizer_info, args: str = 'arg
     """XGrammar-2 Table 2 with compile times: for each tag set, `tag_dispatch_sizes` plus the
     milliseconds to compile the grammar with the intrinsic (`td_ms`) and in plain EBNF
     (`ebnf_ms`) against `tokenizer_info` (no grammar cache; every tag dispatches to `args`).
-    bench_tagdispatch.py runs the same on the BFCL tool names and Llama-3.
+    xg2ref/tools/bench/tagdispatch.py runs the same on the BFCL tool names and Llama-3.
 
     Example: tag_dispatch_table([random_tags(5)], xgr.TokenizerInfo([b"a", b"{"]))[0]["ebnf_rules"]
     """

@@ -89,7 +89,7 @@ def encode(info: TokenizerInfo, text) -> list:
 
     Example: encode(xgr.TokenizerInfo(["a", "ab", "b"]), "abb") == [1, 2]
     """
-    from ..diff_checks import greedy_encoder
+    from ..tools.diff.checks import greedy_encoder
 
     held = _ENCODERS.get(id(info))
     if held is None or held[0] is not info:
@@ -124,12 +124,12 @@ def data_dir() -> str:
 
 
 def run_cli(argv: Sequence[str], cwd: Optional[str] = None) -> dict:
-    """Run one `xg2ref ...` command in this process (`xg2ref.cli.main`), in folder `cwd`:
+    """Run one `xg2ref ...` command in this process (`xg2ref.tools.cli.main`), in folder `cwd`:
     {"exit": its status, "stdout": what it printed}.
 
     Example: run_cli(["check", "root ::= \\"a\\"", "a"])["exit"] == 0
     """
-    from ..cli import main
+    from ..tools.cli import main
 
     out = io.StringIO()
     here = os.getcwd()
@@ -418,7 +418,7 @@ def load_tools(n: Optional[int] = None) -> list:
 
     Example: load_tools(3)[0]["function"]["name"]
     """
-    from ..bench_dynamic import load_tools as load
+    from ..tools.bench.dynamic import load_tools as load
 
     tools = load(data_dir())
     return tools if n is None else tools[:n]
@@ -465,7 +465,7 @@ def dynamic_workload(info: TokenizerInfo, workload: str, n_tools: int, n_request
 
     Example: dynamic_workload(sub_vocabulary(1000), "dynamic", 5, 10)["substructure_reuse"]
     """
-    from ..bench_dynamic import request_tools
+    from ..tools.bench.dynamic import request_tools
     from ..bitmask import allocate_token_bitmask
     from ..builtin_structural_tag import get_model_structural_tag
 
@@ -552,7 +552,7 @@ def ablation(schemas: Sequence, info: TokenizerInfo, max_tokens: int = 20, seed:
 
     Example: ablation([("s", {"type": "string", "maxLength": 100})], sub_vocabulary(500))["rows"][0]["name"]
     """
-    from ..bench_ablation import CONFIGS
+    from ..tools.bench.ablation import CONFIGS
     from ..bitmask import allocate_token_bitmask
 
     stops = np.zeros(info.vocab_size, dtype=np.bool_)
@@ -603,7 +603,7 @@ def jsonschemabench_sample(per_subset: Optional[int] = 2, subsets: Optional[Sequ
 
     Example: jsonschemabench_sample(1, ["Kubernetes"])[0][0] == "Kubernetes"
     """
-    from ..bench_jsonschema import SUBSETS, load_schemas
+    from ..tools.bench.jsonschemabench import SUBSETS, load_schemas
 
     names = list(subsets or SUBSETS)
     if full:
@@ -640,7 +640,7 @@ def jsonschemabench_run(schemas: Sequence, info: TokenizerInfo, timeout: Optiona
 
     Example: jsonschemabench_run(jsonschemabench_sample(1, ["Kubernetes"]), sub_vocabulary(1000))[0]["ours"]
     """
-    from ..bench_jsonschema import TimedOut, failure_class, random_walk, time_limit, validation_error, walk_tables
+    from ..tools.bench.jsonschemabench import TimedOut, failure_class, random_walk, time_limit, validation_error, walk_tables
     from ..grammar.grammar import Grammar
 
     xgr = _xgrammar() if against_xgrammar else None
@@ -721,7 +721,7 @@ def jsonschemabench_summary(records: Sequence[dict]) -> list:
 
     Example: jsonschemabench_summary(jsonschemabench_records())[-1]["compile_rate"]
     """
-    from ..bench_jsonschema import SUBSETS
+    from ..tools.bench.jsonschemabench import SUBSETS
 
     order = [s for s in SUBSETS if any(r["subset"] == s for r in records)]
     order += sorted({r["subset"] for r in records} - set(order))

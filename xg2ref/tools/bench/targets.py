@@ -30,8 +30,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .bench_dynamic import load_tools, request_tools
-from .bench_maskbench import difference_kind, documented_keywords
+from .dynamic import load_tools, request_tools
+from .maskbench import difference_kind, documented_keywords
 
 MARKER = "```"  # the cliff grammar's X (one token of the vocabulary: checked)
 FREE_TEXT_WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "then", "some", "more")
@@ -123,8 +123,8 @@ def bench_targets(data_dir: str, vocab: str = "llama3", requests: int = 100, fmt
         return 2
     import xg2ref
 
-    from .bench import _xgrammar_info
-    from .diff_checks import quicktok_encoder
+    from .mask import _xgrammar_info
+    from ..diff.checks import quicktok_encoder
 
     info = xg2ref.TokenizerInfo.from_quicktok(vocab)
     xinfo = _xgrammar_info(xgrammar, info)

@@ -33,12 +33,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .bench import _xgrammar_info
-from .bitmask import allocate_token_bitmask
-from .builtin_structural_tag import get_model_structural_tag
-from .compiler import GrammarCompiler
-from .matcher import GrammarMatcher
-from .tokenizer_info import TokenizerInfo
+from .mask import _xgrammar_info
+from ...bitmask import allocate_token_bitmask
+from ...builtin_structural_tag import get_model_structural_tag
+from ...compiler import GrammarCompiler
+from ...matcher import GrammarMatcher
+from ...tokenizer_info import TokenizerInfo
 
 TOOL_COUNTS = (5, 20, 50)
 WARM_UP = 10  # `bench targets`: requests that fill the caches before the timed ones

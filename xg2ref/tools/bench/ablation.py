@@ -26,11 +26,11 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .bench_jsonschema import SUBSETS, time_limit, TimedOut, load_schemas
-from .bitmask import allocate_token_bitmask
-from .compiler import GrammarCompiler
-from .matcher import GrammarMatcher
-from .tokenizer_info import TokenizerInfo
+from .jsonschemabench import SUBSETS, time_limit, TimedOut, load_schemas
+from ...bitmask import allocate_token_bitmask
+from ...compiler import GrammarCompiler
+from ...matcher import GrammarMatcher
+from ...tokenizer_info import TokenizerInfo
 
 CONFIGS = (
     ("Baseline", dict(jit=False, cross_grammar_cache=False, repetition_compression=False)),

@@ -4,9 +4,9 @@
 budget is spent, and keeps what an engine gets wrong in its smallest form:
 
     loop      draw case i of the seed (EBNF, regex or JSON schema, some of them mutated suite
-              schemas: xg2ref/fuzz_case.py), run the differential checks against every engine
+              schemas: xg2ref/tools/fuzz/case.py), run the differential checks against every engine
               named, confirm and shrink each disagreement with the oracle that is not by
-              design (xg2ref/fuzz_shrink.py), keep the first finding of each class
+              design (xg2ref/tools/fuzz/shrink.py), keep the first finding of each class
     classes   by-design classes, else the engine, case kind, question, over- or under-
               acceptance, the byte or token class asked about and, for schemas, the keywords
               left in the shrunk case (fuzz_shrink.finding_class); shrinking is no longer tried
@@ -45,11 +45,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
-from .diff_checks import DiffOptions
-from .fuzz_case import KINDS, CaseChecker, default_vocabulary, draw_case, replay_command
-from .tokenizer_info import TokenizerInfo
-from .user_cases import UsageError, load_vocab
-from .util import read_json_lines
+from ..diff.checks import DiffOptions
+from .case import KINDS, CaseChecker, default_vocabulary, draw_case, replay_command
+from ...tokenizer_info import TokenizerInfo
+from ..user_cases import UsageError, load_vocab
+from ...util import read_json_lines
 
 __all__ = ["FuzzResult", "KINDS", "OPTIONS", "add_arguments", "main", "run_fuzz"]
 
@@ -222,8 +222,8 @@ def run_fuzz(against: list, budget_seconds: float, seed: int = 0, kinds: Sequenc
 
     Example: run_fuzz(["xgrammar"], 60, seed=1, results_path="fuzz.jsonl").format()
     """
-    from .diff_report import ProgressBar
-    from .oracle import other_engines
+    from ..diff.report import ProgressBar
+    from ...oracle import other_engines
 
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
@@ -313,7 +313,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args) -> int:
     """`xg2ref fuzz`: print the findings; exit 1 when xg2ref disagrees with its oracle, 2 on bad options."""
-    from .oracle.engines import EngineUnavailable
+    from ...oracle.engines import EngineUnavailable
 
     against = [n.strip() for n in args.against.split(",") if n.strip() and n.strip() != "none"]
     kinds = [k.strip() for k in args.kind.split(",") if k.strip()]

@@ -1,4 +1,4 @@
-"""One case of `xg2ref fuzz` (xg2ref/fuzz.py): drawing it, and turning its disagreements into findings.
+"""One case of `xg2ref fuzz` (xg2ref/tools/fuzz/runner.py): drawing it, and turning its disagreements into findings.
 
 Case number i of seed s is drawn from `random.Random("xg2ref-fuzz:s:i")` (`draw_case`), the
 kinds taking turns:
@@ -10,7 +10,7 @@ kinds taking turns:
                   of its keywords (`mutate_schema`)
 
 `CaseChecker.run` puts the case through the differential checks against the engines
-(xg2ref/diff_user.py) over a small vocabulary (`default_vocabulary`: every ASCII character,
+(xg2ref/tools/diff/user.py) over a small vocabulary (`default_vocabulary`: every ASCII character,
 some longer tokens, a stop token). Each disagreement with the oracle that is not by design is:
 
 1. confirmed: asked again on bytes alone (fuzz_shrink.Asker), of the engine and of the oracle;
@@ -34,7 +34,7 @@ case shrinkers, with "the probe crashes" as the test.
 
 Also here, for both commands: `replay_command`, the command line that asks a finding's question
 again, and `shrink_disagreements`, which puts each disagreement of `xg2ref diff FILE...`
-(xg2ref/diff_user.py) through the same `CaseChecker.finding`. The arrows go one way:
+(xg2ref/tools/diff/user.py) through the same `CaseChecker.finding`. The arrows go one way:
 cli -> fuzz -> fuzz_case -> diff_user.
 
 What it leaves out: Lark and structural-tag cases; disagreements that are not questions of
@@ -51,11 +51,11 @@ import zlib
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from .diff_checks import DiffOptions
-from .diff_classes import by_design
-from .fuzz_shrink import (MASK_QUESTIONS, VERDICT_QUESTIONS, Asker, Question, byte_class, case_source, finding_class,
+from ..diff.checks import DiffOptions
+from ..diff.classes import by_design
+from .shrink import (MASK_QUESTIONS, VERDICT_QUESTIONS, Asker, Question, byte_class, case_source, finding_class,
                           shrink_bytes, shrink_spec)
-from .tokenizer_info import TokenizerInfo
+from ...tokenizer_info import TokenizerInfo
 
 KINDS = ("ebnf", "regex", "json_schema")
 SHRINKS_PER_CASE = 3
@@ -80,7 +80,7 @@ def real_schemas() -> list:
     """The JSON schemas of the bundled suite's json_schema files (one per line)."""
     global _REAL
     if _REAL is None:
-        from .suite import MANIFEST, SUITE_DIR
+        from ...suite import MANIFEST, SUITE_DIR
 
         _REAL = []
         for entry in json.loads(MANIFEST.read_text(encoding="utf-8")):
@@ -135,8 +135,8 @@ def mutate_schema(schema, rng: random.Random) -> tuple:
 
 def draw_case(seed: int, index: int, kinds: Sequence[str] = KINDS) -> tuple:
     """(kind, source text, origin) of case `index` of `seed` (module docstring)."""
-    from .grammar.printer import print_grammar
-    from .strategies import random_grammar, random_json_schema, random_regex
+    from ...grammar.printer import print_grammar
+    from ...strategies import random_grammar, random_json_schema, random_regex
 
     rng = random.Random(f"xg2ref-fuzz:{seed}:{index}")
     kind = kinds[index % len(kinds)]
@@ -178,15 +178,15 @@ class CaseChecker:
 
     def asker(self, name: str) -> Asker:
         if name not in self.askers:
-            from .oracle import other_engines
+            from ...oracle import other_engines
 
             self.askers[name] = Asker(other_engines.make_engine(name, self.info), self.info, self.front, self.root)
         return self.askers[name]
 
     def run(self, index: int, kind: str, source: str, seen: set, stale: set) -> dict:
         """{"disagreements", "findings", "shrinks": [(raw key, class)], "error", "skipped"}."""
-        from .diff_user import run_user_diff
-        from .user_cases import case_from_text
+        from ..diff.user import run_user_diff
+        from ..user_cases import case_from_text
 
         out = {"disagreements": 0, "findings": [], "shrinks": [], "error": None, "skipped": None}
         try:
@@ -324,8 +324,8 @@ class CaseChecker:
 def _probe(checker: CaseChecker, kind: str, source: str, engines: list) -> None:
     import faulthandler
 
-    from .diff_user import run_user_diff
-    from .user_cases import case_from_text
+    from ..diff.user import run_user_diff
+    from ..user_cases import case_from_text
 
     faulthandler.disable()  # the crash is expected here: no dump on stderr
     try:
@@ -347,8 +347,8 @@ def replay_command(finding: dict, info: TokenizerInfo, vocab_label: str, cases_d
                    options: Optional[dict] = None) -> str:
     """A command line that asks the finding's question again (files written under `cases_dir`;
     `options`: the case's front-end options)."""
-    from .diff_checks import greedy_encoder
-    from .user_cases import front_end_flags
+    from ..diff.checks import greedy_encoder
+    from ..user_cases import front_end_flags
 
     ext = {"json_schema": "json", "regex": "regex", "ebnf": "ebnf", "lark": "lark", "structural_tag": "json"}[
         finding["kind"]]
@@ -393,8 +393,8 @@ def case_spec(case) -> tuple:
 def shrink_disagreements(diff, cases: list, info: TokenizerInfo, vocab_name: str, seconds: float,
                          cases_dir: Optional[str] = None, progress: bool = True) -> None:
     """Shrink and class every disagreement of `diff` (a diff_user.UserDiff) that is not by design
-    (xg2ref/diff_user.py's docstring, "Shrinking")."""
-    from .diff_report import ProgressBar
+    (xg2ref/tools/diff/user.py's docstring, "Shrinking")."""
+    from ..diff.report import ProgressBar
 
     by_name = {c.name: c for c in cases}
     todo = [d for d in diff.disagreements if not d["by_design"]]

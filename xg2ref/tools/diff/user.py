@@ -1,7 +1,7 @@
 """`xg2ref diff FILE...`: the differential runner on the user's own grammars, against several engines.
 
-Each file becomes a case (xg2ref/user_cases.py) and goes through the same checks as the bundled
-suite (xg2ref/diff.py: string verdicts from the oracle's sentence generator and mutations,
+Each file becomes a case (xg2ref/tools/user_cases.py) and goes through the same checks as the bundled
+suite (xg2ref/tools/diff/runner.py: string verdicts from the oracle's sentence generator and mutations,
 token traces with full masks compared at every step, every difference put to the oracle), once
 per engine named in `--against`. The runs share the seed, so xg2ref and the oracle see the
 same strings and traces in each.
@@ -13,14 +13,14 @@ answered differently from the oracle (or, where the oracle could not judge, from
     place in a mask), input_hex (the bytes before the question, then the byte or token asked
     about), tokens (the token id asked about, when there is one), oracle, xg2ref, engine_says,
     replay (a command line that asks xg2ref the same question), by_design (the class of a known
-    deliberate difference, xg2ref/diff_classes.py, or null)
+    deliberate difference, xg2ref/tools/diff/classes.py, or null)
 
-Shrinking (`shrink_disagreements`, in xg2ref/fuzz_case.py beside the checker it uses;
+Shrinking (`shrink_disagreements`, in xg2ref/tools/fuzz/case.py beside the checker it uses;
 requirement of every report): each disagreement that is not by design is asked again on bytes
-alone, then minimized as `xg2ref fuzz` does (xg2ref/fuzz_case.py `CaseChecker.finding`: the
+alone, then minimized as `xg2ref fuzz` does (xg2ref/tools/fuzz/case.py `CaseChecker.finding`: the
 input by delta debugging, then a JSON schema's keywords, a regex's text or an EBNF grammar's
 rules and alternatives, then the input again), judged by the oracle and, for a JSON-schema
-verdict on a JSON document, by `jsonschema`; its class is then named (xg2ref/diff_classes.py
+verdict on a JSON document, by `jsonschema`; its class is then named (xg2ref/tools/diff/classes.py
 `by_design`, which asks the engine again: forced text, greedy lexemes, recursion depth, property
 order, additional properties). The entry gets `shrunk` (the smaller case and question, their
 verdicts, a replay command over files written beside the report) and, when the class is a
@@ -39,11 +39,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .diff import run_diff
-from .diff_classes import classify
-from .diff_checks import DiffOptions
-from .diff_report import DiffReport
-from .tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
+from .runner import run_diff
+from .classes import classify
+from .checks import DiffOptions
+from .report import DiffReport
+from ...tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
 
 _VERDICT_KINDS = ("prefix", "sentence", "whole")
 
@@ -136,7 +136,7 @@ def _entries(d) -> list:
 def user_replay(entry: dict, case, vocab_name: str, stop_id: Optional[int]) -> str:
     """`xg2ref explain` asking the entry's question of the user's file (kind, front-end options
     and vocabulary given), in place of the suite's `check` / `mask` lines."""
-    from .user_cases import replay_flags
+    from ..user_cases import replay_flags
 
     path = shlex.quote(case.source if os.path.exists(case.source) else case.name)
     head = f"xg2ref explain {path}{replay_flags(case)} --vocab {shlex.quote(vocab_name)} --hex"
@@ -162,7 +162,7 @@ def run_user_diff(cases: list, engines: list, info: TokenizerInfo, vocab_name: s
         elif name == "xgrammar" and isinstance(vocab, str):
             against = "xgrammar"  # by name: the cases may run in parallel
         else:
-            from .oracle.other_engines import make_engine
+            from ...oracle.other_engines import make_engine
 
             against = make_engine(name, info)
         report: DiffReport = run_diff(cases, against=against, vocab=vocab, seed=seed, options=options,

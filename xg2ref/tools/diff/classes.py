@@ -20,7 +20,7 @@ allowed it):
                                       outlines refuses it
     outlines    whitespace            starts with JSON whitespace and outlines refuses it
 
-Rules that ask again (`by_design`, given an `Asker` of xg2ref/fuzz_shrink.py, best on a shrunk
+Rules that ask again (`by_design`, given an `Asker` of xg2ref/tools/fuzz/shrink.py, best on a shrunk
 question). A difference is of the class when it vanishes under the one change the class names:
 
     xgrammar    dead ends (specs/01 4)  over-accepts in an EBNF grammar with an unproductive rule
@@ -151,7 +151,7 @@ def by_design(engine: str, kind: str, spec, q, says: bool, asker, token: bytes) 
 
 
 def _additional_properties(engine: str, kind: str, spec, q, says: bool, asker) -> Optional[str]:
-    from .oracle.other_engines import BY_DESIGN
+    from ...oracle.other_engines import BY_DESIGN
 
     if kind != "json_schema" or asker is None or "additional_properties" not in BY_DESIGN.get(engine, {}):
         return None
@@ -166,9 +166,9 @@ def _additional_properties(engine: str, kind: str, spec, q, says: bool, asker) -
 
 def has_dead_ends(text: str) -> bool:
     """The EBNF grammar has an unproductive rule or an empty character class."""
-    from .grammar.grammar import Grammar
-    from .grammar.ir import CharClass, walk
-    from .grammar.passes import unproductive_rules
+    from ...grammar.grammar import Grammar
+    from ...grammar.ir import CharClass, walk
+    from ...grammar.passes import unproductive_rules
 
     try:
         ir = Grammar.from_ebnf(text).ir
@@ -258,7 +258,7 @@ def char_lexed_lark(ir) -> Optional[str]:
     Example: char_lexed_lark(Grammar.from_ebnf('root ::= "ab"').ir) ==
              'start: r0\nr0: "a" "b"\neps: \n'
     """
-    from .grammar.ir import ByteString, CharClass, Choice, Repeat, RuleRef, Sequence
+    from ...grammar.ir import ByteString, CharClass, Choice, Repeat, RuleRef, Sequence
 
     names = {rule.name: f"r{i}" for i, rule in enumerate(ir.rules)}
 

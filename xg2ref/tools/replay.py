@@ -25,11 +25,11 @@ from typing import Optional
 
 import numpy as np
 
-from .diff_checks import _compile
-from .oracle.engines import OracleMatcher
-from .oracle.recognizer import MAX_INPUT_BYTES
-from .suite import Case
-from .tokenizer_info import TokenizerInfo
+from .diff.checks import _compile
+from ..oracle.engines import OracleMatcher
+from ..oracle.recognizer import MAX_INPUT_BYTES
+from ..suite import Case
+from ..tokenizer_info import TokenizerInfo
 
 
 @dataclass

@@ -40,9 +40,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .bench_jsonschema import SUBSETS, load_schemas, random_walk, validation_error, walk_tables
-from .bitmask import unpack_bitmask
-from .diff_report import ProgressBar
+from .jsonschemabench import SUBSETS, load_schemas, random_walk, validation_error, walk_tables
+from ...bitmask import unpack_bitmask
+from ..diff.report import ProgressBar
 
 JSON_MODE_EVAL = "json-mode-eval"
 ENGINES = ("xg2ref", "xgrammar", "llguidance")
@@ -68,9 +68,9 @@ class _Engines:
     def __init__(self, vocab: str):
         import xgrammar
 
-        from .bench import _xgrammar_info
-        from .diff_checks import quicktok_encoder
-        from .tokenizer_info import TokenizerInfo
+        from .mask import _xgrammar_info
+        from ..diff.checks import quicktok_encoder
+        from ...tokenizer_info import TokenizerInfo
 
         self.info = TokenizerInfo.from_quicktok(vocab)
         self.encode = quicktok_encoder(vocab)
@@ -101,7 +101,7 @@ class _Engines:
 
     def compilers(self) -> dict:
         """A fresh compiler per engine, defaults on (llguidance compiles per matcher)."""
-        from .compiler import GrammarCompiler
+        from ...compiler import GrammarCompiler
 
         out = {"xg2ref": GrammarCompiler(self.info), "xgrammar": self.xgr.GrammarCompiler(self.xinfo, max_threads=1)}
         if self.lltok is not None:
@@ -147,8 +147,8 @@ def _xg2ref():
 
 def make_instance(engines: _Engines, uid: str, schema, seed: int) -> Optional[str]:
     """A seeded random walk over xg2ref's masks that `jsonschema` validates, or None."""
-    from .compiler import GrammarCompiler
-    from .matcher import GrammarMatcher
+    from ...compiler import GrammarCompiler
+    from ...matcher import GrammarMatcher
 
     info = engines.info
     stops, closers, lengths = engines.walk_tables

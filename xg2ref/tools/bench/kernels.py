@@ -75,7 +75,7 @@ def bench_kernels(out: Callable[[str], None] = print, batches=BATCHES, vocabs=VO
     except ImportError:
         out("bench kernels needs torch (pip install 'torch==2.13.0')")
         return 2
-    from .apply_mask import apply_token_bitmask_inplace
+    from ...apply_mask import apply_token_bitmask_inplace
 
     try:
         import xgrammar as xgr

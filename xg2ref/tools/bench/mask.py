@@ -29,11 +29,11 @@ from typing import Optional
 
 import numpy as np
 
-from .compiler import GrammarCompiler
-from .matcher import GrammarMatcher
-from .tokenizer_info import TokenizerInfo
-from .bitmask import get_bitmask_shape
-from .testing import bitmask_to_bool_mask
+from ...compiler import GrammarCompiler
+from ...matcher import GrammarMatcher
+from ...tokenizer_info import TokenizerInfo
+from ...bitmask import get_bitmask_shape
+from ...testing import bitmask_to_bool_mask
 
 DEFAULT_DATA = os.path.join("..", "shared", "data")
 COMPILE_REPEATS = 3
@@ -163,9 +163,9 @@ def format_table(rows: list) -> str:
 def bench_mask(vocab: str = "llama3", data_dir: str = DEFAULT_DATA, cases: Optional[list] = None,
                limit: Optional[int] = None, out=print) -> int:
     """Run the mask benchmark and print its table. Returns the exit status (1 on a mismatch)."""
-    from .diff_checks import quicktok_encoder
-    from .oracle.engines import import_xgrammar
-    from .suite import ebnf_case_names, load_cases
+    from ..diff.checks import quicktok_encoder
+    from ...oracle.engines import import_xgrammar
+    from ...suite import ebnf_case_names, load_cases
 
     xgr = import_xgrammar()
     info = TokenizerInfo.from_quicktok(vocab)

@@ -42,7 +42,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .util import read_json_lines
+from ...util import read_json_lines
 
 MAX_WALK_TOKENS = 512
 SUBSETS = ("Github_trivial", "Github_easy", "Github_medium", "Github_hard", "Github_ultra", "Glaiveai2K",
@@ -156,9 +156,9 @@ class _Worker:
     """Both engines' compilers over one vocabulary, and the walk's token tables; one per process."""
 
     def __init__(self, vocab: str, jit: bool, timeout: Optional[float], seed: int):
-        from .compiler import GrammarCompiler
-        from .oracle.engines import EngineUnavailable, import_xgrammar
-        from .tokenizer_info import TokenizerInfo
+        from ...compiler import GrammarCompiler
+        from ...oracle.engines import EngineUnavailable, import_xgrammar
+        from ...tokenizer_info import TokenizerInfo
 
         info = TokenizerInfo.from_quicktok(vocab)
         self.timeout, self.seed = timeout, seed
@@ -187,8 +187,8 @@ class _Worker:
 
     def run(self, subset: str, uid: str, schema) -> dict:
         """One schema: both compiles, one walk, its validation; a JSON-ready record."""
-        from .grammar.grammar import Grammar
-        from .matcher import GrammarMatcher
+        from ...grammar.grammar import Grammar
+        from ...matcher import GrammarMatcher
 
         rec = {"subset": subset, "uid": uid, "theirs": None, "ours": False, "timed_out": False, "failure": None,
                "finished": False, "valid": None, "text": None, "why": None}
@@ -333,7 +333,7 @@ def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=N
     `report_only`: run nothing, print the table of the schemas `results` already holds.
     `rerun` ("failures", "invalid" or "both"): run again the recorded xg2ref compile failures and
     timeouts, the invalid outputs, or both (after a fix, or with a longer `timeout`)."""
-    from .diff_report import ProgressBar
+    from ..diff.report import ProgressBar
 
     data = load_schemas(data_dir, subsets or SUBSETS, sample, seed)
     # (a line cut short by a stopped run is skipped: that schema runs again)

@@ -25,15 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .compiler import REPETITION_THRESHOLD, GrammarCompiler
-from .earley import EarleyParser, ItemPrinter
-from .fsm.build import build_grammar_fsms
-from .grammar.grammar import Grammar
-from .grammar.passes import normalize
-from .grammar.repetition import compress_repetitions
-from .kernels import earley as K
-from .matcher import GrammarMatcher
-from .tokenizer_info import TokenizerInfo
+from ..compiler import REPETITION_THRESHOLD, GrammarCompiler
+from ..earley import EarleyParser, ItemPrinter
+from ..fsm.build import build_grammar_fsms
+from ..grammar.grammar import Grammar
+from ..grammar.passes import normalize
+from ..grammar.repetition import compress_repetitions
+from ..kernels import earley as K
+from ..matcher import GrammarMatcher
+from ..tokenizer_info import TokenizerInfo
 
 ITEMS_SHOWN = 30  # items printed per set before "... N more"
 

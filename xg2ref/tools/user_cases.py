@@ -16,7 +16,7 @@ A suite case name (`xg2ref cases`) or inline EBNF text (holding `::=`) is accept
 Front-end options (`any_whitespace`, `strict_mode`, ... for JSON Schema) travel in the case's
 `options` and reach every engine that takes them.
 
-Also here, for the command line (xg2ref/cli.py) and `xg2ref fuzz --vocab` (xg2ref/fuzz.py):
+Also here, for the command line (xg2ref/tools/cli.py) and `xg2ref fuzz --vocab` (xg2ref/tools/fuzz/runner.py):
 `load_vocab`, the user's vocabulary (a quicktok name, a tokenizer.json, a JSON list of tokens),
 and `UsageError`, bad command-line input.
 """
@@ -28,7 +28,7 @@ import json
 import os
 from typing import Optional
 
-from .suite import Case, case_names, load_cases
+from ..suite import Case, case_names, load_cases
 
 KINDS = ("auto", "ebnf", "lark", "regex", "json_schema", "structural_tag")
 _EXTENSIONS = {".ebnf": "ebnf", ".gbnf": "ebnf", ".bnf": "ebnf", ".lark": "lark", ".regex": "regex",
@@ -134,7 +134,7 @@ def load_user_case(spec: str, kind: str = "auto", options: Optional[dict] = None
 
 def load_vocab(spec: str):
     """A quicktok name, a tokenizer.json path, or a JSON list of token strings (RAW)."""
-    from .tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
+    from ..tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
 
     if spec in QUICKTOK_STOP_TOKENS:
         return TokenizerInfo.from_quicktok(spec)

@@ -24,12 +24,12 @@ grammar, vocabulary and tokens and compare every answer. For each case of the su
    over-acceptance is walked into, not only met on paths xg2ref chose; masks compared and
    differences judged as above.
 
-The first few disagreements of each case are kept as `Disagreement`s (xg2ref/diff_report.py),
+The first few disagreements of each case are kept as `Disagreement`s (xg2ref/tools/diff/report.py),
 with each engine's verdict and a command line that replays them.
 
 What it leaves out: shrinking beyond the first disagreement of a string or trace. Any `Engine`
 (xg2ref/oracle/engines.py, oracle/other_engines.py) can be the reference; `xg2ref diff FILE...`
-runs one pass per engine (xg2ref/diff_user.py).
+runs one pass per engine (xg2ref/tools/diff/user.py).
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from typing import Optional, Sequence, Union
 
-from .diff_report import CaseResult, DiffReport, ProgressBar
-from .diff_checks import CaseRun, Context, DiffOptions, greedy_encoder, quicktok_encoder
-from .oracle.engines import Engine, XG2RefEngine, XGrammarEngine, xgrammar_version
-from .suite import Case, load_cases
-from .tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
+from .report import CaseResult, DiffReport, ProgressBar
+from .checks import CaseRun, Context, DiffOptions, greedy_encoder, quicktok_encoder
+from ...oracle.engines import Engine, XG2RefEngine, XGrammarEngine, xgrammar_version
+from ...suite import Case, load_cases
+from ...tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
 
 
 QUICK = DiffOptions(n_strings=3, n_traces=1, max_trace_tokens=12, oracle_sample=4, max_oracle_bytes=96)

@@ -1,6 +1,6 @@
 """Shrinking one disagreement of `xg2ref fuzz` to a small case, and naming its class.
 
-A disagreement (xg2ref/diff_user.py) is one question an engine answers differently from the
+A disagreement (xg2ref/tools/diff/user.py) is one question an engine answers differently from the
 brute-force oracle. `Asker` puts such a `Question` to one engine and to the oracle on any
 variant of the case; the shrinkers keep a variant while the engine still gives its original
 answer and the oracle the other one:
@@ -30,7 +30,7 @@ candidate at a time, biggest deletions first, keeping each that still differs:
                   sequence; replace a repetition by its body; cut a literal to its first byte
 
 `finding_class` names a shrunk finding for deduplication: a known by-design class first
-(xg2ref/diff_classes.py `by_design`, which may ask the engine again through the `Asker`).
+(xg2ref/tools/diff/classes.py `by_design`, which may ask the engine again through the `Asker`).
 Else the class is the engine, the case kind, the question, over- or under-acceptance, the
 class of the byte or token asked about, and for JSON schemas the constraint keywords and
 scalar types left in the shrunk schema (`keywords`).
@@ -47,11 +47,11 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Optional
 
-from .diff_checks import _compile
-from .diff_classes import keywords
-from .oracle.engines import OracleMatcher
-from .oracle.recognizer import MAX_INPUT_BYTES
-from .user_cases import case_from_text
+from ..diff.checks import _compile
+from ..diff.classes import keywords
+from ...oracle.engines import OracleMatcher
+from ...oracle.recognizer import MAX_INPUT_BYTES
+from ..user_cases import case_from_text
 
 VERDICT_QUESTIONS = ("prefix", "sentence", "whole")
 MASK_QUESTIONS = ("token", "accept")
@@ -270,9 +270,9 @@ def text_deletions(text: str) -> Iterator[str]:
 
 def grammar_reductions(text: str) -> Iterator[str]:
     """EBNF texts one step smaller than `text` (module docstring); unreadable ones fail the test."""
-    from .grammar.grammar import Grammar
-    from .grammar.ir import GrammarIR
-    from .grammar.printer import print_grammar
+    from ...grammar.grammar import Grammar
+    from ...grammar.ir import GrammarIR
+    from ...grammar.printer import print_grammar
 
     ir = Grammar.from_ebnf(text).ir
     rules = list(ir.rules)
@@ -287,7 +287,7 @@ def grammar_reductions(text: str) -> Iterator[str]:
 
 
 def _expr_reductions(e) -> Iterator:
-    from .grammar.ir import ByteString, Choice, Repeat, Sequence
+    from ...grammar.ir import ByteString, Choice, Repeat, Sequence
 
     if isinstance(e, (Choice, Sequence)):
         kids = e.alternatives if isinstance(e, Choice) else e.items

@@ -1,4 +1,4 @@
-"""One case of `xg2ref diff`: string verdicts and token traces (the method is in xg2ref/diff.py).
+"""One case of `xg2ref diff`: string verdicts and token traces (the method is in xg2ref/tools/diff/runner.py).
 
 `CaseRun` compiles one grammar in the engine under test ("have"), the reference engine
 ("ref", optional) and the brute-force oracle, then asks all of them the same questions and
@@ -19,12 +19,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .diff_report import CaseResult, Disagreement, ProgressBar
-from .oracle.engines import Engine, OracleMatcher
-from .oracle.recognizer import MAX_INPUT_BYTES
-from .oracle.strategies import mutate, sentences
-from .suite import Case
-from .tokenizer_info import TokenizerInfo
+from .report import CaseResult, Disagreement, ProgressBar
+from ...oracle.engines import Engine, OracleMatcher
+from ...oracle.recognizer import MAX_INPUT_BYTES
+from ...oracle.strategies import mutate, sentences
+from ...suite import Case
+from ...tokenizer_info import TokenizerInfo
 
 # Ids where have and ref differ that the oracle judges per step (a random subset beyond this).
 MAX_ADJUDICATED_IDS = 64
@@ -377,7 +377,7 @@ class CaseRun:
             prefix += self.token_bytes(t)
 
     def oracle_ids(self, prefix: bytes, mask: np.ndarray, differ: np.ndarray, nxt: Optional[int]) -> list:
-        """Token ids for the oracle at this step (see the module docstring of xg2ref/diff.py)."""
+        """Token ids for the oracle at this step (see the module docstring of xg2ref/tools/diff/runner.py)."""
         ids = set(differ.tolist())
         if len(ids) > MAX_ADJUDICATED_IDS:
             ids = set(self.rng.sample(sorted(ids), MAX_ADJUDICATED_IDS)) | {int(differ[0])}

@@ -40,9 +40,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .exceptions import XG2RefError
-from .oracle.engines import EngineUnavailable
-from .user_cases import UsageError, load_vocab  # noqa: F401  (load_vocab: also xg2ref.cli's)
+from ..exceptions import XG2RefError
+from ..oracle.engines import EngineUnavailable
+from .user_cases import UsageError, load_vocab  # noqa: F401  (load_vocab: also xg2ref.tools.cli's)
 
 EXPECTED_SHOWN = 24  # byte ranges listed in an "expected" message
 CONTEXT_BYTES = 40  # bytes of consumed input shown before a failure
@@ -53,7 +53,7 @@ CONTEXT_BYTES = 40  # bytes of consumed input shown before a failure
 
 def load_grammar_text(spec: str, root: Optional[str]) -> tuple[str, str, str]:
     """(label, EBNF text, root rule) for a file path, a suite case name or inline EBNF text."""
-    from .suite import case_names, load_cases
+    from ..suite import case_names, load_cases
 
     if os.path.isfile(spec):
         with open(spec, encoding="utf-8") as f:
@@ -71,9 +71,9 @@ def load_grammar_text(spec: str, root: Optional[str]) -> tuple[str, str, str]:
 
 def compile_grammar(spec: str, root: Optional[str], info=None):
     """Parse and compile GRAMMAR (EBNFError propagates); `info` defaults to an empty vocabulary."""
-    from .compiler import GrammarCompiler
-    from .grammar.grammar import Grammar
-    from .tokenizer_info import TokenizerInfo
+    from ..compiler import GrammarCompiler
+    from ..grammar.grammar import Grammar
+    from ..tokenizer_info import TokenizerInfo
 
     _, text, root = load_grammar_text(spec, root)
     grammar = Grammar.from_ebnf(text, root_rule_name=root)
@@ -112,7 +112,7 @@ def byte_ranges(allowed: np.ndarray) -> list[tuple[int, int]]:
 
 def describe_expected(parser) -> str:
     """What may come next: byte ranges (as characters where ASCII), and the end if complete."""
-    from .fsm.fsm import format_byte_range
+    from ..fsm.fsm import format_byte_range
 
     ranges = byte_ranges(parser.next_bytes())
     parts = [format_byte_range(lo, hi) for lo, hi in ranges[:EXPECTED_SHOWN]]
@@ -152,7 +152,7 @@ def rejection(parser, data: bytes, at: int) -> str:
 
 
 def cmd_check(args) -> int:
-    from .earley import EarleyParser
+    from ..earley import EarleyParser
 
     compiled = compile_grammar(args.grammar, args.root)
     data = input_bytes(args.string, args.hex)
@@ -170,8 +170,8 @@ def cmd_check(args) -> int:
 
 
 def cmd_mask(args) -> int:
-    from .earley import EarleyParser
-    from .matcher import GrammarMatcher
+    from ..earley import EarleyParser
+    from ..matcher import GrammarMatcher
 
     info = load_vocab(args.vocab)
     compiled = compile_grammar(args.grammar, args.root, info)
@@ -201,7 +201,7 @@ def cmd_mask(args) -> int:
 
 
 def cmd_trace(args) -> int:
-    from .earley import EarleyParser, ItemPrinter
+    from ..earley import EarleyParser, ItemPrinter
 
     compiled = compile_grammar(args.grammar, args.root)
     data = input_bytes(args.string, args.hex)
@@ -256,7 +256,7 @@ def front_end_options(args) -> dict:
 
 def cmd_explain(args) -> int:
     from .explain import explain_bytes, explain_token
-    from .grammar.grammar import Grammar
+    from ..grammar.grammar import Grammar
     from .user_cases import CaseError, load_user_case
 
     if args.kind == "auto" and not args.grammar.endswith((".json", ".lark", ".regex", ".re")):
@@ -284,11 +284,11 @@ def cmd_explain(args) -> int:
 
 def against_engines(spec: str, info) -> dict:
     """xg2ref's engine, then those --against names (comma-separated; "none" for none)."""
-    from .oracle.engines import XG2RefEngine
+    from ..oracle.engines import XG2RefEngine
 
     engines = {"xg2ref": XG2RefEngine(info)}
     for name in [n.strip() for n in spec.split(",") if n.strip() and n.strip() != "none"]:
-        from .oracle.other_engines import make_engine
+        from ..oracle.other_engines import make_engine
 
         engines[name] = make_engine(name, info)
     return engines
@@ -314,13 +314,13 @@ def cmd_replay(args) -> int:
 
 
 def cmd_fuzz(args) -> int:
-    from .fuzz import main as fuzz_main
+    from .fuzz.runner import main as fuzz_main
 
     return fuzz_main(args)
 
 
 def cmd_cases(args) -> int:
-    from .suite import load_cases
+    from ..suite import load_cases
 
     for case in load_cases():
         origin = case.file or (f"builtin {case.builtin}" if case.builtin else case.kind)
@@ -329,8 +329,8 @@ def cmd_cases(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from .diff import QUICK, DiffOptions, run_diff
-    from .oracle.engines import import_xgrammar
+    from .diff.runner import QUICK, DiffOptions, run_diff
+    from ..oracle.engines import import_xgrammar
 
     engines = [n.strip() for n in args.against.split(",") if n.strip() and n.strip() != "none"]
     base = QUICK if args.quick else DiffOptions()
@@ -359,9 +359,9 @@ def cmd_diff(args) -> int:
 
 
 def _diff_files(args, engines: list, options):
-    """`xg2ref diff FILE...`: the user's files against each engine (xg2ref/diff_user.py)."""
-    from .diff_user import run_user_diff
-    from .fuzz_case import shrink_disagreements
+    """`xg2ref diff FILE...`: the user's files against each engine (xg2ref/tools/diff/user.py)."""
+    from .diff.user import run_user_diff
+    from .fuzz.case import shrink_disagreements
     from .user_cases import CaseError, load_user_case
 
     front = front_end_options(args)
@@ -382,29 +382,29 @@ def _diff_files(args, engines: list, options):
 
 def cmd_bench(args) -> int:
     if args.what == "kernels":
-        from .bench_kernels import bench_kernels
+        from .bench.kernels import bench_kernels
 
         return bench_kernels()
     if args.what == "dynamic":
-        from .bench_dynamic import bench_dynamic
+        from .bench.dynamic import bench_dynamic
 
         return bench_dynamic(args.data, vocab=args.vocab, requests=args.requests, tool_counts=args.tools,
                              fmt=args.format, plot=args.plot)
     if args.what == "targets":
-        from .bench_targets import bench_targets
+        from .bench.targets import bench_targets
 
         return bench_targets(args.data, vocab=args.vocab, requests=args.requests, fmt=args.format)
     if args.what == "ablation":
-        from .bench_ablation import bench_ablation
+        from .bench.ablation import bench_ablation
 
         return bench_ablation(args.data, vocab=args.vocab, sample=args.sample or 3, subsets=args.subsets,
                               max_tokens=args.tokens, timeout=args.timeout)
     if args.what == "tagdispatch":
-        from .bench_tagdispatch import bench_tagdispatch
+        from .bench.tagdispatch import bench_tagdispatch
 
         return bench_tagdispatch(args.data, vocab=args.vocab)
     if args.what == "maskbench":
-        from .bench_maskbench import bench_maskbench
+        from .bench.maskbench import bench_maskbench
 
         plot = args.plot if args.plot != DYNAMIC_PLOT else os.path.join("benchmarks", "maskbench", "cdf.png")
         results = args.results or os.path.join("benchmarks", "maskbench", "records.jsonl")
@@ -412,13 +412,13 @@ def cmd_bench(args) -> int:
         return bench_maskbench(args.data, sample=args.sample or 5, vocab=args.vocab, results=results,
                                plot=plot, progress=not args.no_progress)
     if args.what == "jsonschemabench":
-        from .bench_jsonschema import bench_jsonschemabench
+        from .bench.jsonschemabench import bench_jsonschemabench
 
         return bench_jsonschemabench(args.data, sample=args.sample, subsets=args.subsets, vocab=args.vocab,
                                      jit=not args.eager, jobs=args.jobs, results=args.results,
                                      report_only=args.report_only, rerun=args.rerun,
                                      progress=not args.no_progress, timeout=args.timeout)
-    from .bench import bench_mask
+    from .bench.mask import bench_mask
 
     return bench_mask(vocab=args.vocab, data_dir=args.data, cases=args.cases, limit=args.limit)
 
@@ -479,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("fuzz", "generated and mutated grammars, regexes and schemas against other engines, for a time "
                         "budget: disagreements with the oracle shrunk and classed (exit 1 when one is xg2ref's)",
                 cmd_fuzz)
-    from .fuzz import add_arguments as fuzz_arguments
+    from .fuzz.runner import add_arguments as fuzz_arguments
 
     fuzz_arguments(p)
 

@@ -24,9 +24,9 @@ import os
 import time
 from typing import Callable
 
-from .grammar.printer import print_expr
-from .intrinsics.tag_dispatch import AhoCorasick
-from .grammar.ir import ByteString
+from ...grammar.printer import print_expr
+from ...intrinsics.tag_dispatch import AhoCorasick
+from ...grammar.ir import ByteString
 
 TAG_COUNTS = (5, 20, 50, 100)
 
@@ -73,8 +73,8 @@ def tool_tags(data_dir: str, n: int) -> list[str]:
 
 
 def bench_tagdispatch(data_dir: str, vocab: str = "llama3", out: Callable[[str], None] = print) -> int:
-    from .compiler import GrammarCompiler
-    from .tokenizer_info import TokenizerInfo
+    from ...compiler import GrammarCompiler
+    from ...tokenizer_info import TokenizerInfo
 
     info = TokenizerInfo.from_quicktok(vocab)
     compiler = GrammarCompiler(info, cache_enabled=False)
