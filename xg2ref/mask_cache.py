@@ -44,6 +44,7 @@ import numpy as np
 from .earley import EarleyParser, grown_chart
 from .exceptions import GrammarLimitError
 from .fsm.build import FSMArrays
+from .fsm.fsm import REPEAT_UNBOUNDED
 from .kernels import earley as K
 from .kernels import mask_cache as MK
 from .kernels import mask_fill as MF
@@ -517,7 +518,7 @@ class AdaptiveTokenMaskCache:
         rule = self._fsm.state_rule[self._class_rep[c]]
         lo, hi, slack = int(self._fsm.rule_rep_lo[rule]), int(self._fsm.rule_rep_hi[rule]), self._slack
         near = set(range(max(lo - 2 - slack, 0), max(lo - 1, 0)))
-        if hi < K.REPEAT_UNBOUNDED:
+        if hi < REPEAT_UNBOUNDED:
             near |= set(range(max(hi - 2 - slack, 0), hi))
         zones = {int(MF.count_zone(lo, hi, k, slack)) for k in near}
         if lo - 1 - slack > 0:

@@ -34,9 +34,8 @@ import numpy as np
 from ..exceptions import GrammarLimitError
 from ..grammar.intrinsic import Intrinsic
 from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, referenced_rules
-from ..kernels.earley import REPEAT_UNBOUNDED
 from ..util import deep_recursion
-from .fsm import FSM, TOKEN_SYMBOL_BASE
+from .fsm import FSM, REPEAT_UNBOUNDED, TOKEN_SYMBOL_BASE
 from .shapes import ShapeCache, relabel, shape
 from .utf8 import class_sequences
 

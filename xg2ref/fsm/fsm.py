@@ -33,6 +33,9 @@ ByteEdge = tuple[int, int, int, int]  # (src, lo, hi, dst)
 
 # Token-set k of a grammar is the FSM letter TOKEN_SYMBOL_BASE + k (bytes are 0..255).
 TOKEN_SYMBOL_BASE = 256
+# The upper bound of a counted repetition R{lo,} in the FSM arrays (`rule_rep_hi`, fsm/build.py),
+# read by the Earley kernels (kernels/earley.py).
+REPEAT_UNBOUNDED = 2147483647
 # Deterministic machines up to this many states are minimized (see FSM.simplified).
 MAX_MINIMIZE_STATES = 8192
 RuleEdge = tuple[int, int, int]  # (src, rule, dst)

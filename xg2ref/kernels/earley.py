@@ -91,13 +91,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+
 OK = 0
 EMPTY = 1
 NEED_ITEMS = 2
 NEED_TABLE = 3
 
 NO_DEADLINE = 2147483647
-REPEAT_UNBOUNDED = 2147483647  # rule_rep_hi of R{lo,}
 # stand-in counts (module docstring): FREE_BASE + n, NOEXIT_BASE + n, STRICT_BASE + n after n LOOPs
 FREE_BASE = 1 << 30
 NOEXIT_BASE = 1 << 29
