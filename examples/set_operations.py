@@ -30,7 +30,7 @@ from functools import lru_cache
 
 import xg2ref as xgr
 from xg2ref.grammar.intrinsic import Call, Intrinsic, register
-from xg2ref.intrinsics.contract import check_intrinsic
+from xg2ref.tools.intrinsic_contract import check_intrinsic
 
 
 @lru_cache(maxsize=None)

@@ -146,6 +146,6 @@ print(f"{len(samples)} strings, {sum(brute_force_accepts(grammar.ir, s) for s in
       f"every pass keeps the language, and the engine agrees")
 
 # %% [markdown]
-# Actual code: `xg2ref.grammar.ebnf.parse_ebnf`, `xg2ref.grammar.printer.print_grammar`,
+# Actual code: `xg2ref.frontends.ebnf.parser.parse_ebnf`, `xg2ref.grammar.printer.print_grammar`,
 # `xg2ref.grammar.passes.normalize`, `xg2ref.grammar.passes.inline_small_rules`,
 # `xg2ref.grammar.repetition.compress_repetitions`.

@@ -1,5 +1,5 @@
 """The EBNF dialect where xg2ref follows xgrammar 0.2.8 over the standards (specs/01-ebnf.md,
-"Dialect details"): the `Regex(...)` intrinsic (xg2ref/grammar/regex_intrinsic.py), `Substring()`
+"Dialect details"): the `Regex(...)` intrinsic (xg2ref/frontends/regex/intrinsic_dialect.py), `Substring()`
 and lazy rules (xg2ref/grammar/lazy.py). Each table is the expected behaviour written out; the
 `xgrammar`-marked tests check that it is xgrammar's, and compare verdicts and masks on random
 cases.
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import xg2ref as xgr
 from xg2ref.exceptions import EBNFError
-from xg2ref.grammar.ebnf import parse_ebnf
+from xg2ref.frontends.ebnf.parser import parse_ebnf
 from xg2ref.grammar.ir import CharClass, Choice, GrammarIR, Rule, RuleRef, Sequence
 from xg2ref.grammar.lazy import committed_automaton, lower_lazy_rules
 from xg2ref.grammar.passes import normalize

@@ -259,3 +259,16 @@ def test_minus_zero_is_by_design_for_integers_too():
         == "-0 (specs/05 difference 9)"
     plain = {"properties": {"b": {"type": "number"}}}
     assert by_design("xgrammar", "json_schema", plain, Question("prefix", b'{"b":-0'), False, None, b"") is None
+
+
+def test_a_lone_minus_refused_is_the_minus_zero_difference_only_under_a_bound():
+    from xg2ref.tools.diff.classes import by_design
+    from xg2ref.tools.fuzz.shrink import Question
+
+    # unbounded integer: `-1` is fine for xgrammar, so refusing `-` is not the -0 difference
+    integer = {"properties": {"b": {"type": "integer"}}}
+    assert by_design("xgrammar", "json_schema", integer, Question("prefix", b'{"b":-'), False, None, b"") is None
+    # minimum 0: after `-` only `-0` is left, which xgrammar refuses
+    at_least_zero = {"properties": {"b": {"type": "integer", "minimum": 0}}}
+    assert by_design("xgrammar", "json_schema", at_least_zero, Question("prefix", b'{"b":-'), False, None, b"") \
+        == "-0 (specs/05 difference 9)"

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xg2ref.exceptions import EBNFError, GrammarLimitError
-from xg2ref.grammar.ebnf import MAX_INTEGER, MAX_NESTING, parse_ebnf
+from xg2ref.frontends.ebnf.parser import MAX_INTEGER, MAX_NESTING, parse_ebnf
 from xg2ref.grammar.grammar import Grammar, ir_signature
 from xg2ref.grammar.ir import EPSILON, ByteString, CharClass, Choice, GrammarIR, Repeat, Rule, RuleRef, Sequence, walk
 from xg2ref.grammar.passes import normalize
@@ -226,7 +226,7 @@ BAD = [
     ('root ::= "a" "b"\nx ::= "c"\ny ::= [z-a]', "lower bound is larger than upper bound", 3, 8),
 ]
 
-# Accepted by xgrammar 0.2.8, rejected here on purpose (see the module docstring of ebnf.py).
+# Accepted by xgrammar 0.2.8, rejected here on purpose (see the module docstring of xg2ref/frontends/ebnf/parser.py).
 TOKENS_AND_OPTIONS = [
     ("root ::= Token()", "Token takes one or more token ids", 1, 10),
     ('root ::= Token(1, "a")', "must be non-negative integers", 1, 19),
@@ -288,7 +288,7 @@ def test_limits_raise_grammar_limit_error(text, message):
 
 
 def test_text_size_limit(monkeypatch):
-    import xg2ref.grammar.ebnf as ebnf
+    import xg2ref.frontends.ebnf.parser as ebnf
 
     monkeypatch.setattr(ebnf, "MAX_GRAMMAR_CHARS", 20)
     monkeypatch.setattr(ebnf, "MAX_RULES", 2)

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from xg2ref.exceptions import GrammarLimitError
 from xg2ref.fsm.build import build_grammar_fsms, rule_fsm
 from xg2ref.fsm.fsm import FSM
-from xg2ref.fsm.utf8 import encode_codepoint, utf8_sequences
+from xg2ref.fsm.utf8 import utf8_sequences
+from xg2ref.grammar.charsets import encode_codepoint
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.grammar.printer import print_grammar
 from xg2ref.oracle.recognizer import Recognizer

@@ -38,7 +38,7 @@ def package_modules(package_dir: Path = PACKAGE_DIR) -> dict[str, Path]:
 def imported_names(module: str, is_package: bool, node: ast.AST) -> list[str]:
     """The dotted names an import statement of `module` brings in, relative ones resolved.
 
-    Example: imported_names("xg2ref.grammar.json_schema", False,
+    Example: imported_names("xg2ref.frontends.json_schema.converter", False,
                             ast.parse("from .ir import walk").body[0]) == ["xg2ref.grammar.ir.walk"]
     """
     if isinstance(node, ast.Import):
@@ -147,3 +147,59 @@ def test_the_import_graph_has_no_cycle():
     found = cycles(graph)
     assert not found, ("import cycles (strongly connected components of the module graph); move what "
                        "both sides share into a module both import:\n" + "\n".join(describe(graph, c) for c in found))
+
+
+# Arrows that would point up the pipeline (a module group -> groups it must not import). Groups are
+# the package's subpackages and top-level modules; see each package's docstring for its place.
+ENGINE_OUTSIDE = ("xg2ref.tools", "xg2ref.views")
+FORBIDDEN = {
+    # the IR and its passes know no input format, no automaton and nothing of run time;
+    # only the public facade (grammar/grammar.py) calls the front ends
+    "xg2ref.grammar": ("xg2ref.frontends", "xg2ref.intrinsics", "xg2ref.fsm", "xg2ref.kernels", "xg2ref.earley",
+                       "xg2ref.mask", "xg2ref.mask_cache", "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle")
+                      + ENGINE_OUTSIDE,
+    "xg2ref.frontends": ("xg2ref.fsm", "xg2ref.kernels", "xg2ref.earley", "xg2ref.mask", "xg2ref.mask_cache",
+                         "xg2ref.matcher", "xg2ref.compiler", "xg2ref.linking", "xg2ref.oracle") + ENGINE_OUTSIDE,
+    "xg2ref.intrinsics": ("xg2ref.kernels", "xg2ref.earley", "xg2ref.mask", "xg2ref.mask_cache", "xg2ref.matcher",
+                          "xg2ref.compiler", "xg2ref.oracle") + ENGINE_OUTSIDE,
+    "xg2ref.fsm": ("xg2ref.frontends", "xg2ref.kernels", "xg2ref.earley", "xg2ref.mask", "xg2ref.mask_cache",
+                   "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle") + ENGINE_OUTSIDE,
+    "xg2ref.kernels": ("xg2ref.grammar", "xg2ref.frontends", "xg2ref.intrinsics", "xg2ref.fsm", "xg2ref.earley",
+                       "xg2ref.mask", "xg2ref.mask_cache", "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle")
+                      + ENGINE_OUTSIDE,
+    "xg2ref.earley": ("xg2ref.mask", "xg2ref.mask_cache", "xg2ref.matcher", "xg2ref.compiler") + ENGINE_OUTSIDE,
+    "xg2ref.mask": ("xg2ref.matcher", "xg2ref.compiler") + ENGINE_OUTSIDE,
+    "xg2ref.mask_cache": ("xg2ref.matcher", "xg2ref.compiler") + ENGINE_OUTSIDE,
+    "xg2ref.compiler": ("xg2ref.matcher",) + ENGINE_OUTSIDE,
+    "xg2ref.matcher": ENGINE_OUTSIDE,
+}
+# The facade: `Grammar.from_ebnf`, `from_json_schema`, ... call the front ends (lazily).
+FACADES = {"xg2ref.grammar.grammar"}
+
+
+def in_group(module: str, group: str) -> bool:
+    return module == group or module.startswith(group + ".")
+
+
+def test_no_arrow_points_up_the_pipeline():
+    graph = import_graph(package_modules())
+    wrong = []
+    for module, arrows in sorted(graph.items()):
+        if module in FACADES:
+            continue
+        for group, banned in FORBIDDEN.items():
+            if not in_group(module, group):
+                continue
+            for target, where in sorted(arrows.items()):
+                if any(in_group(target, b) for b in banned) and not in_group(target, group):
+                    wrong += [f"{module} -> {target}   ({w})" for w in where]
+    assert not wrong, "imports that point up the pipeline:\n" + "\n".join(wrong)
+
+
+MAX_MODULE_LINES = 700
+
+
+def test_no_module_is_over_700_lines():
+    long = {m: n for m, p in package_modules().items() if (n := len(p.read_text(encoding="utf-8").splitlines()))
+            > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by mechanism): {long}"

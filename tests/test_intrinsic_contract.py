@@ -1,4 +1,4 @@
-"""The intrinsic contract (xg2ref/intrinsics/contract.py) over every registered construct.
+"""The intrinsic contract (xg2ref/tools/intrinsic_contract.py) over every registered construct.
 
 Each built-in EBNF call has example grammars here; a registered call without one fails
 `test_every_registered_call_has_examples`, so a new intrinsic cannot skip its contract. The
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from xg2ref.grammar.intrinsic import REGISTRY, Intrinsic, Macro
-from xg2ref.intrinsics.contract import check_intrinsic
+from xg2ref.tools.intrinsic_contract import check_intrinsic
 
 VOCAB = [b"<a>", b"</a>", b"<", b">", b"a", b"b", b"c", b"x", b"ab", b"ca", b"1", b"2", b"12", b" ", b"</s>"]
 STOP = len(VOCAB) - 1

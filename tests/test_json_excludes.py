@@ -1,4 +1,4 @@
-"""JSON values under structural-tag `excludes` (xg2ref/grammar/json_excludes.py): the verdicts
+"""JSON values under structural-tag `excludes` (xg2ref/frontends/structural_tag/excludes.py): the verdicts
 against xgrammar 0.2.8's, masks at every step against xgrammar's, and string bodies against a
 plain-Python reading of the rule (no xgrammar needed)."""
 

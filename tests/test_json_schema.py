@@ -1,4 +1,4 @@
-"""JSON Schema front end (xg2ref/grammar/json_schema.py) against the `jsonschema` validator.
+"""JSON Schema front end (xg2ref/frontends/json_schema/converter.py) against the `jsonschema` validator.
 
 Soundness: every sentence drawn from the grammar parses and validates. Completeness: every
 valid value, serialized canonically in the layout, is accepted.
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xg2ref as xgr
-from xg2ref.grammar.json_lexical import integer_range, number_range
+from xg2ref.frontends.json_schema.lexical import integer_range, number_range
 from xg2ref.grammar.ir import GrammarIR, Rule
 from xg2ref.oracle.recognizer import Recognizer
 from xg2ref.oracle.strategies import sentences
@@ -276,7 +276,7 @@ def test_length_bounds_by_counting_keep_the_language(body, lo, hi, texts, data):
     """`bounded_by_counting` (one unbounded repetition of a single character takes the bound)
     accepts exactly the pattern's strings with lo <= length <= hi; shapes it cannot count
     (two repetitions) give None."""
-    from xg2ref.grammar.regex import regex_to_expr
+    from xg2ref.frontends.regex.parser import regex_to_expr
     from xg2ref.grammar.regular import bounded_by_counting
 
     expr = regex_to_expr(body)

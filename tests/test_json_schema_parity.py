@@ -155,7 +155,7 @@ DOCUMENTS = ["1", "-3", "0", '"x"', "null", "true", "1.5", "[]", "[null]", "[1, 
 
 @pytest.mark.parametrize("schema", RECURSIVE, ids=[f"rec{i}" for i in range(len(RECURSIVE))])
 def test_recursion_without_a_container_is_the_least_solution(schema):
-    """The equations' least solution, as a grammar's rules give it (json_merge.py)."""
+    """The equations' least solution, as a grammar's rules give it (xg2ref/frontends/json_schema/merge.py)."""
     for text in DOCUMENTS:
         assert accepts(schema, text, strict_mode=False) == least_valid(schema, schema, json.loads(text)), text
 
@@ -177,7 +177,7 @@ def test_recursion_beside_other_keywords():
 
 @pytest.mark.parametrize("i", [0, 2, 3, 5])
 def test_recursion_without_a_container_in_xml_parameters(i):
-    """A structural tag's XML parameters read the same least solution (json_xml.py)."""
+    """A structural tag's XML parameters read the same least solution (xg2ref/frontends/structural_tag/xml_parameters.py)."""
     schema = RECURSIVE[i]
     wrapped = {"type": "object", "properties": {"v": {k: v for k, v in schema.items() if k != "$defs"}},
                "required": ["v"], "$defs": schema["$defs"]}

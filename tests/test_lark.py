@@ -12,7 +12,7 @@ import xg2ref as xgr
 from hypothesis_budget import examples
 from xg2ref.exceptions import EBNFError
 from xg2ref.grammar.grammar import ir_signature
-from xg2ref.grammar.lark_grammar import lark_to_ir
+from xg2ref.frontends.lark.converter import lark_to_ir
 from xg2ref.testing import _is_grammar_accept_string
 
 ANY = r"/(.|\n)*/"

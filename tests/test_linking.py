@@ -13,7 +13,7 @@ import xg2ref as xgr
 from xg2ref.exceptions import InvalidStructuralTagError, XG2RefError
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.grammar.printer import print_grammar
-from xg2ref.grammar.structural_tag import structural_tag_to_ir
+from xg2ref.frontends.structural_tag.converter import structural_tag_to_ir
 from xg2ref.oracle.brute_force import brute_force_mask
 from xg2ref.oracle.recognizer import Recognizer
 from xg2ref.oracle.strategies import grammars, sentences, vocabularies

@@ -6,7 +6,7 @@ import pytest
 import xg2ref as xgr
 from xg2ref.fsm.build import build_grammar_fsms
 from xg2ref.fsm.fsm import FSM
-from xg2ref.grammar.ebnf import parse_ebnf
+from xg2ref.frontends.ebnf.parser import parse_ebnf
 from xg2ref.kernels import mask_cache as MK
 from xg2ref.mask_cache import KIND_ACCEPTED, KIND_BITSET, KIND_REJECTED
 

@@ -377,7 +377,7 @@ def test_normalize_keeps_the_language(g):
 
 
 def test_references_under_large_repetitions_are_not_inlined():
-    from xg2ref.grammar.ebnf import parse_ebnf
+    from xg2ref.frontends.ebnf.parser import parse_ebnf
     from xg2ref.grammar.passes import MAX_INLINE_COPIES, inline_small_rules
 
     ir = parse_ebnf(f'root ::= c{{0,{MAX_INLINE_COPIES + 1}}} "-" c{{0,3}}\nc ::= [a-z] | "_"')

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xg2ref.grammar.ebnf import RESERVED_WORDS, parse_ebnf
+from xg2ref.frontends.ebnf.parser import RESERVED_WORDS, parse_ebnf
 from xg2ref.grammar.intrinsic import REGISTRY as INTRINSICS
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.grammar.ir import (EPSILON, ByteString, CharClass, Choice, GrammarIR, MAX_CODEPOINT, Repeat, Rule, RuleRef,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import xg2ref as xgr
 from xg2ref.compiler import compile_ir_grammar
 from xg2ref.earley import EarleyParser
-from xg2ref.grammar.ebnf import parse_ebnf
+from xg2ref.frontends.ebnf.parser import parse_ebnf
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.grammar.printer import print_grammar
 from xg2ref.oracle.brute_force import brute_force_mask

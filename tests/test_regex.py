@@ -1,4 +1,4 @@
-"""Regex front end (xg2ref/grammar/regex.py) against Python's `re` as the reference."""
+"""Regex front end (xg2ref/frontends/regex/parser.py) against Python's `re` as the reference."""
 
 import re
 
@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xg2ref as xgr
-from xg2ref.grammar.regex import RegexError, regex_to_ir
+from xg2ref.frontends.regex.parser import RegexError, regex_to_ir
 from xg2ref.oracle.recognizer import Recognizer
 from tests.walks import greedy_walks_agree
 from xg2ref.testing import _is_grammar_accept_string, _regex_to_ebnf
@@ -179,7 +179,7 @@ def test_search_with_anchors_in_groups_matches_python_re(parts, flags, texts):
         alts.append(f"({body})" if i % 2 else body)
     pattern = "|".join(alts)
     from xg2ref.grammar.ir import GrammarIR, Rule
-    from xg2ref.grammar.regex import regex_to_expr
+    from xg2ref.frontends.regex.parser import regex_to_expr
 
     recognizer = Recognizer(GrammarIR((Rule("root", regex_to_expr(pattern, search=True)),), root="root"))
     for text in texts:
@@ -208,7 +208,7 @@ def test_anchors_anywhere_match_python_re(pattern, search, texts):
     """`$` before the end (`(a($|/))+`): after it nothing is read, so the rest must match empty;
     `^` after the start (`(^a|b)*`): before it nothing was read."""
     from xg2ref.grammar.ir import GrammarIR, Rule
-    from xg2ref.grammar.regex import regex_to_expr
+    from xg2ref.frontends.regex.parser import regex_to_expr
 
     recognizer = Recognizer(GrammarIR((Rule("root", regex_to_expr(pattern, search=search)),), root="root"))
     python = re.compile(pattern.replace("$", r"\Z"), re.ASCII)  # ECMAScript's `$` is Python's `\Z`
@@ -219,7 +219,7 @@ def test_anchors_anywhere_match_python_re(pattern, search, texts):
 
 # ---- Grammar.from_regex: xgrammar's dialect, the pattern rewritten as EBNF text ------------------
 
-from xg2ref.grammar.regex_to_ebnf import regex_to_ebnf  # noqa: E402
+from xg2ref.frontends.regex.to_ebnf import regex_to_ebnf  # noqa: E402
 
 # (pattern, the EBNF text xgrammar 0.2.8 rewrites it to)
 CONVERTED = [

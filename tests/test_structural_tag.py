@@ -6,7 +6,7 @@ import json
 import pytest
 
 import xg2ref as xgr
-from xg2ref.grammar.structural_tag import is_unlimited
+from xg2ref.frontends.structural_tag.converter import is_unlimited
 from xg2ref.testing import _is_grammar_accept_string
 
 T1 = {"type": "tag", "begin": "<f1>", "content": {"type": "const_string", "value": "q"}, "end": "</f>"}

@@ -1,4 +1,4 @@
-"""XML parameter styles (xg2ref/grammar/json_xml.py): a top-level object enum/const written as
+"""XML parameter styles (xg2ref/frontends/structural_tag/xml_parameters.py): a top-level object enum/const written as
 the style's parameters (DeepSeek V4.1's builtin tag among them), and the deprecated
 `qwen_xml_parameter` format; verdicts and masks against xgrammar 0.2.8."""
 

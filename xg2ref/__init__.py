@@ -24,7 +24,7 @@ from .config import get_max_recursion_depth, get_serialization_version, max_recu
 from .exceptions import (DeserializeFormatError, DeserializeVersionError, EBNFError, GrammarLimitError,
                          InvalidJSONError, InvalidStructuralTagError, MatcherError, TokenizerError, XG2RefError)
 from .grammar.grammar import Grammar
-from .grammar.regex import RegexError
+from .frontends.regex.parser import RegexError
 from .matcher import BatchGrammarMatcher, GrammarMatcher
 from .structural_tag import StructuralTagItem
 from .tokenizer_info import TokenizerInfo, VocabType

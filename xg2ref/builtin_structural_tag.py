@@ -13,14 +13,14 @@ Three steps:
    "name": ..., "parameters": ...}`), applies `tool_choice`, and reduces the choice to
    "auto", "required" or "forced" (exactly one tool).
 2. The model's builder, looked up in a registry (`BUILTIN_MODELS` of
-   builtin_structural_tag_models.py, imported here, plus what `register_model_structural_tag`
+   xg2ref/frontends/structural_tag/models.py, imported here, plus what `register_model_structural_tag`
    adds), turns them into a format tree.
 3. The tree is validated into a `StructuralTag` (the pydantic model of xg2ref/structural_tag.py,
    as in xgrammar), which `Grammar.from_structural_tag` and `compile_structural_tag` accept.
 
 The small constructors of format nodes the builders share (`tag`, `sequence`,
 `triggered_tags`, ...), the tool readers and `legacy_structural_tag` live in the leaf
-xg2ref/structural_tag_formats.py and are re-exported here.
+xg2ref/frontends/structural_tag/builders.py and are re-exported here.
 
 What it leaves out: malformed function tools raise ValueError instead of being reread as builtin
 tools of type "function", as pydantic's union fallback does.
@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
 
-from .builtin_structural_tag_models import BUILTIN_MODELS
+from .frontends.structural_tag.models import BUILTIN_MODELS
 from .structural_tag import StructuralTag
-from .structural_tag_formats import (REASONING_MODES, TOOL_CHOICE_STRINGS, after_reasoning, any_text,  # noqa: F401
+from .frontends.structural_tag.builders import (REASONING_MODES, TOOL_CHOICE_STRINGS, after_reasoning, any_text,  # noqa: F401
                                      builtin_tool_name, const, is_function_tool, json_args, legacy_structural_tag,
                                      normalize_tool_choice, one_of, optional, reasoning_prefix, regex, sequence,
                                      tag, tags_with_separator, text_excludes, tool_arguments_schema,

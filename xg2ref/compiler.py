@@ -271,7 +271,7 @@ class GrammarCompiler:
     def compile_lark(self, lark_string: str, *, named_grammars=None) -> CompiledGrammar:
         """`Grammar.from_lark` with this compiler's vocabulary for named special tokens,
         compiled; cached by the text and the named grammars."""
-        from .grammar.lark_grammar import lark_cache_key
+        from .frontends.lark.converter import lark_cache_key
 
         def make():
             return Grammar.from_lark(lark_string, tokenizer_info=self.tokenizer_info, named_grammars=named_grammars)
@@ -282,7 +282,7 @@ class GrammarCompiler:
     def compile_structural_tag(self, structural_tag, triggers=None) -> CompiledGrammar:
         """`Grammar.from_structural_tag`, with token strings resolved against this compiler's
         vocabulary, compiled."""
-        from .grammar.structural_tag import legacy_structural_tag, structural_tag_parts, structural_tag_to_ir
+        from .frontends.structural_tag.converter import legacy_structural_tag, structural_tag_parts, structural_tag_to_ir
 
         def make():
             tag = legacy_structural_tag(structural_tag, triggers) if triggers is not None else structural_tag

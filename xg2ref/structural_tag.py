@@ -3,7 +3,7 @@
 A structural tag is `{"type": "structural_tag", "format": F}`; F is one of the format models
 below, told apart by its `type` field (a pydantic discriminated union). Field names, types and
 defaults are those of xgrammar 0.2.8, so a tag built with either package validates in the
-other; what each format means, and how it becomes a grammar, is xg2ref/grammar/structural_tag.py.
+other; what each format means, and how it becomes a grammar, is xg2ref/frontends/structural_tag/converter.py.
 
     const_string{value}            json_schema{json_schema, style, any_order, max_whitespace_cnt, excludes}
     grammar{grammar}               regex{pattern}          qwen_xml_parameter{json_schema}

@@ -299,13 +299,13 @@ class FindingAsker:
     def _compile(self, kind: str, text: str):
         key = (kind, text)
         if key not in self._compiled:
-            from xg2ref.tools.diff.checks import _compile
+            from xg2ref.tools.diff.checks import compile_case
             from xg2ref.oracle.engines import OracleMatcher
             from xg2ref.tools.user_cases import case_from_text
             try:
                 case = case_from_text("finding", text, kind)
                 self._compiled[key] = (OracleMatcher(case.grammar().ir, self.info) if self.engine is None
-                                       else _compile(self.engine, case))
+                                       else compile_case(self.engine, case))
             except Exception as err:  # noqa: BLE001 - a refused grammar is the engine's verdict
                 self._compiled[key] = _short(err)
         return self._compiled[key]

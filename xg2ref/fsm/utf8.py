@@ -18,28 +18,13 @@ What it leaves out: overlong encodings and codepoints above U+10FFFF are never p
 
 from __future__ import annotations
 
+from ..grammar.charsets import encode_codepoint
 from ..grammar.ir import MAX_CODEPOINT
 
 # Largest codepoint encoded with 1, 2, 3 and 4 bytes.
 _LENGTH_LIMITS = (0x7F, 0x7FF, 0xFFFF, MAX_CODEPOINT)
 
 ByteRangeSeq = tuple[tuple[int, int], ...]
-
-
-def encode_codepoint(cp: int) -> bytes:
-    """UTF-8 bytes of `cp`, surrogates included (no validity check beyond the range).
-
-    Example: encode_codepoint(0xE9) == b"\\xc3\\xa9"
-    """
-    if cp < 0 or cp > MAX_CODEPOINT:
-        raise ValueError(f"codepoint {cp:#x} is outside U+0000..U+10FFFF")
-    if cp <= 0x7F:
-        return bytes([cp])
-    if cp <= 0x7FF:
-        return bytes([0xC0 | cp >> 6, 0x80 | cp & 0x3F])
-    if cp <= 0xFFFF:
-        return bytes([0xE0 | cp >> 12, 0x80 | cp >> 6 & 0x3F, 0x80 | cp & 0x3F])
-    return bytes([0xF0 | cp >> 18, 0x80 | cp >> 12 & 0x3F, 0x80 | cp >> 6 & 0x3F, 0x80 | cp & 0x3F])
 
 
 def utf8_sequences(lo: int, hi: int) -> list[ByteRangeSeq]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
-from .ebnf import parse_ebnf
+from ..frontends.ebnf.parser import parse_ebnf
 from .intrinsic import Intrinsic
 from .ir import EPSILON, ByteString, CharClass, Choice, GrammarIR, Repeat, Rule, RuleRef, Sequence, walk
 from .passes import renamed_rules
@@ -69,10 +69,10 @@ class Grammar:
     @classmethod
     def from_regex(cls, regex_string: str, *, print_converted_ebnf: bool = False) -> "Grammar":
         """The grammar of the strings `regex_string` matches as a whole, in xgrammar's regex
-        dialect: the pattern is rewritten as EBNF text and parsed (xg2ref/grammar/regex_to_ebnf.py;
+        dialect: the pattern is rewritten as EBNF text and parsed (xg2ref/frontends/regex/to_ebnf.py;
         raises RegexError naming an unsupported construct). `print_converted_ebnf` prints
         that text."""
-        from .regex_to_ebnf import converted_regex_ir
+        from ..frontends.regex.to_ebnf import converted_regex_ir
 
         ir, text = converted_regex_ir(regex_string)
         if print_converted_ebnf:
@@ -85,9 +85,9 @@ class Grammar:
                          max_whitespace_cnt: Optional[int] = None, print_converted_ebnf: bool = False,
                          any_order: bool = False) -> "Grammar":
         """The grammar of the JSON texts valid under `schema` (a dict, a bool, JSON text or a
-        pydantic model class), in the layout the options ask for (xg2ref/grammar/json_schema.py;
+        pydantic model class), in the layout the options ask for (xg2ref/frontends/json_schema/converter.py;
         raises InvalidJSONError naming the offending part by its JSON path)."""
-        from .json_schema import json_schema_to_ir
+        from ..frontends.json_schema.converter import json_schema_to_ir
 
         grammar = cls(json_schema_to_ir(schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
                                         strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt,
@@ -99,11 +99,11 @@ class Grammar:
     @classmethod
     def from_structural_tag(cls, structural_tag, triggers=None) -> "Grammar":
         """The grammar of a structural tag (xgrammar 0.2.8's JSON format, as text, a dict or a
-        StructuralTag; xg2ref/grammar/structural_tag.py). Raises InvalidStructuralTagError
+        StructuralTag; xg2ref/frontends/structural_tag/converter.py). Raises InvalidStructuralTagError
         naming the offending part. Token strings need a tokenizer: use
         `GrammarCompiler.compile_structural_tag`. The legacy form (a list of
         `StructuralTagItem`s and a list of triggers) is accepted too."""
-        from .structural_tag import legacy_structural_tag, structural_tag_to_ir
+        from ..frontends.structural_tag.converter import legacy_structural_tag, structural_tag_to_ir
 
         if triggers is not None:
             structural_tag = legacy_structural_tag(structural_tag, triggers)
@@ -112,10 +112,10 @@ class Grammar:
     @staticmethod
     def from_lark(lark_string: str, *, tokenizer_info=None, named_grammars=None) -> "Grammar":
         """The grammar of a Lark grammar text with a `start` rule, in xgrammar 0.2.8's dialect
-        (xg2ref/grammar/lark_grammar.py). `tokenizer_info` resolves named special tokens
+        (xg2ref/frontends/lark/converter.py). `tokenizer_info` resolves named special tokens
         (`<|eot|>`, `<[*]>`); `named_grammars` maps a name (no `@`) to the Grammar or Lark text
         `@name` stands for. Raises LarkError (an EBNFError) naming the offending place."""
-        from .lark_grammar import lark_to_ir
+        from ..frontends.lark.converter import lark_to_ir
 
         return Grammar(lark_to_ir(lark_string, tokenizer_info, named_grammars, grammar_type=Grammar))
 

@@ -14,7 +14,7 @@ Every stage that walks the IR has exactly one branch for intrinsics,
 `if isinstance(node, Intrinsic): node.<method>(...)`:
 
     stage                        method                      contract
-    EBNF parser (ebnf.py)        REGISTRY[name].from_call    arguments checked; SourceError at the
+    EBNF parser (xg2ref/frontends/ebnf/parser.py)        REGISTRY[name].from_call    arguments checked; SourceError at the
                                                              offending value; rule names recorded
     printer                      to_ebnf()                   parse(print(node)) == node
     references, inlining         rule_names()                every rule the node reads

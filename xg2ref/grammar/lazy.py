@@ -34,7 +34,7 @@ from typing import Optional
 from ..exceptions import EBNFError, GrammarLimitError
 from .intrinsic import Intrinsic
 from .ir import EPSILON, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, walk
-from .regex import merge_ranges
+from .charsets import merge_ranges
 from .regular import _NFA, TooLarge, _determinize, _without_epsilon
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import AbstractSet, Callable, TypeVar
 
-from ..fsm.utf8 import encode_codepoint
+from .charsets import encode_codepoint
 from ..util import deep_recursion
 from .lazy import lower_lazy_rules
 from .intrinsic import Intrinsic

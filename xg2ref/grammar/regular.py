@@ -22,7 +22,7 @@ from collections import defaultdict
 from typing import Callable, Optional
 
 from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
-from .regex import merge_ranges
+from .charsets import merge_ranges
 
 MAX_NFA_STATES = 20_000
 MAX_PRODUCT_STATES = 4_000

@@ -1,6 +1,6 @@
 """`Regex("pattern", json_string=false, flags="")`: a macro of xgrammar's EBNF dialect
 (section 5), the pattern's language inline, read in xgrammar's intrinsic regex dialect
-(xg2ref/grammar/regex_intrinsic.py). Giving `flags` at all, even `flags=""`, keeps `.` off the
+(xg2ref/frontends/regex/intrinsic_dialect.py). Giving `flags` at all, even `flags=""`, keeps `.` off the
 line feed unless it holds `s`."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ class Regex(Macro):
 
     @classmethod
     def from_call(cls, call: Call) -> Expr:
-        from ..grammar.regex import RegexError
-        from ..grammar.regex_intrinsic import intrinsic_regex_to_expr
+        from ..frontends.regex.parser import RegexError
+        from ..frontends.regex.intrinsic_dialect import intrinsic_regex_to_expr
 
         if len(call.positional) != 1 or call.positional[0].kind != "string":
             raise SourceError("Regex takes exactly one positional argument, the pattern string", call.pos)

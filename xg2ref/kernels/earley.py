@@ -63,7 +63,7 @@ hi of them. Three ranges of counts are stand-ins used while building mask-cache 
 where the count is not known: FREE (LOOP and END always allowed), NOEXIT (LOOP always, END
 never) and STRICT (neither); they add one per LOOP like any count.
 
-Unordered members (JSON Schema's `any_order`, xg2ref/grammar/json_objects.py). A rule M with
+Unordered members (JSON Schema's `any_order`, xg2ref/frontends/json_schema/objects.py). A rule M with
 `rule_required[M] >= 0` reads members in any order, each at most once: its machine references
 member rules K (`rule_member[K] = 2 * j + required`), and its items carry the set S of member
 numbers seen, as an index into the chart's pool of (parent set, member) links (index 0 is the

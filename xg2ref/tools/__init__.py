@@ -6,6 +6,7 @@ imports from here.
     user_cases.py   a user's file (EBNF, Lark, regex, JSON Schema, structural tag) as a case
     explain.py      `xg2ref explain`: why a continuation is allowed, as dotted Earley items
     replay.py       `xg2ref replay`: a generation log checked step by step
+    intrinsic_contract.py  `check_intrinsic`: a new grammar construct against the oracle
     diff/           `xg2ref diff`: xg2ref, its brute-force oracle and other engines compared
     fuzz/           `xg2ref fuzz`: generated cases through diff/, disagreements shrunk and classed
     bench/          `xg2ref bench ...`: the paper's tables and figures, beside xgrammar 0.2.8

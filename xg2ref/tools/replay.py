@@ -25,7 +25,7 @@ from typing import Optional
 
 import numpy as np
 
-from .diff.checks import _compile
+from .diff.checks import compile_case
 from ..oracle.engines import OracleMatcher
 from ..oracle.recognizer import MAX_INPUT_BYTES
 from ..suite import Case
@@ -82,7 +82,7 @@ def replay(case: Case, info: TokenizerInfo, tokens: list, engines: dict, oracle_
     matchers, unavailable = {}, {}
     for name, engine in engines.items():
         try:
-            matchers[name] = _compile(engine, case)
+            matchers[name] = compile_case(engine, case)
         except Exception as err:  # an engine that cannot read this kind of grammar sits out
             if not matchers and not unavailable:
                 raise  # xg2ref itself

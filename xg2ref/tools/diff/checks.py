@@ -119,7 +119,7 @@ def _whole(matcher, data: bytes) -> tuple[bool, Optional[bool]]:
     return accepted, (matcher.is_completed() if accepted else None)
 
 
-def _compile(engine, case: Case):
+def compile_case(engine, case: Case):
     """A matcher of `engine` for the case: front-end cases go through the engine's own front end
     when it has one (the oracle and plain engines read the EBNF text of xg2ref's conversion)."""
     if case.kind != "ebnf" and hasattr(engine, "compile_front_end"):
@@ -136,12 +136,12 @@ class CaseRun:
         self.result = CaseResult(case.name)
         self.result.notes.extend([case.note] if case.note else [])
         self.ir = case.grammar().ir
-        self.have = _compile(ctx.engine, case)
+        self.have = compile_case(ctx.engine, case)
         self.ref = None
         self.ref_name = getattr(ctx.reference, "name", "reference")
         if ctx.reference is not None:
             try:
-                self.ref = _compile(ctx.reference, case)
+                self.ref = compile_case(ctx.reference, case)
             except Exception as err:
                 self.result.notes.append(f"{self.ref_name} cannot compile it: {err}".splitlines()[0])
         self.oracle = OracleMatcher(self.ir, ctx.info)

@@ -116,9 +116,12 @@ def by_design(engine: str, kind: str, spec, q, says: bool, asker, token: bytes) 
     if engine == "xgrammar" and kind == "ebnf" and says and has_dead_ends(spec):
         return "dead ends (specs/01 difference 4)"
     found = set(keywords(spec)) if kind == "json_schema" else set()
-    bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "type=integer"} & found
-    if engine == "xgrammar" and bounded and not says and \
-            (asked[:1] == b"-" or before.endswith(b"-") and asked[:1] == b"0" or before.endswith(b"-0")):
+    bounds = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & found
+    # A lone `-` refused is the -0 difference only where a bound leaves 0 as the one number after
+    # it; `-0` itself (and what follows it) is refused under any bound and for every integer.
+    if engine == "xgrammar" and not says and \
+            (bounds and asked[:1] == b"-" or (bounds or "type=integer" in found) and
+             (before.endswith(b"-") and asked[:1] == b"0" or before.endswith(b"-0"))):
         return "-0 (specs/05 difference 9)"
     if engine == "outlines" and kind == "json_schema" and not says and before[-1:].isspace() and asked[:1] in b",]}":
         return "whitespace"

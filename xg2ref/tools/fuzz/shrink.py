@@ -47,7 +47,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Optional
 
-from ..diff.checks import _compile
+from ..diff.checks import compile_case
 from ..diff.classes import keywords
 from ...oracle.engines import OracleMatcher
 from ...oracle.recognizer import MAX_INPUT_BYTES
@@ -98,7 +98,7 @@ class Asker:
 
     def matcher(self, kind: str, spec):
         return self._remember(self._matchers, (kind, case_source(kind, spec)),
-                              lambda: _compile(self.engine, self.case(kind, spec)))
+                              lambda: compile_case(self.engine, self.case(kind, spec)))
 
     def oracle_grammar(self, kind: str, spec):
         """xg2ref's GrammarIR of the case (what the oracle reads)."""

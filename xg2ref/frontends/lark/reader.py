@@ -1,4 +1,4 @@
-"""Reading xgrammar 0.2.8's Lark dialect into a tree (for `lark_grammar.py`, which lowers it).
+"""Reading xgrammar 0.2.8's Lark dialect into a tree (for `converter.py`, which lowers it).
 
 A hand-written lexer and recursive-descent parser, following xgrammar's own reading token for
 token (Lark's meta-grammar does not fit: the dialect adds inline JSON values of any depth,
@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..exceptions import EBNFError
+from ...exceptions import EBNFError
 
 MAX_NESTING, MAX_DOCUMENTS = 200, 1000  # groups in one document; nested %lark / @name grammars
 _LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")

@@ -1,4 +1,4 @@
-"""JSON Schema in-place applicators for `json_schema.py` (XGrammar-2 §2.1, the JSON Schema front
+"""JSON Schema in-place applicators for `converter.py` (XGrammar-2 §2.1, the JSON Schema front
 end): `allOf`, and `$ref` / `anyOf` / `oneOf` beside other keywords, as a choice of merged
 schemas.
 
@@ -45,9 +45,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..exceptions import InvalidJSONError
-from .json_keywords import ANNOTATIONS, MORE_FORMATS, MORE_PATTERNS, constrains
-from .json_values import json_equal
+from ...exceptions import InvalidJSONError
+from .keywords import ANNOTATIONS, MORE_FORMATS, MORE_PATTERNS, constrains
+from .values import json_equal
 
 # the validation keywords `merge` must not silently drop
 ASSERTIONS = frozenset({"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
@@ -174,7 +174,7 @@ def merge(conv, a: Any, b: Any, path: str) -> Any:
             out[key] = list(out[key]) + list(value)
         elif key in ("items", "additionalProperties"):
             out[key] = merge_below(out[key], value)
-        elif key == "propertyNames":  # kept eager: the key languages read its keywords (json_objects.py)
+        elif key == "propertyNames":  # kept eager: the key languages read its keywords (objects.py)
             out[key] = merge(conv, deref(conv, out[key], path), deref(conv, value, path), f"{path}.{key}")
         elif key == "allOf":
             out[key] = list(out[key]) + list(value)
@@ -311,7 +311,7 @@ class Clauses:
     object. Atoms (validation keywords only) are keyed by their JSON text, so equal keywords
     met twice are one atom; a clause lists its atoms in the order the schema writes them (own
     keywords, $ref, allOf, anyOf, oneOf), which is the order their properties take (a set of
-    atoms met again in another order keeps the rule of its first order, json_schema.py)."""
+    atoms met again in another order keeps the rule of its first order, converter.py)."""
 
     def __init__(self, conv):
         self.conv = conv

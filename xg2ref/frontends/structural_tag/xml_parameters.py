@@ -3,7 +3,7 @@ format with `style` qwen_xml, minimax_xml, minimax_m3_xml, deepseek_xml, deepsee
 glm_xml, cohere_xml or kimi_k3_xml, in xgrammar 0.2.8's shapes).
 
 The schema describes a tool's arguments. Its top-level object becomes a run of parameters in
-the style's markup (`json_xml_styles.py`); each parameter's value is split into alternatives
+the style's markup (`xml_styles.py`); each parameter's value is split into alternatives
 by kind, and the style writes each kind its own way:
 
     top level            an object schema (also one with `properties`/`required` but no
@@ -27,7 +27,7 @@ by kind, and the style writes each kind its own way:
                                                (top level, and every level of the recursive
                                                styles cohere_xml and minimax_m3_xml)
                          other types           JSON
-    JSON values          xg2ref's JSON Schema converter (`json_schema.py`), any whitespace,
+    JSON values          xg2ref's JSON Schema converter (`xg2ref/frontends/json_schema/converter.py`), any whitespace,
                          strict mode; its rules are shared with the parameters'.
     raw strings          plain: free text without the style's closing string (and without
                          `excludes`), a TagDispatch rule; text: the pattern/format regex over
@@ -40,7 +40,7 @@ by kind, and the style writes each kind its own way:
 plain strings never hold them (a string with them and only length bounds drops the bounds),
 enum/const values with one in a string are dropped (a raw string as it is, a JSON value's
 strings as written), and so are declared parameters whose name holds one; additional names
-avoid them; JSON-valued parameters are filtered as `json_excludes.py` says.
+avoid them; JSON-valued parameters are filtered as `excludes.py` says.
 
 What it leaves out: `patternProperties` and `propertyNames` (an error); the departures of xgrammar
 0.2.8 from JSON Schema that xg2ref does not copy (loose `any_order`, `allOf` read as any
@@ -53,16 +53,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..exceptions import InvalidJSONError
-from ..intrinsics.tag_dispatch import TagDispatch
-from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule
-from .json_lexical import NOTHING, choice, seq
-from .json_excludes import FilteringConverter, avoiding, literal_holds
-from .json_keywords import ANNOTATIONS, TYPES, constrains, count
-from .json_objects import members_in_any_order
-from .json_strings import format_regex, string_regexes
-from .json_xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
-from .regular import TooLarge, bounded_length
+from ...exceptions import InvalidJSONError
+from ...intrinsics.tag_dispatch import TagDispatch
+from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule
+from ..json_schema.lexical import NOTHING, choice, seq
+from .excludes import FilteringConverter, avoiding, literal_holds
+from ..json_schema.keywords import ANNOTATIONS, TYPES, constrains, count
+from ..json_schema.objects import members_in_any_order
+from ..json_schema.strings import format_regex, string_regexes
+from .xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
+from ...grammar.regular import TooLarge, bounded_length
 
 ANY_CHAR = CharClass((), negated=True)
 OBJECT_KEYWORDS = ("properties", "required", "additionalProperties")

@@ -38,8 +38,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .ir import MAX_CODEPOINT, Expr
-from .regex import RegexError, _alts_to_ir, _fold_case, complement, merge_ranges
+from ...grammar.ir import MAX_CODEPOINT, Expr
+from ...grammar.charsets import complement, fold_case, merge_ranges
+from .parser import RegexError, _alts_to_ir
 
 _WORD = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
 _SETS = {"d": [(0x30, 0x39)], "w": _WORD, "s": [(0x09, 0x0D), (0x20, 0x20)]}
@@ -51,7 +52,7 @@ FLAGS = "isu"
 
 
 class _Parser:
-    """Recursive descent over the pattern; nodes are the parse-tree tuples of `regex.py`:
+    """Recursive descent over the pattern; nodes are the parse-tree tuples of `parser.py`:
     ("char", cp), ("class", ranges), ("group", [[node, ...], ...]), ("repeat", node, lo, hi)."""
 
     def __init__(self, pattern: str, ignore_case: bool, dot_newline: bool, json_string: bool):
@@ -236,7 +237,7 @@ class _Parser:
                 ranges.append((low[1], low[1]))
         self.i = end + 1
         if self.ignore_case:
-            ranges = _fold_case(ranges)
+            ranges = fold_case(ranges)
         ranges = merge_ranges(ranges)
         return complement(ranges) if negated else ranges
 
@@ -269,7 +270,7 @@ class _Parser:
         if c.lower() in _SETS:
             ranges = _SETS[c.lower()]
             if self.ignore_case:
-                ranges = _fold_case(ranges)
+                ranges = fold_case(ranges)
             return ("class", merge_ranges(ranges) if c.islower() else complement(ranges))
         if c == "x":
             digits = self.p[self.i:self.i + 2]

@@ -14,7 +14,7 @@ With excludes W, the JSON text is filtered where it carries free text, and nowhe
                                 no object is valid)
     numbers, punctuation        not filtered; nor are strings under a `pattern` or a `format`
 
-Everything else is xg2ref's JSON Schema converter (`json_schema.py`), which this one extends.
+Everything else is xg2ref's JSON Schema converter (`xg2ref/frontends/json_schema/converter.py`), which this one extends.
 
 The filter is a product: a small automaton of the text's shape (`machine`: state -> [(code-point
 ranges, next state)]) read together with the longest suffix of the text that begins a word, the
@@ -31,13 +31,13 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from .ir import EPSILON, MAX_CODEPOINT, ByteString, CharClass, Expr, GrammarIR, RuleRef
-from .json_lexical import NOTHING, RAW_FORBIDDEN, choice, encoded_char, json_string_literal, seq
-from .json_keywords import count
-from .json_schema import SchemaConverter
-from .json_strings import string_checks
-from .regex import complement, intersect, merge_ranges, subtract
-from .regular import automaton
+from ...grammar.ir import EPSILON, MAX_CODEPOINT, ByteString, CharClass, Expr, GrammarIR, RuleRef
+from ..json_schema.lexical import NOTHING, RAW_FORBIDDEN, choice, encoded_char, json_string_literal, seq
+from ..json_schema.keywords import count
+from ..json_schema.converter import SchemaConverter
+from ..json_schema.strings import string_checks
+from ...grammar.charsets import complement, intersect, merge_ranges, subtract
+from ...grammar.regular import automaton
 
 # The written body of a JSON string: raw characters, short escapes, \uXXXX outside the
 # surrogates (as xg2ref's own strings, specs/05), each character matched as written.
@@ -216,7 +216,7 @@ def filtered_json_schema_to_ir(schema: Any, excludes: list, *, any_order: bool =
     """The JSON grammar of `schema` (any whitespace, strict mode) with `excludes` filtered out
     (module docstring): a `json_schema` format of style "json" with excludes."""
     if isinstance(schema, (str, bytes)):
-        from ..exceptions import InvalidJSONError
+        from ...exceptions import InvalidJSONError
 
         try:
             schema = json.loads(schema)

@@ -1,7 +1,7 @@
 """Anchors and lookaheads of regexes, rewritten into what a grammar can say (the regex front
 end of XGrammar-2 §3.1, whose per-rule automata take no assertions).
 
-The parser (`regex.py`) keeps `^` and `$` as the markers `START` and `END`. This module
+The parser (`parser.py`) keeps `^` and `$` as the markers `START` and `END`. This module
 brings them to where a whole-string or searched match reads them:
 
 - `$` anywhere: after it nothing more may be read, so the rest of the pattern must match the

@@ -25,9 +25,9 @@ import json
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .json_keywords import bounds
-from .regex import RegexError, regex_to_expr
-from .regular import TooLarge, automaton, matches
+from .keywords import bounds
+from ..regex.parser import RegexError, regex_to_expr
+from ...grammar.regular import TooLarge, automaton, matches
 
 
 def has_type(value: Any, types) -> bool:
@@ -65,14 +65,14 @@ def _count_ok(n: int, schema: dict, low: str, high: str) -> bool:
 def _automata(key: str, regex: str) -> tuple:
     """The automata a string must be in for a `pattern` (key "pattern": searched, lookaheads
     split off) or a format's regex (key "format": whole), built once per regex."""
-    from .json_strings import pattern_languages
+    from .strings import pattern_languages
 
     languages = pattern_languages(regex) if key == "pattern" else [regex_to_expr(regex)]
     return tuple(automaton(language) for language in languages)
 
 
 def _string_ok(value: str, schema: dict) -> bool:
-    from .json_strings import string_checks
+    from .strings import string_checks
 
     if not _count_ok(len(value), schema, "minLength", "maxLength"):
         return False

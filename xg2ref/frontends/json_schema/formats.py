@@ -1,4 +1,4 @@
-"""JSON Schema `format` values as regexes (whole-string matches), for `json_schema.py`.
+"""JSON Schema `format` values as regexes (whole-string matches), for `converter.py`.
 
 Each regex follows the RFC the JSON Schema specification names, restricted where a regex cannot
 say more (the restrictions are listed in specs/05-front-ends.md):

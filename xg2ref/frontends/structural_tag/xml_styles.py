@@ -1,7 +1,7 @@
 """XGrammar-2 §3.2, structural tags: the markup of each XML parameter style (xgrammar 0.2.8's
 `json_schema` format with `style` other than "json").
 
-`json_xml.py` turns a schema into parameters; this module says how one parameter, one array
+`xml_parameters.py` turns a schema into parameters; this module says how one parameter, one array
 item and one key are written. A value arrives as alternatives `(kind, expr)`, kind one of
 
     plain    free text that never holds the style's closing string (a TagDispatch rule)
@@ -43,8 +43,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .ir import EPSILON, ByteString, CharClass, Expr, Repeat
-from .json_lexical import NOTHING, choice, seq
+from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, Repeat
+from ..json_schema.lexical import NOTHING, choice, seq
 
 KIMI_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 IDENT_FIRST = ((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
@@ -201,7 +201,7 @@ def _units(text: str) -> tuple:
 
 
 def _minus(ranges, removed) -> list:
-    from .regex import subtract
+    from ...grammar.charsets import subtract
 
     return subtract(list(ranges), removed)
 

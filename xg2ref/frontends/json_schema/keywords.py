@@ -1,8 +1,8 @@
 """A leaf of shared helpers for the JSON Schema front end (XGrammar-2 §2.1): the keyword sets
 and the readers of numeric keywords.
 
-The converter (json_schema.py) and its satellites (json_merge.py, json_objects.py,
-json_strings.py, json_values.py, json_excludes.py, json_xml.py) all import this module, so no
+The converter (converter.py) and its satellites (merge.py, objects.py,
+strings.py, values.py, xg2ref/frontends/structural_tag/excludes.py, xg2ref/frontends/structural_tag/xml_parameters.py) all import this module, so no
 satellite imports the converter:
 
     TYPES                       the seven JSON Schema type names, in the order `type` expands to
@@ -18,7 +18,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Optional
 
-from ..exceptions import InvalidJSONError
+from ...exceptions import InvalidJSONError
 
 TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema", "$id", "id", "$comment",

@@ -1,7 +1,7 @@
 """The Lark front end: `Grammar.from_lark` and `GrammarCompiler.compile_lark`, xgrammar 0.2.8's
 Lark dialect (Lark's grammar language read scannerless, with llguidance's extensions) lowered to
-grammar IR. `lark_reader.py` reads the text (the lexical rules are there), this module lowers
-the tree, `lark_lazy.py` lowers lazy rules and the dispatching start rule.
+grammar IR. `reader.py` reads the text (the lexical rules are there), this module lowers
+the tree, `lazy.py` lowers lazy rules and the dispatching start rule.
 
 Every definition becomes one rule; `start` becomes the root rule `root`. How each construct is
 lowered (skip = the `%ignore` rule, `(i1 | i2 | ...)*`, absent without `%ignore`):
@@ -12,7 +12,7 @@ lowered (skip = the `%ignore` rule, `(i1 | i2 | ...)*`, absent without `%ignore`
     terminal  C: "c" D /re/        C ::= "c" D <re>  (terminals only name terminals; no cycles)
     ?a / !a, `-> alias`            a (tree shaping only)
     "ab"i   "a".."z"   "\\u00e9"    [aA] [bB] (ASCII only)   [a-z]   the code point
-    /re/flags                      the regex's IR (regex.py, flags i s u), `.` read as [^\\n]
+    /re/flags                      the regex's IR (xg2ref/frontends/regex/parser.py, flags i s u), `.` read as [^\\n]
                                    without s, as Lark and xgrammar read it
     x? x* x+ x~n..m x{n,m} [x]     Repeat(x, lo, hi)
     %import common.INT [-> N]      a terminal N with Lark's `common` definition (`COMMON`)
@@ -25,7 +25,7 @@ lowered (skip = the `%ignore` rule, `(i1 | i2 | ...)*`, absent without `%ignore`
     name[max_tokens=N, max_chars=N, capture="c"]    rule options (budgets: specs/05)
     name[temperature=F]            a terminal-like rule: read as a terminal, skip follows its
                                    occurrences; lazy, stop and suffix are dropped
-    name[lazy] / [stop=S] / [suffix=S]   terminal-like, ends at its first chance (lark_lazy.py):
+    name[lazy] / [stop=S] / [suffix=S]   terminal-like, ends at its first chance (lazy.py):
                                    a dispatch, or the rule option `lazy` (grammar/lazy.py)
 
 Capture names become the rule option `capture` (`GrammarMatcher.get_captures` reports them,
@@ -38,14 +38,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..exceptions import XG2RefError
-from ..util import deep_recursion
-from ..intrinsics.token_sets import TokenSet
-from .ir import EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
-from .lark_lazy import LazyRules
-from .lark_reader import MAX_DOCUMENTS, NAME_CHARS, Definition, Document, LarkError, Node, parse_lark
-from .passes import remove_dead_rules, renamed_rules
-from .regex import regex_to_expr
+from ...exceptions import XG2RefError
+from ...util import deep_recursion
+from ...intrinsics.token_sets import TokenSet
+from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
+from .lazy import LazyRules
+from .reader import MAX_DOCUMENTS, NAME_CHARS, Definition, Document, LarkError, Node, parse_lark
+from ...grammar.passes import remove_dead_rules, renamed_rules
+from ..regex.parser import regex_to_expr
 
 # Lark's `common.lark` terminals, as regexes
 COMMON = {
@@ -307,7 +307,7 @@ class _Lowering(LazyRules):
             raise self.fail(f"failed to compile regular expression: {err}", node) from None
 
     def json_schema(self, node: Node) -> Expr:
-        from .json_schema import json_schema_to_ir
+        from ..json_schema.converter import json_schema_to_ir
 
         try:
             ir = json_schema_to_ir(node.value, any_whitespace=True, indent=None, separators=None, strict_mode=True,

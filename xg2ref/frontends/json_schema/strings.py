@@ -1,4 +1,4 @@
-"""JSON Schema strings as grammar IR, for `json_schema.py`: lengths, `pattern` and `format`.
+"""JSON Schema strings as grammar IR, for `converter.py`: lengths, `pattern` and `format`.
 
 What the quotes of a valid string hold, in code points written canonically
 (`json_lexical.encoded_char`), chosen by the cheapest construction that is exact:
@@ -10,7 +10,7 @@ What the quotes of a valid string hold, in code points written canonically
                              (regular.bounded_length), one right-linear rule per state
 
 A `pattern` is searched (a match anywhere), as the standard says; a `format` names a whole-string
-regex (`json_formats.py`). Patterns beyond a context-free grammar (lookaround, backreferences,
+regex (`formats.py`). Patterns beyond a context-free grammar (lookaround, backreferences,
 word boundaries) are not enforced. Narrowings (specs/05-front-ends.md): a bound whose counter
 product passes the size limit is halved until it fits. A plain string's bounds, and those of a
 pattern that repeats one character, are a repetition `x{lo,hi}` that the compiler counts
@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..exceptions import InvalidJSONError
-from .ir import ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
-from .json_lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
-from .json_keywords import MORE_FORMATS, MORE_PATTERNS, count
-from .regex import RegexError, regex_to_expr
-from .regex_anchors import leading_lookaheads
-from .regular import TooLarge, bounded_by_counting, bounded_length, complement_automaton
+from ...exceptions import InvalidJSONError
+from ...grammar.ir import ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
+from .lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
+from .keywords import MORE_FORMATS, MORE_PATTERNS, count
+from ..regex.parser import RegexError, regex_to_expr
+from ..regex.anchors import leading_lookaheads
+from ...grammar.regular import TooLarge, bounded_by_counting, bounded_length, complement_automaton
 
 # a string whose length bound is larger than this becomes a rule of its own, shared by every
 # property that uses it (its many states then get their mask-cache entries once)
@@ -39,7 +39,7 @@ UNENFORCEABLE = ("backreferences", "lookahead", "negative lookahead", "lookbehin
 
 def format_regex(name: Any) -> Optional[str]:
     """The whole-string regex of a `format`, or None for formats that are annotations."""
-    from .json_formats import FORMAT_REGEXES
+    from .formats import FORMAT_REGEXES
 
     return FORMAT_REGEXES.get(name) if isinstance(name, str) else None
 

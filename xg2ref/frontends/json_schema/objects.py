@@ -1,4 +1,4 @@
-"""JSON Schema objects as grammar IR, for `json_schema.py` (xgrammar's object conversion).
+"""JSON Schema objects as grammar IR, for `converter.py` (xgrammar's object conversion).
 
 The members of an object, written `m_0 .. m_{n-1}` in the order of `properties` (then the
 `required` names that `properties` does not list, with any value), then the additional members
@@ -24,14 +24,15 @@ the patterns' search languages, by subset construction (`regular.complement_of`)
 
 from __future__ import annotations
 
-from ..exceptions import InvalidJSONError
-from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
-from .json_lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
+from ...exceptions import InvalidJSONError
+from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
+from .lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
-from .json_keywords import ANNOTATIONS, MORE_FORMATS, MORE_PATTERNS
-from .json_strings import pattern_languages, string_checks, string_regexes
-from .regex import RegexError, complement
-from .regular import (TooLarge, automaton, bounded_length, complement_automaton, complement_of,
+from .keywords import ANNOTATIONS, MORE_FORMATS, MORE_PATTERNS
+from .strings import pattern_languages, string_checks, string_regexes
+from ...grammar.charsets import complement
+from ..regex.parser import RegexError
+from ...grammar.regular import (TooLarge, automaton, bounded_length, complement_automaton, complement_of,
                       intersection_automaton, matches)
 
 
@@ -44,8 +45,8 @@ def _key_excluding(conv, names: list[str]) -> Expr:
     escaped form, the escapes are one shared rule; otherwise every character class is written
     out with its escapes.
     """
-    from .json_lexical import RAW_FORBIDDEN
-    from .regex import intersect, subtract
+    from .lexical import RAW_FORBIDDEN
+    from ...grammar.charsets import intersect, subtract
 
     key_char = conv.rule(("key_char",), "json_key_char", lambda: encoded_char([(0, 0x10FFFF)]))
     if not names:

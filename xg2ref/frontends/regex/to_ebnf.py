@@ -1,6 +1,6 @@
 """`Grammar.from_regex` and `GrammarCompiler.compile_regex` in xgrammar 0.2.8's regex dialect
 (XGrammar-2 §2.1 front ends): the pattern is rewritten, one construct at a time, as EBNF text,
-which the EBNF front end (`ebnf.py`) then parses. Because the text goes through the same
+which the EBNF front end (`xg2ref/frontends/ebnf/parser.py`) then parses. Because the text goes through the same
 parser as xgrammar's, every construct means there what the EBNF reading of its rewrite means:
 
     regex                 EBNF text                        note
@@ -34,9 +34,9 @@ What it leaves out: xgrammar's warnings for ignored anchors and unknown escapes.
 
 from __future__ import annotations
 
-from ..exceptions import EBNFError
-from .ir import GrammarIR
-from .regex import RegexError
+from ...exceptions import EBNFError
+from ...grammar.ir import GrammarIR
+from .parser import RegexError
 
 _HEX = frozenset("0123456789abcdefABCDEF")
 _DIGITS = frozenset("0123456789")
@@ -284,7 +284,7 @@ def regex_to_ebnf(pattern: str) -> str:
 def converted_regex_ir(pattern: str) -> tuple[GrammarIR, str]:
     """The grammar `root ::= <rewrite of pattern>` and its EBNF text; an EBNF error in the
     rewrite is raised as a RegexError."""
-    from .ebnf import parse_ebnf
+    from ..ebnf.parser import parse_ebnf
 
     text = f"root ::= {regex_to_ebnf(pattern)}\n"
     try:

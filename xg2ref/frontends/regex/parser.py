@@ -1,7 +1,7 @@
 """Regular expressions as grammar IR, read by the standards (XGrammar-2 §2.1 front ends): JSON
 Schema `pattern`, structural tags and the Lark front end. xgrammar's own regex APIs read
-patterns its way: `Grammar.from_regex` / `compile_regex` in regex_to_ebnf.py, the `Regex(...)`
-EBNF intrinsic in regex_intrinsic.py (both raise `RegexError`; the intrinsic reuses the
+patterns its way: `Grammar.from_regex` / `compile_regex` in to_ebnf.py, the `Regex(...)`
+EBNF intrinsic in intrinsic_dialect.py (both raise `RegexError`; the intrinsic reuses the
 code-point set helpers below).
 
 A pattern is parsed by recursive descent straight into the IR of `ir.py`, so a regex is just
@@ -34,9 +34,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..exceptions import XG2RefError
-from .ir import MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, Sequence
-from .regex_anchors import END, START, ends_last, has_anchor_in_group, lift_anchored_groups, starts_first
+from ...exceptions import XG2RefError
+from ...grammar.ir import MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, Sequence
+from ...grammar.charsets import complement, fold_case, merge_ranges, subtract
+from .anchors import END, START, ends_last, has_anchor_in_group, lift_anchored_groups, starts_first
 
 # ECMAScript's \s: WhiteSpace and LineTerminator code points.
 SPACE_RANGES = ((0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
@@ -58,59 +59,9 @@ class RegexError(XG2RefError):
         super().__init__(f"regex error{where}: {message} (pattern {pattern!r})" if pattern else message)
 
 
-# ---- code point sets ------------------------------------------------------------------------
-
-
-def merge_ranges(ranges) -> list[tuple[int, int]]:
-    """Sorted, merged, inclusive ranges."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def complement(ranges) -> list[tuple[int, int]]:
-    """Every code point not in `ranges`."""
-    out, nxt = [], 0
-    for lo, hi in merge_ranges(ranges):
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CODEPOINT:
-        out.append((nxt, MAX_CODEPOINT))
-    return out
-
-
-def subtract(ranges, removed) -> list[tuple[int, int]]:
-    """`ranges` less `removed`."""
-    return intersect(ranges, complement(removed))
-
-
-def intersect(a, b) -> list[tuple[int, int]]:
-    out = []
-    for lo, hi in merge_ranges(a):
-        for lo2, hi2 in merge_ranges(b):
-            if max(lo, lo2) <= min(hi, hi2):
-                out.append((max(lo, lo2), min(hi, hi2)))
-    return merge_ranges(out)
-
-
-def _fold_case(ranges) -> list[tuple[int, int]]:
-    """Add the other case of every ASCII letter in `ranges`."""
-    extra = []
-    for lo, hi in ranges:
-        for a, z, shift in ((0x41, 0x5A, 32), (0x61, 0x7A, -32)):
-            if max(lo, a) <= min(hi, z):
-                extra.append((max(lo, a) + shift, min(hi, z) + shift))
-    return merge_ranges(list(ranges) + extra)
-
-
 # ---- the parser -----------------------------------------------------------------------------
 
-_START, _END = START, END  # anchors, brought into place by regex_anchors.py and removed
+_START, _END = START, END  # anchors, brought into place by anchors.py and removed
 
 
 class _Parser:
@@ -336,7 +287,7 @@ class _Parser:
                 ranges.append((lo[1], lo[1]))
         ranges = merge_ranges(ranges)
         if self.ignore_case:
-            ranges = _fold_case(ranges)
+            ranges = fold_case(ranges)
         return complement(ranges) if negated else ranges
 
     def _class_atom(self):
@@ -376,7 +327,7 @@ def _to_ir(node, parser: _Parser) -> Expr:
         return Repeat(_to_ir(node[1], parser), node[2], node[3])
     ranges = [(node[1], node[1])] if kind == "char" else node[1]
     if parser.ignore_case and kind == "char":
-        ranges = _fold_case(ranges)
+        ranges = fold_case(ranges)
     if parser.json_string:
         ranges = subtract(ranges, _JSON_FORBIDDEN)
     if kind == "char" and len(ranges) == 1 and ranges[0][0] == ranges[0][1]:

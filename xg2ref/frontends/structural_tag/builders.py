@@ -1,7 +1,7 @@
 """A leaf of shared helpers for the builtin structural tags (XGrammar-2 §3.2): the constructors of
 format nodes, the reading of OpenAI-style tools and `tool_choice`, and the reasoning block.
 
-The model builders (builtin_structural_tag_models.py) build their format trees from these, and
+The model builders (models.py) build their format trees from these, and
 the registry (builtin_structural_tag.py, which re-exports every name here) reads the tools with
 `normalize_tool_choice`; neither imports the other's way up, so the arrows point one way:
 
@@ -9,7 +9,7 @@ the registry (builtin_structural_tag.py, which re-exports every name here) reads
 
 Each node constructor (`const`, `tag`, `sequence`, `triggered_tags`, ...) returns the node as a
 dict with xgrammar's field order; `legacy_structural_tag` writes the old `(tags, triggers)` form
-as a structural tag (read by xg2ref/grammar/structural_tag.py too).
+as a structural tag (read by xg2ref/frontends/structural_tag/converter.py too).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Optional, Union
 
-from .exceptions import InvalidStructuralTagError
-from .structural_tag import StructuralTag
+from ...exceptions import InvalidStructuralTagError
+from ...structural_tag import StructuralTag
 
 REASONING_MODES = ("enabled", "disabled", "auto")
 TOOL_CHOICE_STRINGS = ("none", "auto", "required")

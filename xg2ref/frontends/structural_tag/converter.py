@@ -6,8 +6,8 @@ becomes an IR expression; `tag` and the dispatching formats become TagDispatch /
 machinery (xg2ref/intrinsics/tag_dispatch.py, xg2ref/intrinsics/token_sets.py):
 
     const_string{value}                      "value"
-    json_schema{json_schema, style="json"}   the schema's grammar, embedded (json_schema.py; with excludes
-                                             json_excludes.py; XML styles json_xml.py)
+    json_schema{json_schema, style="json"}   the schema's grammar, embedded (xg2ref/frontends/json_schema/converter.py; with excludes
+                                             excludes.py; XML styles xml_parameters.py)
     qwen_xml_parameter{json_schema}          deprecated: json_schema with style "qwen_xml"
     grammar{grammar} / regex{pattern}        the EBNF / regex grammar, embedded
     any_text{excludes}                       [^]* , or TagDispatch((), loop=false, excludes)
@@ -51,14 +51,14 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Optional
 
-from ..config import check_json_depth
-from ..structural_tag_formats import legacy_structural_tag  # noqa: F401  (the old form, read here too)
-from ..exceptions import InvalidStructuralTagError, XG2RefError
-from ..intrinsics.tag_dispatch import TagDispatch
-from ..intrinsics.token_sets import TokenSet, token_dispatch_expr
-from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
+from ...config import check_json_depth
+from .builders import legacy_structural_tag  # noqa: F401  (the old form, read here too)
+from ...exceptions import InvalidStructuralTagError, XG2RefError
+from ...intrinsics.tag_dispatch import TagDispatch
+from ...intrinsics.token_sets import TokenSet, token_dispatch_expr
+from ...grammar.ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence,
                  SubGrammar)
-from .passes import renamed_rules
+from ...grammar.passes import renamed_rules
 
 _ANY_CODEPOINT_STAR = Repeat(CharClass((), negated=True), 0, None)
 
@@ -296,8 +296,8 @@ class StructuralTagConverter:
         return self.rule("const_string", ByteString(f["value"].encode("utf-8")))
 
     def _json_schema(self, f, path, ends):
-        from .json_xml import excludes_problem
-        from .json_xml_styles import STYLES
+        from .xml_parameters import excludes_problem
+        from .xml_styles import STYLES
 
         style = f["style"]
         if style != "json" and style not in STYLES:
@@ -511,9 +511,9 @@ class _Deferred:
 # The IR builders of embedded sub-grammars (`SubGrammar.make`).
 
 def _schema_ir(schema: Any, style: str, options: tuple, path: str) -> GrammarIR:
-    from .json_excludes import filtered_json_schema_to_ir
-    from .json_schema import json_schema_to_ir
-    from .json_xml import xml_schema_to_ir
+    from .excludes import filtered_json_schema_to_ir
+    from ..json_schema.converter import json_schema_to_ir
+    from .xml_parameters import xml_schema_to_ir
 
     any_order, max_whitespace_cnt, excludes = options
     try:
@@ -529,7 +529,7 @@ def _schema_ir(schema: Any, style: str, options: tuple, path: str) -> GrammarIR:
 
 
 def _ebnf_ir(text: str, path: str) -> GrammarIR:
-    from .ebnf import parse_ebnf
+    from ..ebnf.parser import parse_ebnf
 
     try:
         return parse_ebnf(text)
@@ -539,9 +539,9 @@ def _ebnf_ir(text: str, path: str) -> GrammarIR:
 
 def _regex_ir(pattern: str, path: str) -> GrammarIR:
     """A regex format reads its pattern as `Grammar.from_regex` does, in xgrammar 0.2.8's
-    dialect (`.` matches a newline too: regex_to_ebnf.py)."""
-    from .regex import RegexError
-    from .regex_to_ebnf import converted_regex_ir
+    dialect (`.` matches a newline too: xg2ref/frontends/regex/to_ebnf.py)."""
+    from ..regex.parser import RegexError
+    from ..regex.to_ebnf import converted_regex_ir
 
     try:
         return converted_regex_ir(pattern)[0]

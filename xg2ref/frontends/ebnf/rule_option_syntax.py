@@ -17,7 +17,7 @@ import re
 import struct
 from typing import Optional
 
-from .source_error import SourceError
+from ...grammar.source_error import SourceError
 
 MAX_BUDGET = 2**31 - 1
 RULE_OPTIONS = ("max_tokens", "max_chars", "capture", "lazy", "temperature", "unordered", "member", "required")

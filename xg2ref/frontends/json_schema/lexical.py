@@ -23,7 +23,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Optional
 
-from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, Sequence
+from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, Sequence
 
 DIGIT = CharClass(((0x30, 0x39),))
 NONZERO = CharClass(((0x31, 0x39),))
@@ -228,7 +228,7 @@ def number_range(lo: Optional[Decimal], lo_strict: bool, hi: Optional[Decimal], 
 def encoded_char(ranges) -> Expr:
     """One code point of `ranges` as it may appear inside a JSON string literal: raw when JSON
     allows it raw, else escaped (short form or \\u00XX); `/` also as `\\/`."""
-    from .regex import intersect, subtract
+    from ...grammar.charsets import intersect, subtract
 
     raw = subtract(ranges, RAW_FORBIDDEN)
     escaped = [cp for lo, hi in intersect(ranges, RAW_FORBIDDEN + ((0x2F, 0x2F),)) for cp in range(lo, hi + 1)]
@@ -260,7 +260,7 @@ def _hex_digits(values) -> Expr:
     for v in values:
         text = f"{v:x}"
         codes.update({ord(text), ord(text.upper())})
-    from .regex import merge_ranges
+    from ...grammar.charsets import merge_ranges
 
     return CharClass(tuple(merge_ranges([(c, c) for c in codes])))
 

@@ -28,14 +28,14 @@ Limits (GrammarLimitError): `MAX_GRAMMAR_CHARS` characters of text, `MAX_RULES` 
 
 Intrinsics are parsed as calls, `Name(value, ..., key=value)` with values that are strings,
 integers, `true`/`false`, rule names or parenthesized tuples. `Regex(...)` becomes the IR of
-its pattern, read in xgrammar's intrinsic dialect (xg2ref/grammar/regex_intrinsic.py).
+its pattern, read in xgrammar's intrinsic dialect (xg2ref/frontends/regex/intrinsic_dialect.py).
 
 Each call is built by the construct registered under its name (xg2ref/grammar/intrinsic.py;
 the built-ins are in xg2ref/intrinsics/): `TagDispatch(...)` becomes a `TagDispatch` node,
 `Substring(...)` the choice of its runs of whole chunks, `Token(...)` and `ExcludeToken(...)`
 `TokenSet` nodes and `TokenTagDispatch(...)` their loop. The lexer's INTRINSIC token lists the
 names registered when the text is parsed. Rule options `name[max_tokens=3, lazy] ::=` are
-parsed into `Rule.options` (xg2ref/grammar/rule_option_syntax.py); a lazy rule's body must be regular (xg2ref/grammar/lazy.py,
+parsed into `Rule.options` (xg2ref/frontends/ebnf/rule_option_syntax.py); a lazy rule's body must be regular (xg2ref/grammar/lazy.py,
 checked here, lowered when the grammar is compiled).
 
 What it leaves out: escapes beyond U+10FFFF are rejected (xgrammar wraps them around).
@@ -50,13 +50,13 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lark import PostLex
 
-from .. import intrinsics  # noqa: F401  (registers the built-in intrinsics)
-from ..exceptions import EBNFError, GrammarLimitError
-from .intrinsic import REGISTRY, Call, Value, call_names
-from .lazy import lazy_rule_problem
+from ... import intrinsics  # noqa: F401  (registers the built-in intrinsics)
+from ...exceptions import EBNFError, GrammarLimitError
+from ...grammar.intrinsic import REGISTRY, Call, Value, call_names
+from ...grammar.lazy import lazy_rule_problem
 from .rule_option_syntax import parse_rule_options
-from .source_error import SourceError
-from .ir import (EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef,
+from ...grammar.source_error import SourceError
+from ...grammar.ir import (EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef,
                  Sequence)
 
 MAX_GRAMMAR_CHARS = 10_000_000

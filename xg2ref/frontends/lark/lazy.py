@@ -1,4 +1,4 @@
-"""llguidance's lazy rules in the Lark front end (`lark_grammar.py`): `name[lazy]`,
+"""llguidance's lazy rules in the Lark front end (`converter.py`): `name[lazy]`,
 `name[stop=S]`, `name[suffix=S]`, and the dispatching start rule built from them.
 
 A lazy rule ends at its first chance. Two readings, both xgrammar 0.2.8's:
@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..intrinsics.token_sets import token_dispatch_expr
-from ..intrinsics.tag_dispatch import TagDispatch
-from .ir import EPSILON, Choice, Expr, Sequence
-from .lark_reader import Definition, Node
+from ...intrinsics.token_sets import token_dispatch_expr
+from ...intrinsics.tag_dispatch import TagDispatch
+from ...grammar.ir import EPSILON, Choice, Expr, Sequence
+from .reader import Definition, Node
 
 # regexes read as "any text" (blanks dropped first; other flags ignored); with flag s, only `.*`
 ANY_TEXT = ("(.|\\n)*", "(\\n|.)*", "(?s:.*)", "(?:.|\\n)*", "(?:\\n|.)*", "[\\s\\S]*")

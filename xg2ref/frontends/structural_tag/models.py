@@ -18,7 +18,7 @@ Kimi-K3's block protocol and Harmony's (gpt-oss) channel messages get builders o
 
 The builders are collected in `BUILTIN_MODELS` (model name -> builder), which the registry of
 builtin_structural_tag.py imports; they build their trees from the node constructors of the leaf
-structural_tag_formats.py.
+builders.py.
 
 What it leaves out: builtin tools are used by Harmony only (MiMo and MiniMax M3 reject them,
 the others ignore them), as in xgrammar; Gemma 4, which xgrammar 0.2.8 does not register.
@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .structural_tag import StructuralTag
-from .structural_tag_formats import (after_reasoning, any_text, builtin_tool_name, const, json_args, one_of, optional,
+from ...structural_tag import StructuralTag
+from .builders import (after_reasoning, any_text, builtin_tool_name, const, json_args, one_of, optional,
                                      reasoning_prefix, regex, sequence, tag, tags_with_separator, text_excludes,
                                      tool_arguments_schema, triggered_tags)
 

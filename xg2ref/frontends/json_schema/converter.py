@@ -2,7 +2,7 @@
 front ends; xgrammar's `JSONSchemaConverter`).
 
 A schema becomes rules whose language is the set of JSON texts that validate, written in the
-layout the options ask for and in the canonical lexical forms of `json_lexical.py`. The
+layout the options ask for and in the canonical lexical forms of `lexical.py`. The
 converter walks the schema once, top down, with the JSON path of each part for errors:
 
     true, {}                 any JSON value              false        nothing
@@ -10,7 +10,7 @@ converter walks the schema once, top down, with the JSON path of each part for e
                              so recursive schemas give recursive rules)
     anyOf, oneOf             a choice over the branches
     allOf, or $ref / anyOf   one merged schema per clause of the disjunctive normal form
-    / oneOf beside other     (`json_merge.py`); a $ref reaching itself with no object or
+    / oneOf beside other     (`merge.py`); a $ref reaching itself with no object or
     keywords                 array between is the equations' least solution
     enum, const              the values' serializations
     type (one or a list)     a choice over the types; without `type`, every type, each under
@@ -23,7 +23,7 @@ declared properties come in any order, the others anywhere between them. Arrays:
 `unevaluatedProperties` take the place of `items` / `additionalProperties` where that is exact
 (`json_merge.fold_unevaluated`). Strings: `minLength`/`maxLength` count code points, `pattern`
 is searched (not anchored unless it says `^`/`$`), `format` is one of the formats of
-`json_formats.py` and constrains strings only. Numbers and integers: the bounds, exclusive or
+`formats.py` and constrains strings only. Numbers and integers: the bounds, exclusive or
 not (draft-4 booleans too).
 
 Options (xgrammar's): `any_whitespace` (JSON whitespace between tokens, at most
@@ -42,15 +42,15 @@ from decimal import Decimal
 from typing import Any, Optional
 from urllib.parse import unquote
 
-from ..config import check_json_depth
-from ..exceptions import GrammarLimitError, InvalidJSONError
-from .ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, walk
-from .json_lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
-from .json_keywords import ANNOTATIONS, TYPES, bounds, constrains, count
-from .json_merge import COMBINATORS, Clauses, deref, fold_unevaluated, merge, merge_below
-from .json_strings import string_content, string_expr
-from .json_values import value_meets
-from .regular import TooLarge, bounded_length, divisible_numerals
+from ...config import check_json_depth
+from ...exceptions import GrammarLimitError, InvalidJSONError
+from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, walk
+from .lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
+from .keywords import ANNOTATIONS, TYPES, bounds, constrains, count
+from .merge import COMBINATORS, Clauses, deref, fold_unevaluated, merge, merge_below
+from .strings import string_content, string_expr
+from .values import value_meets
+from ...grammar.regular import TooLarge, bounded_length, divisible_numerals
 
 WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 # nesting levels that get their own indentation (deeper levels reuse the last one)
@@ -121,7 +121,7 @@ class SchemaConverter:
         self.next_suffix: dict[str, int] = {}  # base name -> the next suffix to try
         self.memo: dict[tuple, str] = {}
         self.serial = itertools.count()  # numbers the objects of this conversion (rule names)
-        self.clauses = Clauses(self)  # allOf and combinators beside other keywords (json_merge.py)
+        self.clauses = Clauses(self)  # allOf and combinators beside other keywords (merge.py)
 
     # ---- rules --------------------------------------------------------------------------
 
@@ -182,7 +182,7 @@ class SchemaConverter:
             if not isinstance(schema[key], list):
                 raise InvalidJSONError(f"{path}.{key}: must be a list")
             return choice(*(self.visit(b, level, f"{path}.{key}[{i}]") for i, b in enumerate(schema[key])))
-        # allOf, or a combinator beside other keywords: one merged schema per clause (json_merge.py)
+        # allOf, or a combinator beside other keywords: one merged schema per clause (merge.py)
         clauses, via_ref = self.clauses.expand(schema, path)
         alternatives = []  # (loops, not generators: each nesting level of a schema costs fewer frames)
         for clause in clauses:
@@ -340,7 +340,7 @@ class SchemaConverter:
         return string_expr(self, schema, path)
 
     def string_content(self, schema, path) -> Expr:
-        """What the quotes of a string valid under `schema` hold (json_strings.py)."""
+        """What the quotes of a string valid under `schema` hold (strings.py)."""
         return string_content(self, schema, path)
 
     def t_array(self, schema, level, path, loose: bool = False) -> Expr:
@@ -389,7 +389,7 @@ class SchemaConverter:
         return full if lo > 0 else choice(empty, full)
 
     def t_object(self, schema, level, path, loose: bool = False) -> Expr:
-        from .json_objects import object_expr
+        from .objects import object_expr
 
         return object_expr(self, schema, level, path, loose)
 
@@ -468,7 +468,7 @@ def _multiples(conv, k: Any, lo: Optional[int], hi: Optional[int], path: str) ->
 
 def _without_empty(body: Expr) -> Expr:
     """`body` minus the empty alternative that `tail(0)` adds when no item is required."""
-    from .ir import Choice
+    from ...grammar.ir import Choice
 
     if isinstance(body, Choice) and body.alternatives[0] == EPSILON:
         rest = body.alternatives[1:]
