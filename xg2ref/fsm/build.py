@@ -1,14 +1,12 @@
 """XGrammar-2 §3.3: from a rule body to its byte-level FSM, and from a grammar to flat arrays.
 
-`rule_fsm` is Thompson's construction over the IR, one fragment per node:
+`rule_fsm` is Thompson's construction over the IR (xg2ref/grammar/thompson.py, which gives
+the rule for every node kind) with bytes for letters, `_NFABuilder`:
 
     "ab"        s -a-> . -b-> f
     [a-c]       s -[a-c]-> f          (multi-byte classes: one byte-range path per UTF-8 piece)
     value       s -<value>-> f        (a rule-reference edge)
-    x y         frag(x) -eps-> frag(y)
-    x | y       s -eps-> frag(x), s -eps-> frag(y), both -eps-> f
-    x{m,n}      m copies of x, then n-m nested optional copies; x{m,} ends in a loop
-                on a fresh state with a fresh exit (a fragment never loops to its entry)
+    x{m,}       the loop on a fresh state has a fresh entry and a fresh exit
     Token(..)   s -<256+k>-> f        (a token edge: symbol 256+k for the grammar's k-th
                                        token set; the FSM algorithms treat it as one more
                                        letter, bytes never match it)
@@ -33,7 +31,8 @@ import numpy as np
 
 from ..exceptions import GrammarLimitError
 from ..grammar.intrinsic import Intrinsic
-from ..grammar.ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, RuleRef, Sequence, referenced_rules
+from ..grammar.ir import ByteString, CharClass, Expr, GrammarIR, RuleRef, referenced_rules
+from ..grammar.thompson import Thompson
 from ..util import deep_recursion
 from .fsm import FSM, REPEAT_UNBOUNDED, TOKEN_SYMBOL_BASE
 from .shapes import ShapeCache, relabel, shape
@@ -46,8 +45,13 @@ MAX_DFA_STATES = 4096
 
 
 
-class _NFABuilder:
-    """Accumulates states and edges of one rule's NFA during Thompson's construction."""
+class _NFABuilder(Thompson):
+    """One rule's NFA during Thompson's construction (grammar/thompson.py): letters are bytes,
+    a class is spelt as the byte-range sequences of its UTF-8 encodings, rule references and
+    token sets are edges of their own, an intrinsic writes its fragment through the public
+    edges below."""
+
+    fresh_loop_ends = True
 
     def __init__(self, rule_ids: dict[str, int], rule_name: str, token_sets: dict):
         self.rule_ids = rule_ids
@@ -85,66 +89,29 @@ class _NFABuilder:
         symbol = TOKEN_SYMBOL_BASE + self.token_sets.setdefault(token_set, len(self.token_sets))
         self.byte_edges.append((src, symbol, symbol, dst))
 
-    def fragment(self, expr: Expr, src: int) -> int:
-        """Add a fragment for `expr` starting at `src`; return its end state."""
-        if isinstance(expr, ByteString):
-            for b in expr.value:
-                dst = self.new_state()
-                self.byte_edges.append((src, b, b, dst))
-                src = dst
-            return src
-        if isinstance(expr, CharClass):
-            end = self.new_state()
-            for seq in class_sequences(expr.codepoint_ranges()):
-                cur = src
-                for k, (lo, hi) in enumerate(seq):
-                    dst = end if k == len(seq) - 1 else self.new_state()
-                    self.byte_edges.append((cur, lo, hi, dst))
-                    cur = dst
-            return end
-        if isinstance(expr, RuleRef):
-            dst = self.new_state()
-            self.rule_edges.append((src, self.rule_ids[expr.name], dst))
-            return dst
-        if isinstance(expr, Sequence):
-            for item in expr.items:
-                src = self.fragment(item, src)
-            return src
-        if isinstance(expr, Choice):
-            end = self.new_state()
-            for alt in expr.alternatives:
-                start = self.new_state()
-                self.eps_edges.append((src, start))
-                self.eps_edges.append((self.fragment(alt, start), end))
-            return end
-        if isinstance(expr, Repeat):
-            return self.repeat(expr, src)
-        if isinstance(expr, Intrinsic):
-            return expr.fragment(self, src)
-        raise TypeError(f"unknown grammar node {expr!r}")
+    # ---- what Thompson's construction asks of a byte-level NFA --------------------------------
 
-    def repeat(self, expr: Repeat, src: int) -> int:
-        # x{m,n}: m mandatory copies ...
-        for _ in range(expr.min):
-            src = self.fragment(expr.body, src)
-        if expr.max is None:
-            # ... then a loop on a fresh state: src -eps-> loop -eps-> body -eps-> loop, left
-            # through a fresh end. Fragments never loop back to their own entry state: the
-            # entry may have other edges (`("a"* "aa")?` must not become `a*`), and the
-            # next fragment must not start on the loop (`a* b*` must not become `(a | b)*`).
-            loop, start, end = self.new_state(), self.new_state(), self.new_state()
-            self.eps_edges.append((src, loop))
-            self.eps_edges.append((loop, start))
-            self.eps_edges.append((self.fragment(expr.body, start), loop))
-            self.eps_edges.append((loop, end))
-            return end
-        # ... then n-m optional copies, each able to skip to the end.
-        end = self.new_state()
-        self.eps_edges.append((src, end))
-        for _ in range(expr.max - expr.min):
-            src = self.fragment(expr.body, src)
-            self.eps_edges.append((src, end))
-        return end
+    def edge(self, src: int, label: tuple[int, int], dst: int) -> None:
+        """A letter: the byte range `label` = (lo, hi)."""
+        self.byte_edges.append((src, label[0], label[1], dst))
+
+    def letters(self, expr: ByteString) -> list[tuple[int, int]]:
+        """A literal's bytes, one range each."""
+        return [(b, b) for b in expr.value]
+
+    def class_paths(self, expr: CharClass):
+        """A class's UTF-8 byte-range sequences (fsm/utf8.py)."""
+        return class_sequences(expr.codepoint_ranges())
+
+    def rule_ref(self, expr: RuleRef, src: int) -> int:
+        """value: s -<value>-> f, f fresh."""
+        dst = self.new_state()
+        self.rule_edge(src, expr.name, dst)
+        return dst
+
+    def intrinsic(self, expr: Intrinsic, src: int) -> int:
+        """The node writes its own fragment through the public edges above."""
+        return expr.fragment(self, src)
 
 
 def rule_fsm(body: Expr, rule_ids: dict[str, int], rule_name: str = "?", token_sets: Optional[dict] = None) -> FSM:

@@ -6,6 +6,8 @@ came from (the front ends that produce it are xg2ref/frontends/). In pipeline or
                      TagDispatch is the model; built-ins in xg2ref/intrinsics/)
     ir.py            the node classes (`GrammarIR`, `Rule`, `Sequence`, `Choice`, `Repeat`, ...)
     charsets.py      code-point sets as ranges, and UTF-8 encoding of one code point
+    thompson.py      Thompson's construction: an IR expression as an NFA, whatever the edge
+                     labels (bytes for the rule FSMs of xg2ref/fsm/, code-point ranges here)
     regular.py       regular languages on the IR: automata, intersection, complement, length bounds
     lazy.py          `name[lazy]` rules lowered to plain right-linear rules
     passes.py        normalization: inlining, dead rules, nullability, renaming

@@ -97,15 +97,18 @@ def lazy_rule_problem(ir: GrammarIR, name: str) -> Optional[str]:
     return None
 
 
-class _RuleNFA:
-    """Thompson's construction over rules: a reference to a rule outside the current group of
+class _RuleNFA(_NFA):
+    """Thompson's construction over rules (the code-point NFA of regular.py, thompson.py's walk)
+    with references built in place: a reference to a rule outside the current group of
     mutually recursive rules builds a fresh copy of that group (entry per rule, one shared
     exit); a reference inside the group ends its body (`lazy_rule_problem` has checked), so it
     is an epsilon edge to that rule's entry."""
 
     def __init__(self, rules: dict[str, Rule]):
-        self.rules, self.nfa = rules, _NFA()
+        super().__init__()
+        self.rules = rules
         self.reach: dict[str, set[str]] = {}
+        self.entries: dict[str, int] = {}  # the group being built: rule -> its entry state
 
     def group(self, name: str) -> set[str]:
         for n in [name] + sorted(self.reach.setdefault(name, _reachable(self.rules, name))):
@@ -113,50 +116,27 @@ class _RuleNFA:
         return {m for m in self.reach[name] if name in self.reach[m]}
 
     def call(self, name: str, src: int) -> int:
+        """The fragment of rule `name`'s body from `src`, its group's entries in `entries`."""
         members = self.group(name)
-        if not members:  # not recursive: the body in place
-            return self.build(self.rules[name].body, src, {})
-        entries = {m: self.nfa.state() for m in sorted(members)}
-        exit_state = self.nfa.state()
-        for m, entry in entries.items():
-            self.nfa.eps[self.build(self.rules[m].body, entry, entries)].append(exit_state)
-        self.nfa.eps[src].append(entries[name])
-        return exit_state
+        outer = self.entries
+        try:
+            if not members:  # not recursive: the body in place
+                self.entries = {}
+                return self.fragment(self.rules[name].body, src)
+            self.entries = entries = {m: self.new_state() for m in sorted(members)}
+            exit_state = self.new_state()
+            for m, entry in entries.items():
+                self.eps(self.fragment(self.rules[m].body, entry), exit_state)
+            self.eps(src, entries[name])
+            return exit_state
+        finally:
+            self.entries = outer
 
-    def build(self, expr: Expr, src: int, entries: dict[str, int]) -> int:
-        """The fragment of `expr` from `src`; returns its exit state."""
-        nfa = self.nfa
-        if isinstance(expr, RuleRef):
-            if expr.name in entries:
-                nfa.eps[src].append(entries[expr.name])
-                return nfa.state()  # the match goes on from the group's exit
-            return self.call(expr.name, src)
-        if isinstance(expr, Sequence):
-            for item in expr.items:
-                src = self.build(item, src, entries)
-            return src
-        if isinstance(expr, Choice):
-            end = nfa.state()
-            for alt in expr.alternatives:
-                start = nfa.state()
-                nfa.eps[src].append(start)
-                nfa.eps[self.build(alt, start, entries)].append(end)
-            return end
-        if isinstance(expr, Repeat):
-            for _ in range(expr.min):
-                src = self.build(expr.body, src, entries)
-            if expr.max is None:
-                loop = nfa.state()
-                nfa.eps[src].append(loop)
-                nfa.eps[self.build(expr.body, loop, entries)].append(loop)
-                return loop
-            end = nfa.state()
-            for _ in range(expr.max - expr.min):
-                nfa.eps[src].append(end)
-                src = self.build(expr.body, src, entries)
-            nfa.eps[src].append(end)
-            return end
-        return nfa.build(expr, src)  # a literal or a class
+    def rule_ref(self, expr: RuleRef, src: int) -> int:
+        if expr.name in self.entries:
+            self.eps(src, self.entries[expr.name])
+            return self.new_state()  # the match goes on from the group's exit
+        return self.call(expr.name, src)
 
 
 def committed_automaton(ir: GrammarIR, name: str):
@@ -164,9 +144,9 @@ def committed_automaton(ir: GrammarIR, name: str):
     lists (interval, dst) pairs, state 0 is the start, every state can still reach an
     accepting one (no rows when min(L) is empty). Raises TooLarge past regular.py's limits."""
     builder = _RuleNFA({r.name: r for r in ir.rules})
-    start = builder.nfa.state()
-    final = builder.build(builder.rules[name].body, start, {})
-    edges, finals = _without_epsilon(builder.nfa, start, final)
+    start = builder.new_state()
+    final = builder.fragment(builder.rules[name].body, start)
+    edges, finals = _without_epsilon(builder, start, final)
     dfa, accepting = _determinize(edges, set(finals))
     rows = [[] if q in accepting else row for q, row in enumerate(dfa)]  # commit on completion
     alive = set(accepting)

@@ -2,10 +2,10 @@
 Schema strings with a `pattern` and a `format`, or either with `minLength`/`maxLength`).
 
 The regex's IR (no rule references) becomes an NFA over code-point ranges (Thompson's
-construction, bounded repeats unrolled). Its length range [a, b] is read off the NFA (shortest
-path; longest path, or unbounded when a cycle lies on an accepting path). When [a, b] already
-lies inside the bound the regex is returned as it is; otherwise the NFA is multiplied by a
-counter:
+construction, xg2ref/grammar/thompson.py; bounded repeats unrolled). Its length range [a, b] is
+read off the NFA (shortest path; longest path, or unbounded when a cycle lies on an accepting
+path). When [a, b] already lies inside the bound the regex is returned as it is; otherwise the
+NFA is multiplied by a counter:
 
     (q, k) -c-> (q', k + 1)     for an edge q -c-> q', k + 1 <= max   (k saturates at min when
                                                                          there is no max)
@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Callable, Optional
 
-from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
 from .charsets import merge_ranges
+from .ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
+from .thompson import Thompson
 
 MAX_NFA_STATES = 20_000
 MAX_PRODUCT_STATES = 4_000
@@ -32,63 +33,44 @@ class TooLarge(Exception):
     """The automaton would pass its size limit."""
 
 
-class _NFA:
+class _NFA(Thompson):
+    """An NFA over code-point ranges by Thompson's construction (thompson.py): a letter is a
+    tuple of ranges, a class one edge labelled with all of them, a literal one edge per
+    character; the loop of x{m,} is its exit. Rule references and intrinsics are not regular."""
+
+    fresh_loop_ends = False
+
     def __init__(self):
         self.edges: list[list[tuple[tuple, int]]] = []  # state -> [(ranges, dst)]
-        self.eps: list[list[int]] = []
+        self.eps_out: list[list[int]] = []  # state -> [dst of each ε-edge]
 
-    def state(self) -> int:
+    def new_state(self) -> int:
         if len(self.edges) >= MAX_NFA_STATES:
             raise TooLarge(f"more than {MAX_NFA_STATES} automaton states")
         self.edges.append([])
-        self.eps.append([])
+        self.eps_out.append([])
         return len(self.edges) - 1
 
-    def build(self, expr: Expr, src: int) -> int:
-        """Thompson fragment of `expr` from `src`; returns its exit state."""
-        if isinstance(expr, ByteString):
-            for c in expr.value.decode("utf-8", "surrogatepass"):
-                nxt = self.state()
-                self.edges[src].append((((ord(c), ord(c)),), nxt))
-                src = nxt
-            return src
-        if isinstance(expr, CharClass):
-            nxt = self.state()
-            ranges = tuple(expr.codepoint_ranges())
-            if ranges:
-                self.edges[src].append((ranges, nxt))
-            return nxt
-        if isinstance(expr, Sequence):
-            for item in expr.items:
-                src = self.build(item, src)
-            return src
-        if isinstance(expr, Choice):
-            end = self.state()
-            for alt in expr.alternatives:
-                start = self.state()
-                self.eps[src].append(start)
-                self.eps[self.build(alt, start)].append(end)
-            return end
-        if isinstance(expr, Repeat):
-            for _ in range(expr.min):
-                src = self.build(expr.body, src)
-            if expr.max is None:
-                loop = self.state()
-                self.eps[src].append(loop)
-                self.eps[self.build(expr.body, loop)].append(loop)
-                return loop
-            end = self.state()
-            for _ in range(expr.max - expr.min):
-                self.eps[src].append(end)
-                src = self.build(expr.body, src)
-            self.eps[src].append(end)
-            return end
-        raise TooLarge(f"{type(expr).__name__} in a regular expression")
+    def eps(self, src: int, dst: int) -> None:
+        self.eps_out[src].append(dst)
+
+    def edge(self, src: int, label: tuple, dst: int) -> None:
+        self.edges[src].append((label, dst))
+
+    def letters(self, expr: ByteString) -> list[tuple]:
+        return [((ord(c), ord(c)),) for c in expr.value.decode("utf-8", "surrogatepass")]
+
+    def class_paths(self, expr: CharClass) -> list[tuple]:
+        ranges = tuple(expr.codepoint_ranges())
+        return [(ranges,)] if ranges else []
+
+    def unsupported(self, expr) -> Exception:
+        return TooLarge(f"{type(expr).__name__} in a regular expression")
 
     def closure(self, q: int) -> set:
         seen, stack = {q}, [q]
         while stack:
-            for d in self.eps[stack.pop()]:
+            for d in self.eps_out[stack.pop()]:
                 if d not in seen:
                     seen.add(d)
                     stack.append(d)
@@ -179,8 +161,8 @@ def _length_range(edges, finals) -> tuple[Optional[int], Optional[int], bool]:
 
 def _epsilon_free(expr: Expr):
     nfa = _NFA()
-    start = nfa.state()
-    final = nfa.build(expr, start)
+    start = nfa.new_state()
+    final = nfa.fragment(expr, start)
     return _without_epsilon(nfa, start, final)
 
 
