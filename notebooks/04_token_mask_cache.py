@@ -207,7 +207,7 @@ for piece in (b'{"', b"a", b'":', b" ", b"[", b"1", b",", b" ", b'"', b"b", b'"'
 print("cached == every-token == oracle along", prefix)
 
 # %% [markdown]
-# Actual code: `xg2ref.mask_cache.AdaptiveTokenMaskCache` (entries and their forms),
-# `xg2ref.kernels.mask_cache.classify_tokens` (accepted / rejected / uncertain),
+# Actual code: `xg2ref.mask.cache.AdaptiveTokenMaskCache` (entries and their forms),
+# `xg2ref.kernels.classify.classify_tokens` (accepted / rejected / uncertain),
 # `xg2ref.kernels.mask_fill.fill_mask` (Table 6 right half, Algorithm 1),
 # `xg2ref.matcher.GrammarMatcher.fill_next_token_bitmask`.

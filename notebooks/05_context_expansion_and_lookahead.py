@@ -202,6 +202,6 @@ assert want[small.index(b'"}]')]
 print('masks agree with the oracle; "}] is allowed after', prefix)
 
 # %% [markdown]
-# Actual code: `xg2ref.kernels.mask_cache.classify_tokens` (LOOKAHEAD and the order of the steps),
-# `xg2ref.kernels.mask_cache._context_allows` (CONTEXT), `xg2ref.kernels.mask_cache._every_parent_reads`
+# Actual code: `xg2ref.kernels.classify.classify_tokens` (LOOKAHEAD and the order of the steps),
+# `xg2ref.kernels.context_expansion.context_allows` (CONTEXT), `xg2ref.kernels.context_expansion.every_parent_reads`
 # (ACCEPT-CTX), `xg2ref.lookahead.lookahead_arrays` and `xg2ref.lookahead.verify` (assertions).

@@ -211,5 +211,5 @@ print(small_compiler.cache_stats.summary())
 
 # %% [markdown]
 # Actual code: `xg2ref.fsm.hashing.hash_rules` (Algorithms 1 and 2), `xg2ref.fsm.hashing.same_structure`,
-# `xg2ref.cross_grammar_cache.CrossGrammarCache`, `xg2ref.cross_grammar_cache.PoolView.build` (perfect, partial,
+# `xg2ref.mask.cross_grammar.CrossGrammarCache`, `xg2ref.mask.cross_grammar.PoolView.build` (perfect, partial,
 # miss), `xg2ref.fsm.shapes.ShapeCache`, `xg2ref.linking.PartCache`, `xg2ref.linking.link`.

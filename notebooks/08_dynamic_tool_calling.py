@@ -207,5 +207,5 @@ for model, words in pieces.items():
 # %% [markdown]
 # Actual code: `xg2ref.builtin_structural_tag.get_model_structural_tag`,
 # `xg2ref.compiler.GrammarCompiler.compile_structural_tag`, `xg2ref.compiler.compile_linked_grammar`,
-# `xg2ref.linking.PartCache`, `xg2ref.cross_grammar_cache.CrossGrammarCache.note_rules` (substructure reuse),
+# `xg2ref.linking.PartCache`, `xg2ref.mask.cross_grammar.CrossGrammarCache.note_rules` (substructure reuse),
 # `xg2ref.tools.bench.dynamic.run_workload`.

@@ -203,7 +203,7 @@ for seed in range(2):
     print(f"walk {seed}: masks equal the oracle's along {step['prefix']!r}")
 
 # %% [markdown]
-# Actual code: `xg2ref.mask_cache.AdaptiveTokenMaskCache.ensure_entries`, `xg2ref.mask_cache.AdaptiveTokenMaskCache.fill`,
-# `xg2ref.mask_cache.AdaptiveTokenMaskCache.estimated_costs`, `xg2ref.mask_cache.AdaptiveTokenMaskCache.auto_eager`,
+# Actual code: `xg2ref.mask.jit.JitEntries.ensure_entries`, `xg2ref.mask.cache.AdaptiveTokenMaskCache.fill`,
+# `xg2ref.mask.jit.JitEntries.estimated_costs`, `xg2ref.mask.jit.JitEntries.auto_eager`,
 # `xg2ref.kernels.mask_fill.fill_mask` (its `NEED_ENTRY` status), `xg2ref.compiler.GrammarCompiler` (`jit`,
 # `jit_eager_entries`).

@@ -65,7 +65,7 @@ def test_masks_are_the_same_in_every_configuration(first, second, vocab_spec, co
 
 
 def test_the_cost_model_builds_the_costliest_entries_that_fit_its_budget():
-    from xg2ref.mask_cache import AUTO_EAGER_MAX, SECONDS_PER_COST
+    from xg2ref.mask.jit import AUTO_EAGER_MAX, SECONDS_PER_COST
 
     info = xgr.TokenizerInfo.from_quicktok("llama3")
     schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
@@ -87,7 +87,7 @@ def test_estimated_costs_are_the_per_state_sums():
     """The vectorized estimate equals the definition, state by state: the regular tokens whose
     first byte the state may read (byte edges, FIRST of rule edges, FOLLOW when final), a quarter
     of that for a pure state."""
-    from xg2ref.kernels import mask_cache as MK
+    from xg2ref.kernels import pure_walk as PW
 
     info = xgr.TokenizerInfo([b"a", b"ab", b"{", b'"', b"1", b"12", b" ", b"x}", b"true"])
     for grammar in (xgr.Grammar.builtin_json_grammar(),
@@ -103,7 +103,7 @@ def test_estimated_costs_are_the_per_state_sums():
                 heads[data[0]] += 1
         first, follow = cache._first, compiled.mask_cache._classifier.follow1 != 0
         pure = np.full(len(fsm.state_rule), -1, dtype=np.int32)
-        MK.mark_pure_states(fsm, 0, len(pure), 0, len(pure), pure)
+        PW.mark_pure_states(fsm, 0, len(pure), 0, len(pure), pure)
         want = []
         for s in cache._class_rep.tolist():
             readable = np.zeros(256, dtype=np.bool_)

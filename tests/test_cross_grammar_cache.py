@@ -1,4 +1,4 @@
-"""The cross-grammar cache (xg2ref/cross_grammar_cache.py, XGrammar-2 §3.3) and JIT with eager
+"""The cross-grammar cache (xg2ref/mask/cross_grammar.py, XGrammar-2 §3.3) and JIT with eager
 entries (§3.5): shared entries equal the entries a grammar builds alone."""
 
 import random
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import xg2ref as xgr
 import xg2ref.analysis as C
 from xg2ref.compiler import compile_ir_grammar
-from xg2ref.cross_grammar_cache import CrossGrammarCache, IndexSet
+from xg2ref.mask.cross_grammar import CrossGrammarCache, IndexSet
 from xg2ref.fsm.hashing import RuleHashes
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.oracle.strategies import grammars, vocabularies

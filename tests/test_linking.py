@@ -172,7 +172,7 @@ def test_a_written_lookahead_of_the_top_never_trusts_a_stand_in():
 
 
 def test_state_classes_from_the_pieces_are_those_of_the_whole_grammar():
-    from xg2ref.state_classes import shareable_rules, state_classes
+    from xg2ref.mask.state_classes import shareable_rules, state_classes
 
     def long_tools(names):  # unrolled strings of up to 30 characters: their states share classes
         return [{"type": "function", "function": {"name": n, "parameters": {

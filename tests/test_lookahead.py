@@ -16,7 +16,7 @@ from xg2ref.grammar.ir import ByteString, Sequence
 from xg2ref.grammar.passes import normalize
 from xg2ref.grammar.printer import print_grammar
 from xg2ref.lookahead import inferred_lookaheads, lookahead_arrays
-from xg2ref.mask_cache import AdaptiveTokenMaskCache
+from xg2ref.mask.cache import AdaptiveTokenMaskCache
 from xg2ref.oracle.brute_force import brute_force_mask
 from xg2ref.oracle.recognizer import Recognizer
 from xg2ref.oracle.strategies import grammars, sentences, vocabularies

@@ -7,8 +7,8 @@ import xg2ref as xgr
 from xg2ref.fsm.build import build_grammar_fsms
 from xg2ref.fsm.fsm import FSM
 from xg2ref.frontends.ebnf.parser import parse_ebnf
-from xg2ref.kernels import mask_cache as MK
-from xg2ref.mask_cache import KIND_ACCEPTED, KIND_BITSET, KIND_REJECTED
+from xg2ref.kernels import trie_walk as TW
+from xg2ref.mask.entries import KIND_ACCEPTED, KIND_BITSET, KIND_REJECTED
 
 
 def compile_with(ebnf: str, vocab: list):
@@ -123,7 +123,7 @@ def test_trie_subtree_end():
     vocab = ["a", "ab", "abc", "abd", "b", "ba"]
     info = xgr.TokenizerInfo(vocab)
     v = info.vocab_arrays()
-    end = MK.trie_subtree_end(v.token_offsets, v.sorted_ids, v.sorted_lcp)
+    end = TW.trie_subtree_end(v.token_offsets, v.sorted_ids, v.sorted_lcp)
     order = [vocab[t] for t in v.sorted_ids]
     expect = {"a": 4, "ab": 4, "abc": 3, "abd": 4, "b": 6, "ba": 6}
     assert {order[j]: int(end[j]) for j in range(len(order))} == expect

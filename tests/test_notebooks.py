@@ -142,11 +142,11 @@ def test_notebook_ends_with_the_actual_code(path):
     ("from xg2ref.views.parsing import earley_trace", False),
     ("import xg2ref.testing", False),
     ("from xg2ref.earley import EarleyParser", True),
-    ("import xg2ref.mask_cache", True),
+    ("import xg2ref.mask.cache", True),
     ("from xg2ref.oracle.brute_force import brute_force_mask", True),
     ("from xg2ref.testing import _get_matcher_from_grammar", True),
     ("from xg2ref import earley", True),
-    ("import xg2ref as xgr\nxgr.mask_cache.AdaptiveTokenMaskCache", True),
+    ("import xg2ref as xgr\nxgr.mask.cache.AdaptiveTokenMaskCache", True),
     ("m = object()\nm._parser", True),
     ("x = object()\nx.__class__", False),
 ])

@@ -29,11 +29,17 @@ def _ids(paths):
     return [str(p.relative_to(ROOT)) for p in paths]
 
 
+def spans_by_line(text: str) -> list[tuple[int, str]]:
+    """(line number where it starts, span) for every backticked span outside fenced code blocks
+    (indented ones too); a span wrapped over two lines is one span, its line break read as a
+    space, as Markdown reads it."""
+    text = re.sub(r"^[ \t]*```.*?^[ \t]*```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S | re.M)
+    return [(text.count("\n", 0, m.start()), " ".join(m.group(1).split())) for m in re.finditer(r"`([^`]+)`", text)]
+
+
 def inline_spans(text: str) -> list[str]:
-    """Backticked spans outside fenced code blocks (indented ones too); a span wrapped over two
-    lines is one span, its line break read as a space, as Markdown reads it."""
-    text = re.sub(r"^[ \t]*```.*?^[ \t]*```", "", text, flags=re.S | re.M)
-    return [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", text)]
+    """The backticked spans of `spans_by_line`, without their line numbers."""
+    return [span for _, span in spans_by_line(text)]
 
 
 def defines(path: Path, name: str) -> bool:
@@ -78,15 +84,24 @@ def resolve(dotted: str) -> bool:
 
 @pytest.mark.parametrize("spec", DOCS, ids=_ids(DOCS))
 def test_paths_exist(spec):
+    """A bare file name (`parser.py`) is read in the folder last named on its line
+    (`xg2ref/frontends/regex/`), as a table cell lists a package's modules."""
     bad = []
-    for span in inline_spans(spec.read_text()):
+    folder, folder_line = None, -1
+    for line, span in spans_by_line(spec.read_text()):
+        if line != folder_line:
+            folder = None
         for path, member in PATH.findall(span):
             if path.startswith("../"):
                 continue  # outside the repository
             first = path.split("/")[0]
             if "/" in path and first not in TOP and not path.endswith(".py"):
                 continue  # not a path of this repository (a ratio, a MIME type, ...)
+            if path.endswith("/"):
+                folder, folder_line = path, line
             target = ROOT / path
+            if "/" not in path and folder is not None:
+                target = ROOT / folder / path
             if not target.exists():
                 bad.append(path)
             elif member and not defines(target, member):

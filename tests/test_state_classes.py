@@ -1,4 +1,4 @@
-"""States that read every token alike share one mask-cache entry (xg2ref/state_classes.py)."""
+"""States that read every token alike share one mask-cache entry (xg2ref/mask/state_classes.py)."""
 
 import random
 
@@ -7,10 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xg2ref as xgr
-import xg2ref.state_classes as SC
+import xg2ref.mask.state_classes as SC
 from xg2ref.compiler import compile_ir_grammar
 from xg2ref.grammar.grammar import Grammar
-from xg2ref.mask_cache import KIND_ACCEPTED, KIND_BITSET, AdaptiveTokenMaskCache
+from xg2ref.mask import KIND_ACCEPTED, KIND_BITSET, AdaptiveTokenMaskCache
 from xg2ref.oracle.strategies import grammars, vocabularies
 
 
@@ -83,7 +83,7 @@ def test_hash_collisions_never_merge_states(monkeypatch):
     def colliding(fsm, prev, out, lo, hi):  # every state gets the same hash
         out[lo:hi] = 7
 
-    monkeypatch.setattr(SC, "_hash_round", colliding)
+    monkeypatch.setattr(SC.KS, "hash_round", colliding)
     forced = SC.state_classes(fsm, 10, ok)
     # the same partition: equal classes in one iff equal in the other
     pairs = {(int(h), int(f)) for h, f in zip(honest, forced)}

@@ -4,9 +4,9 @@ Compiling runs the normalization passes (`xg2ref/grammar/passes.py`), builds one
 per rule (XGrammar-2 §3.3, `xg2ref/fsm/build.py`) with the facts read from them (both in
 `xg2ref/analysis.py`, shared with the linker) and flattens them into the arrays the Earley
 kernels read, then builds the adaptive token-mask cache (XGrammar-2 §3.4,
-`xg2ref/mask_cache.py`): one entry per class of scannable FSM states, eagerly, or on first use
+`xg2ref/mask/cache.py`): one entry per class of scannable FSM states, eagerly, or on first use
 with JIT (§3.5). `GrammarCompiler` keeps a grammar-level cache keyed by the printed grammar, as
-xgrammar does, and the cross-grammar cache of entries (§3.3, `xg2ref/cross_grammar_cache.py`),
+xgrammar does, and the cross-grammar cache of entries (§3.3, `xg2ref/mask/cross_grammar.py`),
 keyed by FSM hashes (`xg2ref/fsm/hashing.py`). A structural tag is compiled from parts: each
 embedded sub-grammar once per compiler, linked into the grammars that embed it
 (`compile_linked_grammar`, `xg2ref/linking.py`).
@@ -22,7 +22,7 @@ from collections import OrderedDict
 from typing import Optional, Union
 
 from .analysis import analyse
-from .cross_grammar_cache import CrossGrammarCache
+from .mask.cross_grammar import CrossGrammarCache
 from .exceptions import GrammarLimitError
 from .fsm.build import FSMArrays, GrammarFSMs
 from .grammar.grammar import Grammar, ir_signature
@@ -30,7 +30,7 @@ from .grammar.ir import GrammarIR
 from .grammar.repetition import REPETITION_THRESHOLD
 from .linking import PartCache, link, stub_rule
 from .lookahead import LookaheadReport
-from .mask_cache import AdaptiveTokenMaskCache
+from .mask.cache import AdaptiveTokenMaskCache
 from .tokenizer_info import TokenizerInfo
 
 
@@ -89,7 +89,7 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
                        max_bytes: int = -1) -> CompiledGrammar:
     """Normalize, build the FSMs, flatten: no grammar-level caching. With `jit`, mask-cache
     entries are built when a mask first needs them, except the `eager_entries` estimated to
-    cost most (XGrammar-2 §3.5; None: as many as the cost model chooses, mask_cache.auto_eager);
+    cost most (XGrammar-2 §3.5; None: as many as the cost model chooses, mask/jit.py auto_eager);
     with `pool`, entries go through the cross-grammar cache (§3.3);
     repetitions of more than `repetition_threshold` copies are counted, not unrolled (§3.6;
     None: every repetition is unrolled); past `max_bytes` of FSM arrays and entries (negative: no
@@ -156,7 +156,7 @@ class GrammarCompiler:
 
     The defaults are XGrammar-2's, every mechanism on: mask entries built just in time (§3.5),
     the few whose first visit would cost most built at compile time as the cost model chooses
-    (`mask_cache.auto_eager`), the cross-grammar cache (§3.3) with linked sub-grammars, and
+    (`mask/jit.py auto_eager`), the cross-grammar cache (§3.3) with linked sub-grammars, and
     repetition compression (§3.6). Two caches, as in xgrammar: whole grammars keyed by their
     printed form (or a front end's input), and the cross-grammar cache of mask entries, shared by
     all grammars this compiler compiles. `cache_limit_bytes` (negative: no limit) bounds both,

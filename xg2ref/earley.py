@@ -176,7 +176,7 @@ class EarleyParser:
     @property
     def position(self) -> int:
         """Number of bytes read (the index of the current Earley set)."""
-        return int(self.chart.meta[0]) - 1
+        return int(self.chart.meta[K.META_N_SETS]) - 1
 
     # ---- the operations -----------------------------------------------------------------
 
@@ -184,7 +184,7 @@ class EarleyParser:
         """Read `data`; all or nothing: on rejection nothing is consumed and False returned."""
         if self.chart.set_start[self.position + 1] == self.chart.set_start[self.position]:
             return False  # the current set is empty: only an empty language gets here
-        start = self.chart.meta[0]
+        start = self.chart.meta[K.META_N_SETS]
         buf = np.frombuffer(bytes(data), dtype=np.uint8)
         if self._advance_bytes is None:  # the dispatcher would type the two NamedTuples on every call
             self._advance_bytes = bound_kernel(T.advance_bytes, self.arrays, self.chart, buf)
@@ -195,12 +195,12 @@ class EarleyParser:
             if status == K.OK:
                 break
             if status == K.EMPTY:
-                self.chart.meta[0] = start
+                self.chart.meta[K.META_N_SETS] = start
                 return False
             try:
                 self._grow(status)
             except GrammarLimitError:  # all or nothing: the sets read so far are dropped
-                self.chart.meta[0] = start
+                self.chart.meta[K.META_N_SETS] = start
                 raise
         return True
 
@@ -212,17 +212,16 @@ class EarleyParser:
         if not len(self.fsms.token_sets) or not member.any():
             return self.advance(data)
         k0 = self.position
-        states, origins, deadlines, char_deadlines, counts = (np.zeros(16, np.int32) for _ in range(5))
-        n = T.token_successors(self.arrays, self.chart, member, states, origins, deadlines, char_deadlines, counts)
-        if n > len(states):
-            states, origins, deadlines, char_deadlines, counts = (np.zeros(n, np.int32) for _ in range(5))
-            T.token_successors(self.arrays, self.chart, member, states, origins, deadlines, char_deadlines, counts)
+        items = T.new_token_items(16)
+        n = T.token_successors(self.arrays, self.chart, member, items)
+        if n > len(items.state):
+            items = T.new_token_items(n)
+            T.token_successors(self.arrays, self.chart, member, items)
         if n == 0:
             return self.advance(data)
         fresh = not self.advance(data)
         nchars = sum(1 for b in data if b & 0xC0 != 0x80)
-        while (status := T.join_token_items(self.arrays, self.chart, k0, len(data), nchars, states[:n], origins[:n],
-                                            deadlines[:n], char_deadlines[:n], counts[:n], fresh)) != K.OK:
+        while (status := T.join_token_items(self.arrays, self.chart, k0, len(data), nchars, items, n, fresh)) != K.OK:
             self._grow(status)
         return True
 
@@ -265,7 +264,7 @@ class EarleyParser:
         """Forget the last `num_bytes` bytes (exact: earlier sets are untouched)."""
         if not 0 <= num_bytes <= self.position:
             raise ValueError(f"cannot roll back {num_bytes} bytes: only {self.position} have been read")
-        self.chart.meta[0] -= num_bytes
+        self.chart.meta[K.META_N_SETS] -= num_bytes
 
     def is_completed(self) -> bool:
         """The bytes read so far form a sentence of the root rule."""

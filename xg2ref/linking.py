@@ -4,7 +4,7 @@ assembled from compiled parts the compiler already holds.
 A tool-calling grammar (§3.2, §4.1) is a small top grammar, the dispatch over the request's
 tools, around one closed sub-grammar per tool: the JSON schema of its arguments. With tools
 sampled per request, the grammar is new every time while nearly every tool was seen before.
-The rule-level cache (xg2ref/cross_grammar_cache.py) then reuses mask entries, but normalizing,
+The rule-level cache (xg2ref/mask/cross_grammar.py) then reuses mask entries, but normalizing,
 building the machines of, analysing and hashing every rule of every tool would still be paid
 per request. Here each sub-grammar is compiled once, alone, into a `Part`, and a request pays
 only for its top grammar and a linking step that concatenates arrays.
@@ -59,7 +59,7 @@ from .fsm.hashing import KIND_UNHASHED, RuleHashes
 from .fsm.shapes import relabel
 from .grammar.ir import EPSILON, ByteString, Choice, Expr, GrammarIR, Rule, RuleRef
 from .lookahead import LookaheadArrays, LookaheadReport
-from .state_classes import shareable_rules, state_classes
+from .mask.state_classes import shareable_rules, state_classes
 
 STUB = "stub"  # the rule option marking a stand-in for a linked sub-grammar's root
 MAX_PARTS = 4096  # compiled sub-grammars a compiler keeps
@@ -85,7 +85,7 @@ class Part:
         return self.fsms.root
 
     def state_classes(self, steps: int) -> np.ndarray:
-        """The classes of the part's states (xg2ref/state_classes.py), computed once per depth:
+        """The classes of the part's states (xg2ref/mask/state_classes.py), computed once per depth:
         classes never join states of two rules and the part is closed, so they are its own
         wherever it is linked."""
         if steps not in self._classes:

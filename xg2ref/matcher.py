@@ -10,7 +10,7 @@ exactly (XGrammar §3.3: the Earley sets are the history). Mask semantics
 - a stop token is allowed iff the bytes so far are a sentence;
 - special tokens (empty bytes, not a stop token) and padding ids are never allowed.
 
-Masks come from the adaptive token-mask cache (XGrammar-2 §3.4, `xg2ref/mask_cache.py`): the
+Masks come from the adaptive token-mask cache (XGrammar-2 §3.4, `xg2ref/mask/cache.py`): the
 accepted tokens of the current scannable states, plus the uncertain ones that the full chart
 accepts. `_every_token_bool_mask` keeps the direct way (every regular token through the
 parser, in byte order, reusing the sets of shared prefixes) as the reference the cache is
@@ -336,6 +336,15 @@ class GrammarMatcher:
         self._check_terminated()
         self._fill_words()
         return unpack_bitmask(self._words, self._vocab_size)
+
+    @property
+    def parser(self) -> EarleyParser:
+        """The Earley parser holding the chart of the input so far (for the teaching views)."""
+        return self._parser
+
+    def every_token_bool_mask(self) -> np.ndarray:
+        """`compute_bool_mask` without the cache: every regular token through the parser."""
+        return self._every_token_bool_mask()
 
     def _every_token_bool_mask(self) -> np.ndarray:
         """The same mask without the cache: every regular token through the parser."""

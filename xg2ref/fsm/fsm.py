@@ -315,7 +315,7 @@ class FSM:
         """The minimal DFA when determinization stays under `max_dfa_states`, else the trimmed
         NFA. DFAs over MAX_MINIMIZE_STATES states (a long unrolled repetition, already minimal
         but for its ends) are kept as they are; the mask cache shares entries between their
-        states anyway (xg2ref/state_classes.py)."""
+        states anyway (xg2ref/mask/state_classes.py)."""
         dfa = self.determinize(max_dfa_states)
         if dfa is None:
             return self.without_epsilon()

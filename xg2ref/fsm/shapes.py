@@ -1,7 +1,7 @@
 """XGrammar-2 §3.3, at the front of the pipeline: a rule's FSM built once per *shape*, for every
 grammar that holds the rule again.
 
-Where the cross-grammar cache (xg2ref/cross_grammar_cache.py) shares mask entries between rules
+Where the cross-grammar cache (xg2ref/mask/cross_grammar.py) shares mask entries between rules
 with equal machines, building those machines is itself most of a compile: determinizing and
 minimizing a rule's NFA costs far more than the rule's text. A tool's argument schema comes
 back in request after request under other rule names (`obj3_m1` here, `obj17_m1` there), so

@@ -19,7 +19,7 @@ inliner because unrolling would copy it r times) is put in place: the counted ma
 reads the bytes itself, so its states carry the mask-cache entries and know the count.
 
 Where Algorithm 3 keeps t unrolled copies beside the counter so that cache entries inside the
-counter may ignore k, here the mask cache knows the count's zone instead (xg2ref/mask_cache.py):
+counter may ignore k, here the mask cache knows the count's zone instead (xg2ref/mask/cache.py):
 with L the longest token, a token can complete at most L copies, so
 
     FREE     l <= k + 1 and k + 1 + L < r       the count changes nothing within one token
@@ -36,7 +36,7 @@ from .ir import Expr, GrammarIR, Repeat, Rule, RuleRef, children, referenced_rul
 from .passes import _with_children, is_nullable, nullable_rules, remove_dead_rules, unrolled_size
 
 # Repetitions with more copies than this are counted instead of unrolled (xgrammar unrolls up to
-# 128; counting is cheaper here once entries near a bound derive from one record, see mask_cache.py).
+# 128; counting is cheaper here once entries near a bound derive from one record, see xg2ref/mask/counted.py).
 REPETITION_THRESHOLD = 32
 COUNTED = "counted"  # the rule option that marks a counted repetition
 MAX_PLACED_SIZE = 256  # a referenced rule this small (unrolled_size) is put in place in a counted body

@@ -1,4 +1,17 @@
-"""Numba kernels over flat numpy arrays (earley, mask_cache, mask_fill, token_reads,
-apply_bitmask), and, under the module names xgrammar 0.2.8 uses, its per-backend bitmask entry
-points (`apply_token_bitmask_inplace_cpu`, `_cuda`, `_triton`, `_torch_compile`, `_torch`:
-each re-exports the function of that name from xg2ref/apply_mask.py)."""
+"""Numba kernels over flat numpy arrays, in pipeline order:
+
+- `earley`: the Earley recognizer (XGrammar-2 §3.4, App. D Table 6 left half): `predict`,
+  `scan`, `complete` (and LOOP for counted repetitions, §3.6), `close_set`, `advance_byte`.
+- `token_reads`: reading bytes and whole tokens (the TOKEN rule), the whole-vocabulary check.
+- `trie_walk`: the byte-sorted vocabulary as a trie (XGrammar §3.3): prefix reuse and subtree
+  skipping, shared by every walk over many tokens.
+- `pure_walk`: the pure-state table and its DFA walk; the lookahead filter walk.
+- `context_expansion`: CONTEXT, ACCEPT-CTX and FOLLOW1 (XGrammar §3.2, Alg. 2).
+- `classify`: ACCEPT / REJECT / UNCERTAIN for every token of a state: building a mask-cache
+  entry (XGrammar §3.1, XGrammar-2 §3.4).
+- `mask_fill`: the mask from the entries at run time (XGrammar Alg. 1, Table 6 right half).
+- `apply_bitmask`: the bitmask applied to logits.
+
+Under the module names xgrammar 0.2.8 uses, its per-backend bitmask entry points
+(`apply_token_bitmask_inplace_cpu`, `_cuda`, `_triton`, `_torch_compile`, `_torch`: each
+re-exports the function of that name from xg2ref/apply_mask.py)."""

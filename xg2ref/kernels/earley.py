@@ -12,6 +12,10 @@ inference rules, with `A -x-> t` meaning an FSM edge of A's machine:
     COMPLETE  [j, k, B -> f]   with f final, j < k,
               and  [i, j, A -> s]   with s -B-> t     |-  [i, k, A -> t]
 
+Each rule is one kernel (`predict`, `scan`, `complete`, and `loop_counted` for LOOP below),
+written under the inference rule it applies in Table 6's notation; `close_set` applies PREDICT,
+LOOP and COMPLETE until nothing changes, and `advance_byte` is SCAN followed by `close_set`.
+
 Completion with j == k never has to look back: such a B derives the empty string, and the
 nullable half of PREDICT already advanced every item waiting on it, including items added to
 set k later (the Aycock-Horspool fix for nullable rules). Left recursion is harmless
@@ -96,15 +100,22 @@ OK = 0
 EMPTY = 1
 NEED_ITEMS = 2
 NEED_TABLE = 3
+# add_item's answer when the item is in the set already (a new end is >= 0, a NEED_* code is
+# returned negated, below DUPLICATE)
+DUPLICATE = -1
+# _dfa_step's answer when the single-item shortcut does not apply (the general step runs)
+GENERAL_STEP = -1
 
 NO_DEADLINE = 2147483647
 # stand-in counts (module docstring): FREE_BASE + n, NOEXIT_BASE + n, STRICT_BASE + n after n LOOPs
 FREE_BASE = 1 << 30
 NOEXIT_BASE = 1 << 29
 STRICT_BASE = 1 << 28
-# chart.meta slots: meta[0] is the number of sets (the current set is meta[0] - 1), meta[1] the
-# generation of the dedup table; then
-META_TOKEN = 2      # index of the token being read (-1 before the first); PREDICT counts budgets from it
+BEFORE_FIRST_TOKEN = -1  # meta[META_TOKEN] before the first token
+# chart.meta slots
+META_N_SETS = 0     # the number of sets (the current set is meta[META_N_SETS] - 1)
+META_GEN = 1        # the generation of the dedup table (a slot is in use iff tbl_gen[slot] == it)
+META_TOKEN = 2      # index of the token being read (BEFORE_FIRST_TOKEN); PREDICT counts budgets from it
 META_ENFORCE = 3    # 1: items past their deadline neither SCAN nor TOKEN
 META_RAISED = 4     # set when a deadline rose during a closure (the closure runs again)
 META_BUDGETS = 5    # 1: the grammar has token budgets (deadlines are tracked)
@@ -123,7 +134,7 @@ class Chart(NamedTuple):
     set_start : int64[max_sets+1]  set k holds items set_start[k] : set_start[k+1]
     set_chars : int32[max_sets+1]  code points (UTF-8 lead bytes) among the bytes before set k
     tbl_key : int64[T]             dedup table of the set being built (T a power of two)
-    tbl_gen : int64[T]             slot is in use iff tbl_gen[slot] == meta[1]
+    tbl_gen : int64[T]             slot is in use iff tbl_gen[slot] == meta[META_GEN]
     tbl_cnt : int64[T]             the count of the item in the slot
     meta : int64[8]                the META_* slots above
     pool_parent : int32[P]         member-set pool: set n is set pool_parent[n] plus member
@@ -168,16 +179,23 @@ def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int =
 
 
 @njit(cache=True, _nrt=False)
-def add_item(tbl_key, tbl_gen, tbl_cnt, gen, item_state, item_origin, item_deadline, item_char_deadline, item_count,
-              meta, set_begin, end, state, origin, deadline, char_deadline, count):
+def add_item(chart, set_begin, end, state, origin, deadline, char_deadline, count):
     """Append (state, origin, count) with `deadline` to the set being built (items set_begin:end)
     unless present; a present item keeps the larger deadline (and meta[META_RAISED] notes a rise).
 
-    `tbl_key` / `tbl_gen` are the chart's dedup table (a slot is in use iff its tbl_gen equals
-    `gen`). Returns the new end, -1 when the item was already there, -NEED_ITEMS or -NEED_TABLE.
-    The chart's arrays come one by one: this is the innermost call of the recognizer, and
-    passing the whole Chart by value costs more than the work itself.
+    The chart's dedup table: a slot is in use iff its tbl_gen equals meta[META_GEN]. Returns the
+    new end, DUPLICATE when the item was already there, -NEED_ITEMS or -NEED_TABLE.
     """
+    tbl_key = chart.tbl_key
+    tbl_gen = chart.tbl_gen
+    tbl_cnt = chart.tbl_cnt
+    gen = chart.meta[META_GEN]
+    item_state = chart.item_state
+    item_origin = chart.item_origin
+    item_deadline = chart.item_deadline
+    item_char_deadline = chart.item_char_deadline
+    item_count = chart.item_count
+    meta = chart.meta
     mask = tbl_key.shape[0] - 1
     if (end - set_begin) * 2 >= mask:
         return -NEED_TABLE
@@ -197,7 +215,7 @@ def add_item(tbl_key, tbl_gen, tbl_cnt, gen, item_state, item_origin, item_deadl
                             item_char_deadline[q] = char_deadline
                             meta[META_RAISED] = 1
                         break
-            return -1
+            return DUPLICATE
         h = (h + 1) & mask
     if end >= item_state.shape[0]:
         return -NEED_ITEMS
@@ -317,94 +335,140 @@ def _child_char_deadline(fsm, chart, rule, k, parent_deadline):
     return own if own < parent_deadline else parent_deadline
 
 
+# The inference rules of XGrammar-2 Appendix D (Table 6, left half), one kernel each. An item
+# [i, k, A -> mu . nu] is (state, origin) in set k: the FSM state s of A's machine is the dot,
+# an FSM edge s -B-> t reads the symbol after it, and start(B) is the dot at the left of B's
+# bodies. Each rule fires from item p of set k, adds its conclusions to the set being built
+# (items begin:end, growing) and returns (status, end).
+
+
+# PREDICT (Table 6, rule 1):
+#
+#     [i, k, A -> mu . B nu]    (B -> rho) in P
+#     -----------------------------------------        FSM: s -B-> t,  [k, k, B -> start(B)]
+#               [k, k, B -> . rho]
+#
+# and for a nullable B (Aycock-Horspool), in this order, as xgrammar queues them (the order of
+# completions in a set is the order of capture events, xg2ref/rule_options.py):
+#
+#     [i, k, A -> mu . B nu]    B =>* epsilon
+#     -----------------------------------------        FSM: [i, k, A -> t]
+#         [i, k, A -> mu B . nu]
+@njit(cache=True, _nrt=False)
+def predict(fsm, chart, k, begin, end, p):
+    """PREDICT from item p of set k (items begin:end, growing). Returns (status, end).
+
+    An unordered rule's member j is predicted only while j is not in the item's set; the
+    predicted item's deadlines are its rule's budgets under the parent's (module docstring)."""
+    s = chart.item_state[p]
+    i = chart.item_origin[p]
+    d = chart.item_deadline[p]
+    cd = chart.item_char_deadline[p]
+    c = chart.item_count[p]
+    guarded = fsm.rule_required[fsm.state_rule[s]] >= 0
+    for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
+        b = fsm.ref_rule[e]
+        if guarded and fsm.rule_member[b] >= 0 and not _member_open(chart, c, fsm.rule_member[b] >> 1):
+            continue
+        if fsm.rule_nullable[b]:
+            r = add_item(chart, begin, end, fsm.ref_dst[e], i, d, cd, c)
+            if r < DUPLICATE:
+                return -r, end
+            if r >= 0:
+                end = r
+        r = add_item(chart, begin, end, fsm.rule_start[b], k, _child_deadline(fsm, chart, b, d),
+                     _child_char_deadline(fsm, chart, b, k, cd), 0)
+        if r < DUPLICATE:
+            return -r, end
+        if r >= 0:
+            end = r
+    return OK, end
+
+
+# LOOP (XGrammar-2 §3.6, counted repetitions; module docstring):
+#
+#     [i, k, R -> rho ., c]    R counted,  c + 1 < hi
+#     -----------------------------------------------        FSM: f final
+#         [i, k, R -> . rho, c + 1]
+@njit(cache=True, _nrt=False)
+def loop_counted(fsm, chart, k, begin, end, p):
+    """LOOP from item p of set k, when it applies. Returns (status, end)."""
+    s = chart.item_state[p]
+    rule = fsm.state_rule[s]
+    c = chart.item_count[p]
+    if not fsm.is_final[s] or fsm.rule_rep_lo[rule] < 0 or not _may_loop(fsm, rule, c):
+        return OK, end
+    r = add_item(chart, begin, end, fsm.rule_start[rule], chart.item_origin[p], chart.item_deadline[p],
+                 chart.item_char_deadline[p], c + 1)
+    if r < DUPLICATE:
+        return -r, end
+    if r >= 0:
+        end = r
+    return OK, end
+
+
+# COMPLETE (Table 6, rule 3):
+#
+#     [i, j, A -> mu . B nu]    [j, k, B -> rho .]
+#     -----------------------------------------------        FSM: s' -B-> t, f final, j < k
+#           [i, k, A -> mu B . nu]
+#
+# (j == k never has to look back: the nullable half of PREDICT did it.) Into an unordered
+# rule's item [i, j, M -> s', S] when B is its member j: only if j is not in S, and the item
+# moves on with S + j.
+@njit(cache=True, _nrt=False)
+def complete(fsm, chart, k, begin, end, p):
+    """COMPLETE with item p of set k as the finished [j, k, B -> rho .]. Returns (status, end)."""
+    s = chart.item_state[p]
+    j = chart.item_origin[p]
+    if not fsm.is_final[s] or j >= k or not item_may_end(fsm, chart, s, chart.item_count[p]):
+        return OK, end
+    rule = fsm.state_rule[s]
+    tagged = fsm.rule_member[rule]
+    for q in range(chart.set_start[j], chart.set_start[j + 1]):
+        s2 = chart.item_state[q]
+        for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
+            if fsm.ref_rule[e] == rule:
+                c2 = chart.item_count[q]
+                if tagged >= 0 and fsm.rule_required[fsm.state_rule[s2]] >= 0:
+                    if not _member_open(chart, c2, tagged >> 1):
+                        continue
+                    c2 = _with_member(chart, c2, tagged, k)
+                    if c2 < 0:
+                        return -c2, end
+                r = add_item(chart, begin, end, fsm.ref_dst[e], chart.item_origin[q], chart.item_deadline[q],
+                             chart.item_char_deadline[q], c2)
+                if r < DUPLICATE:
+                    return -r, end
+                if r >= 0:
+                    end = r
+    return OK, end
+
+
 @njit(cache=True, _nrt=False)
 def close_set(fsm, chart, k, begin, end):
-    """Apply PREDICT and COMPLETE to set k (items begin:end, growing) until nothing changes.
+    """The closure of set k (items begin:end, growing): PREDICT, LOOP and COMPLETE from every
+    item, the new ones included, until nothing changes.
 
     Returns (status, end). With token budgets, a deadline that rises during a pass sends the
     closure round again (deadlines only rise, so this ends).
     """
     while True:
         chart.meta[META_RAISED] = 0
-        status, end = _close_pass(fsm, chart, k, begin, end)
-        if status != OK or chart.meta[META_RAISED] == 0:
-            return status, end
-
-
-@njit(cache=True, _nrt=False)
-def _close_pass(fsm, chart, k, begin, end):
-    """One pass of `close_set` over items begin:end (end grows as items are added)."""
-    p = begin
-    while p < end:
-        s = chart.item_state[p]
-        i = chart.item_origin[p]
-        d = chart.item_deadline[p]
-        cd = chart.item_char_deadline[p]
-        c = chart.item_count[p]
-        # PREDICT: [i, k, A -> s], s -B-> t, B nullable  |-  [i, k, A -> t]
-        #     and  [i, k, A -> s], s -B-> t               |-  [k, k, B -> start(B)]
-        # (in this order, as xgrammar queues them: the order of completions in a set is the order
-        # of capture events, xg2ref/rule_options.py)
-        guarded = fsm.rule_required[fsm.state_rule[s]] >= 0
-        for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
-            b = fsm.ref_rule[e]
-            # PREDICT of an unordered rule's member j: only while j is not in the item's set
-            if guarded and fsm.rule_member[b] >= 0 and not _member_open(chart, c, fsm.rule_member[b] >> 1):
-                continue
-            if fsm.rule_nullable[b]:
-                r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
-                              chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
-                              chart.meta, begin, end, fsm.ref_dst[e], i, d, cd, c)
-                if r < -1:
-                    return -r, end
-                if r >= 0:
-                    end = r
-            r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
-                          chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
-                          chart.meta, begin, end, fsm.rule_start[b], k, _child_deadline(fsm, chart, b, d),
-                          _child_char_deadline(fsm, chart, b, k, cd), 0)
-            if r < -1:
-                return -r, end
-            if r >= 0:
-                end = r
-        if fsm.is_final[s]:
-            rule = fsm.state_rule[s]
-            # LOOP: [i, k, R -> f, c], R counted, c + 1 < hi  |-  [i, k, R -> start(R), c + 1]
-            if fsm.rule_rep_lo[rule] >= 0 and _may_loop(fsm, rule, c):
-                r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
-                              chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
-                              chart.meta, begin, end, fsm.rule_start[rule], i, d, cd, c + 1)
-                if r < -1:
-                    return -r, end
-                if r >= 0:
-                    end = r
-            # COMPLETE: [j=i, k, B -> f], B may end, j < k, [i', j, A -> s'], s' -B-> t  |-  [i', k, A -> t]
-            # (into an unordered rule's item [i', j, M -> s', S] when the rule is its member j:
-            # only if j is not in S, and the item moves on with S + j)
-            if i < k and item_may_end(fsm, chart, s, c):
-                tagged = fsm.rule_member[rule]
-                for q in range(chart.set_start[i], chart.set_start[i + 1]):
-                    s2 = chart.item_state[q]
-                    for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
-                        if fsm.ref_rule[e] == rule:
-                            c2 = chart.item_count[q]
-                            if tagged >= 0 and fsm.rule_required[fsm.state_rule[s2]] >= 0:
-                                if not _member_open(chart, c2, tagged >> 1):
-                                    continue
-                                c2 = _with_member(chart, c2, tagged, k)
-                                if c2 < 0:
-                                    return -c2, end
-                            r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1],
-                                          chart.item_state, chart.item_origin, chart.item_deadline,
-                                          chart.item_char_deadline, chart.item_count, chart.meta, begin, end,
-                                          fsm.ref_dst[e], chart.item_origin[q], chart.item_deadline[q],
-                                          chart.item_char_deadline[q], c2)
-                            if r < -1:
-                                return -r, end
-                            if r >= 0:
-                                end = r
-        p += 1
-    return OK, end
+        p = begin
+        while p < end:
+            status, end = predict(fsm, chart, k, begin, end, p)
+            if status != OK:
+                return status, end
+            status, end = loop_counted(fsm, chart, k, begin, end, p)
+            if status != OK:
+                return status, end
+            status, end = complete(fsm, chart, k, begin, end, p)
+            if status != OK:
+                return status, end
+            p += 1
+        if chart.meta[META_RAISED] == 0:
+            return OK, end
 
 
 @njit(cache=True, _nrt=False)
@@ -413,14 +477,13 @@ def seed_chart(fsm, chart, k, state, deadline, char_deadline, count):
     `deadline` and `char_deadline`; set k becomes the current set. Returns a status code."""
     if chart.set_start.shape[0] < k + 2:
         return NEED_ITEMS
-    chart.meta[1] += 1
+    chart.meta[META_GEN] += 1
     for q in range(k + 1):
         chart.set_start[q] = 0
         chart.set_chars[q] = 0
         chart.set_pool[q] = 1
     chart.meta[META_POOL] = 1
-    r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state, chart.item_origin,
-                  chart.item_deadline, chart.item_char_deadline, chart.item_count, chart.meta, 0, 0, state, 0,
+    r = add_item(chart, 0, 0, state, 0,
                   deadline, char_deadline, count)
     if r < 0:
         return -r
@@ -429,7 +492,7 @@ def seed_chart(fsm, chart, k, state, deadline, char_deadline, count):
         return status
     chart.set_start[k + 1] = end
     chart.set_pool[k] = chart.meta[META_POOL]
-    chart.meta[0] = k + 1
+    chart.meta[META_N_SETS] = k + 1
     return OK
 
 
@@ -437,7 +500,7 @@ def seed_chart(fsm, chart, k, state, deadline, char_deadline, count):
 def init_chart(fsm, chart):
     """Set 0: the root rule's start item, closed, before any token (token index -1). Returns a
     status code."""
-    chart.meta[META_TOKEN] = -1
+    chart.meta[META_TOKEN] = BEFORE_FIRST_TOKEN
     chart.meta[META_ENFORCE] = 0
     chart.meta[META_BUDGETS] = 0
     chart.meta[META_CHAR_BUDGETS] = 0
@@ -454,31 +517,31 @@ def init_chart(fsm, chart):
 
 @njit(cache=True, _nrt=False)
 def _dfa_step(fsm, chart, k, byte):
-    """The common case of `advance_byte` without the general machinery: set k is the single
+    """SCAN and the closure in the common case, without the general machinery: set k is the single
     item [i, k, A -> s] and s has no rule edges. Then SCAN gives at most one item per matching
     edge; when exactly one edge s -byte-> t matches, t has no rule edges (nothing to PREDICT)
     and t is not final or set i is empty (nothing to COMPLETE), set k+1 = {[i, k+1, A -> t]}.
 
-    Commits and returns OK, returns EMPTY when no edge matches, -1 when the general step is
+    Commits and returns OK, returns EMPTY when no edge matches, GENERAL_STEP when the general step is
     needed (nothing committed). Inside a string or a number this is every byte.
     """
     p = chart.set_start[k]
     s = chart.item_state[p]
     if fsm.ref_indptr[s] != fsm.ref_indptr[s + 1] or expired(chart, p) or chart.meta[META_CHAR_BUDGETS] != 0:
-        return -1
+        return GENERAL_STEP
     t = -1
     for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
         if fsm.byte_lo[e] <= byte and byte <= fsm.byte_hi[e]:
             if t >= 0:
-                return -1
+                return GENERAL_STEP
             t = fsm.byte_dst[e]
     if t < 0:
         return EMPTY
     i = chart.item_origin[p]
     if fsm.ref_indptr[t] != fsm.ref_indptr[t + 1]:
-        return -1
+        return GENERAL_STEP
     if fsm.is_final[t] and (chart.set_start[i] != chart.set_start[i + 1] or fsm.rule_rep_lo[fsm.state_rule[t]] >= 0):
-        return -1
+        return GENERAL_STEP
     begin = chart.set_start[k + 1]
     chart.item_state[begin] = t
     chart.item_origin[begin] = i
@@ -488,52 +551,67 @@ def _dfa_step(fsm, chart, k, byte):
     chart.set_chars[k + 1] = chart.set_chars[k] + ((byte & 0xC0) != 0x80)
     chart.set_pool[k + 1] = chart.set_pool[k]
     chart.set_start[k + 2] = begin + 1
-    chart.meta[0] = k + 2
+    chart.meta[META_N_SETS] = k + 2
     return OK
 
 
+# SCAN (Table 6, rule 2):
+#
+#     [i, k, A -> mu . a nu]    x_k = a
+#     ---------------------------------        FSM: s -a-> t (a byte range holding x_k)
+#       [i, k+1, A -> mu a . nu]
 @njit(cache=True, _nrt=False)
-def advance_byte(fsm, chart, byte):
-    """Build set k+1 from the current set k and one byte; commit it unless it is empty.
-
-    Returns OK, EMPTY (byte rejected, chart unchanged) or a NEED_* code (chart unchanged).
-    """
-    k = chart.meta[0] - 1
-    if chart.set_start.shape[0] < k + 3:
-        return NEED_ITEMS
+def scan(fsm, chart, k, byte, char_enforce):
+    """SCAN every item of set k over `byte` into set k+1 (from chart.set_start[k + 1] on). Items
+    past their deadline do not SCAN, nor, with `char_enforce` (CHAR-ENFORCE), those past their
+    character deadline. Returns (status, end): EMPTY when no item moves."""
     begin = chart.set_start[k + 1]
-    if chart.set_start[k + 1] - chart.set_start[k] == 1 and begin < chart.item_state.shape[0]:
-        status = _dfa_step(fsm, chart, k, byte)
-        if status >= 0:
-            return status
     end = begin
-    chart.meta[1] += 1
-    chart.meta[META_POOL] = chart.set_pool[k]
-    chart.set_chars[k + 1] = chart.set_chars[k] + ((byte & 0xC0) != 0x80)
-    char_enforce = chart.meta[META_CHAR_BUDGETS] != 0 and (byte & 0xC0) != 0x80 and _char_enforced(fsm, chart, k)
-    # SCAN: [i, k, A -> s], s -byte-> t  |-  [i, k+1, A -> t]
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
         if expired(chart, p) or (char_enforce and chart.item_char_deadline[p] <= chart.set_chars[k]):
             continue
         for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
             if fsm.byte_lo[e] <= byte and byte <= fsm.byte_hi[e]:
-                r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
-                              chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
-                              chart.meta, begin, end, fsm.byte_dst[e], chart.item_origin[p], chart.item_deadline[p],
-                              chart.item_char_deadline[p], chart.item_count[p])
-                if r < -1:
-                    return -r
+                r = add_item(chart, begin, end, fsm.byte_dst[e], chart.item_origin[p], chart.item_deadline[p],
+                             chart.item_char_deadline[p], chart.item_count[p])
+                if r < DUPLICATE:
+                    return -r, end
                 if r >= 0:
                     end = r
     if end == begin:
-        return EMPTY
+        return EMPTY, end
+    return OK, end
+
+
+@njit(cache=True, _nrt=False)
+def advance_byte(fsm, chart, byte):
+    """Build set k+1 from the current set k and one byte (SCAN, then the closure); commit it
+    unless it is empty.
+
+    Returns OK, EMPTY (byte rejected, chart unchanged) or a NEED_* code (chart unchanged).
+    """
+    k = chart.meta[META_N_SETS] - 1
+    if chart.set_start.shape[0] < k + 3:
+        return NEED_ITEMS
+    begin = chart.set_start[k + 1]
+    if chart.set_start[k + 1] - chart.set_start[k] == 1 and begin < chart.item_state.shape[0]:
+        status = _dfa_step(fsm, chart, k, byte)
+        if status != GENERAL_STEP:
+            return status
+    chart.meta[META_GEN] += 1
+    chart.meta[META_POOL] = chart.set_pool[k]
+    chart.set_chars[k + 1] = chart.set_chars[k] + ((byte & 0xC0) != 0x80)
+    char_enforce = chart.meta[META_CHAR_BUDGETS] != 0 and (byte & 0xC0) != 0x80 and _char_enforced(fsm, chart, k)
+    status, end = scan(fsm, chart, k, byte, char_enforce)
+    if status != OK:
+        return status
     status, end = close_set(fsm, chart, k + 1, begin, end)
     if status != OK:
         return status
     chart.set_start[k + 2] = end
     chart.set_pool[k + 1] = chart.meta[META_POOL]
-    chart.meta[0] = k + 2
+    chart.meta[META_N_SETS] = k + 2
     return OK
 
 
@@ -570,4 +648,4 @@ def _set_is_sentence(fsm, chart, k):
 @njit(cache=True, _nrt=False)
 def is_completed(fsm, chart):
     """Whether the bytes read so far form a sentence: [0, k, root -> f] with f final."""
-    return _set_is_sentence(fsm, chart, chart.meta[0] - 1)
+    return _set_is_sentence(fsm, chart, chart.meta[META_N_SETS] - 1)

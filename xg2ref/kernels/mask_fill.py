@@ -21,11 +21,14 @@ Status codes as in `earley.py`: a NEED_* status comes with the candidate to resu
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
-from .earley import OK, is_completed
+from .earley import META_N_SETS, OK, is_completed
 from .token_reads import read_token
+from .trie_walk import NO_FAIL, common_prefix, under_rejected_prefix
 
 ZONE_FREE = -1
 ZONE_NOEXIT = -2
@@ -33,6 +36,29 @@ ZONE_NOEXIT = -2
 # counted repetition's zone met for the first time): the caller builds it and calls again.
 NEED_ENTRY = 16
 UNBUILT = -2  # state_entry / item_entry of a state whose entry is not built yet
+NO_ENTRY = -1  # state_entry / item_entry of a state without byte edges (it needs no entry)
+# how an entry stores its accepted tokens (MaskCacheArrays.entry_kind, XGrammar §3.1 Fig. 5)
+KIND_ACCEPTED = 0  # the accepted ids
+KIND_REJECTED = 1  # the rejected ids: accepted = regular - rejected - uncertain
+KIND_BITSET = 2    # a bitset of the accepted ids
+# gather_cached_mask's answer when some item's entry is not built yet
+MISSING_ENTRIES = -1
+FULL_WORD = -1  # an int32 word of the mask with all 32 bits set
+
+
+class FillScratch(NamedTuple):
+    """The fill kernel's caller-owned scratch (E entries, W words, C candidates).
+
+    entry_mark : int64[E + 1]   generation marks of the entries merged; the counter goes last
+    or_words : int32[W]         an entry's accepted set before it is OR-ed into the mask
+    cand : int32[C]             the uncertain candidates (sorted indices); room for each once
+    cand_tmp : int32[C]         merge buffer, like `cand`
+    """
+
+    entry_mark: np.ndarray
+    or_words: np.ndarray
+    cand: np.ndarray
+    cand_tmp: np.ndarray
 
 
 @njit(cache=True, _nrt=False)
@@ -49,18 +75,20 @@ def count_zone(lo, hi, count, slack):
 
 
 @njit(cache=True, _nrt=False)
-def item_entry(fsm, state_entry, noexit_entry, ex_key, ex_entry, slack, state, count):
+def item_entry(fsm, cache, state, count):
     """The entry serving an item: its state's, or for a counted repetition the one of its
-    count's zone (-1: none; -2: not built yet)."""
+    count's zone (NO_ENTRY: none; UNBUILT: not built yet). `cache` is a MaskCacheArrays."""
+    state_entry = cache.state_entry
+    ex_key = cache.ex_key
     rule = fsm.state_rule[state]
     lo = fsm.rule_rep_lo[rule]
     if lo < 0:
         return state_entry[state]
-    zone = count_zone(lo, fsm.rule_rep_hi[rule], count, slack)
+    zone = count_zone(lo, fsm.rule_rep_hi[rule], count, cache.count_slack[0])
     if zone == ZONE_FREE:
         return state_entry[state]
     if zone == ZONE_NOEXIT:
-        return noexit_entry[state]
+        return cache.noexit_entry[state]
     key = (np.int64(state) << 32) | zone
     a, b = 0, ex_key.shape[0]
     while a < b:
@@ -70,8 +98,8 @@ def item_entry(fsm, state_entry, noexit_entry, ex_key, ex_entry, slack, state, c
         else:
             b = m
     if a < ex_key.shape[0] and ex_key[a] == key:
-        return ex_entry[a]
-    return -2 if state_entry[state] != -1 else -1
+        return cache.ex_entry[a]
+    return UNBUILT if state_entry[state] != NO_ENTRY else NO_ENTRY
 
 
 @njit(cache=True, _nrt=False)
@@ -91,29 +119,35 @@ def _merge_runs(cand, mid, end, tmp):
 
 
 @njit(cache=True, _nrt=False)
-def gather_cached_mask(fsm, chart, state_entry, noexit_entry, ex_key, ex_entry, slack, entry_kind, list_indptr,
-                       list_ids, bitset_offset, bitset_words, unc_indptr, unc_sorted, regular_words, sorted_ids,
-                       entry_mark, scratch, cand, cand_tmp, words):
+def gather_cached_mask(fsm, chart, cache, sorted_ids, scratch, words):
     """Algorithm 1, first half: OR the accepted sets of the entries serving the current set's
-    items into `words` and collect their uncertain tokens (sorted indices) into `cand`.
+    items into `words` and collect their uncertain tokens (sorted indices) into `scratch.cand`.
 
-    `entry_mark` (int64[E + 1]), `scratch` (int32[W]) and `cand_tmp` (like `cand`) are
-    caller-owned scratch; entry_mark[:E] holds generation marks and the generation counter lives
-    in entry_mark[E]. Each entry is merged once, however many items it serves (states of one
-    class, a counted repetition's items with counts in one zone): `cand` needs room for every
-    uncertain id once. An item of a counted repetition takes the entry of its count's zone
-    (`item_entry`). Returns the number of candidates, deduplicated and sorted, with those
-    already accepted removed; -1 when some item's entry is not built yet (nothing is written
-    then: the caller builds the entries and calls again).
+    `cache` is a MaskCacheArrays, `scratch` a FillScratch (caller-owned): entry_mark[:E] holds
+    generation marks and the generation counter lives in entry_mark[E]. Each entry is merged
+    once, however many items it serves (states of one class, a counted repetition's items with
+    counts in one zone): `cand` needs room for every uncertain id once. An item of a counted
+    repetition takes the entry of its count's zone (`item_entry`). Returns the number of
+    candidates, deduplicated and sorted, with those already accepted removed; MISSING_ENTRIES
+    when some item's entry is not built yet (nothing is written then: the caller builds the entries and
+    calls again).
     """
-    k = chart.meta[0] - 1
+    state_entry = cache.state_entry
+    entry_kind = cache.entry_kind
+    list_indptr = cache.list_indptr
+    list_ids = cache.list_ids
+    unc_indptr = cache.unc_indptr
+    unc_sorted = cache.unc_sorted
+    entry_mark = scratch.entry_mark
+    cand = scratch.cand
+    k = chart.meta[META_N_SETS] - 1
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
         if state_entry[s] == UNBUILT:
-            return -1
+            return MISSING_ENTRIES
         if fsm.rule_rep_lo[fsm.state_rule[s]] >= 0 and state_entry[s] >= 0 and item_entry(
-                fsm, state_entry, noexit_entry, ex_key, ex_entry, slack, s, chart.item_count[p]) == UNBUILT:
-            return -1
+                fsm, cache, s, chart.item_count[p]) == UNBUILT:
+            return MISSING_ENTRIES
     last = entry_mark.shape[0] - 1
     gen = entry_mark[last] + 1
     entry_mark[last] = gen
@@ -122,7 +156,7 @@ def gather_cached_mask(fsm, chart, state_entry, noexit_entry, ex_key, ex_entry, 
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
         if fsm.rule_rep_lo[fsm.state_rule[s]] >= 0:  # items of one state may differ in count
-            e = item_entry(fsm, state_entry, noexit_entry, ex_key, ex_entry, slack, s, chart.item_count[p])
+            e = item_entry(fsm, cache, s, chart.item_count[p])
         else:
             e = state_entry[s]
         if e < 0 or entry_mark[e] == gen:
@@ -130,21 +164,21 @@ def gather_cached_mask(fsm, chart, state_entry, noexit_entry, ex_key, ex_entry, 
         entry_mark[e] = gen
         kind = entry_kind[e]
         # the first entry writes `words`, the others are OR-ed in (through `scratch`)
-        acc = words if n_entries == 0 else scratch
+        acc = words if n_entries == 0 else scratch.or_words
         n_entries += 1
-        if kind == 2:  # accepted bitset
-            off = bitset_offset[e]
+        if kind == KIND_BITSET:
+            off = cache.bitset_offset[e]
             for w in range(acc.shape[0]):
-                acc[w] = bitset_words[off + w]
-        elif kind == 0:  # accepted ids
+                acc[w] = cache.bitset_words[off + w]
+        elif kind == KIND_ACCEPTED:
             for w in range(acc.shape[0]):
                 acc[w] = 0
             for q in range(list_indptr[e], list_indptr[e + 1]):
                 t = list_ids[q]
                 acc[t >> 5] |= np.int32(1) << np.int32(t & 31)
-        else:  # rejected ids: accepted = regular - rejected - uncertain
+        else:  # KIND_REJECTED: accepted = regular - rejected - uncertain
             for w in range(acc.shape[0]):
-                acc[w] = regular_words[w]
+                acc[w] = cache.regular_words[w]
             for q in range(list_indptr[e], list_indptr[e + 1]):
                 t = list_ids[q]
                 acc[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
@@ -153,13 +187,13 @@ def gather_cached_mask(fsm, chart, state_entry, noexit_entry, ex_key, ex_entry, 
                 acc[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
         if n_entries > 1:
             for w in range(words.shape[0]):
-                words[w] |= scratch[w]
+                words[w] |= scratch.or_words[w]
         mid = n_cand
         for q in range(unc_indptr[e], unc_indptr[e + 1]):
             cand[n_cand] = unc_sorted[q]
             n_cand += 1
         if mid > 0 and n_cand > mid:
-            _merge_runs(cand, mid, n_cand, cand_tmp)
+            _merge_runs(cand, mid, n_cand, scratch.cand_tmp)
     if n_entries == 0:
         for w in range(words.shape[0]):
             words[w] = 0
@@ -183,29 +217,25 @@ def check_candidates(fsm, chart, token_bytes, token_offsets, sorted_ids, cand, n
     """Algorithm 1, second half: run each candidate (sorted indices, ascending) through the full
     chart, reusing the sets of the prefix shared with the previous candidate; set the bit of
     each allowed token. Returns (status, j) as `fill_token_mask` does."""
-    n_sets0 = chart.meta[0]
-    fail_len = 0
+    n_sets0 = chart.meta[META_N_SETS]
+    fail_len = NO_FAIL
     prev_begin = 0
     prev_len = 0
     for j in range(j_start, n_cand):
         tid = sorted_ids[cand[j]]
         begin = token_offsets[tid]
         length = token_offsets[tid + 1] - begin
-        lcp = 0
-        if j > j_start:
-            limit = length if length < prev_len else prev_len
-            while lcp < limit and token_bytes[begin + lcp] == token_bytes[prev_begin + lcp]:
-                lcp += 1
+        lcp = common_prefix(token_bytes, begin, length, prev_begin, prev_len) if j > j_start else 0
         prev_begin = begin
         prev_len = length
-        if fail_len > 0 and lcp >= fail_len:
+        if under_rejected_prefix(lcp, fail_len):
             continue
         status, fail_len = read_token(fsm, chart, n_sets0, lcp, token_bytes, begin, length)
         if status != OK:
             return status, j
-        if fail_len == 0:
+        if fail_len == NO_FAIL:
             words[tid >> 5] |= np.int32(1) << np.int32(tid & 31)
-    chart.meta[0] = n_sets0
+    chart.meta[META_N_SETS] = n_sets0
     return OK, n_cand
 
 
@@ -226,7 +256,7 @@ def all_allowed(words, vocab_size):
     """Every id below vocab_size has its bit set (nothing is masked out)."""
     full = vocab_size >> 5
     for w in range(full):
-        if words[w] != -1:
+        if words[w] != FULL_WORD:
             return False
     rest = vocab_size & 31
     if rest:
@@ -236,22 +266,19 @@ def all_allowed(words, vocab_size):
 
 
 @njit(cache=True, _nrt=False)
-def fill_mask(fsm, chart, cache, vocab, entry_mark, scratch, cand, cand_tmp, not_regular, stop_ids, words):
+def fill_mask(fsm, chart, cache, vocab, scratch, not_regular, stop_ids, words):
     """Algorithm 1 in one call: `gather_cached_mask`, `check_candidates`, `finish_mask`.
 
-    `cache` is a MaskCacheArrays, `vocab` a VocabArrays. Returns (status, j, n_cand, full):
-    `full` is `all_allowed` of the result (status OK only). On a NEED_* status the caller grows
-    the chart, goes on with `check_candidates` from candidate j and then calls `finish_mask`;
-    on NEED_ENTRY it builds the missing entries and calls again.
+    `cache` is a MaskCacheArrays, `vocab` a VocabArrays, `scratch` a FillScratch. Returns
+    (status, j, n_cand, full): `full` is `all_allowed` of the result (status OK only). On a
+    NEED_* status the caller grows the chart, goes on with `check_candidates` from candidate j
+    and then calls `finish_mask`; on NEED_ENTRY it builds the missing entries and calls again.
     """
-    n_cand = gather_cached_mask(fsm, chart, cache.state_entry, cache.noexit_entry, cache.ex_key, cache.ex_entry,
-                                cache.count_slack[0], cache.entry_kind, cache.list_indptr, cache.list_ids,
-                                cache.bitset_offset, cache.bitset_words, cache.unc_indptr, cache.unc_sorted,
-                                cache.regular_words, vocab.sorted_ids, entry_mark, scratch, cand, cand_tmp, words)
-    if n_cand < 0:
+    n_cand = gather_cached_mask(fsm, chart, cache, vocab.sorted_ids, scratch, words)
+    if n_cand == MISSING_ENTRIES:
         return NEED_ENTRY, 0, 0, False
-    status, j = check_candidates(fsm, chart, vocab.token_bytes, vocab.token_offsets, vocab.sorted_ids, cand,
-                                 n_cand, 0, words)
+    status, j = check_candidates(fsm, chart, vocab.token_bytes, vocab.token_offsets, vocab.sorted_ids,
+                                 scratch.cand, n_cand, 0, words)
     full = False
     if status == OK:
         finish_mask(fsm, chart, not_regular, stop_ids, words)

@@ -14,9 +14,15 @@ Status codes are those of `earley.py`.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
 from numba import njit
 
-from .earley import EMPTY, META_POOL, NEED_ITEMS, OK, add_item, close_set, expired, advance_byte
+from .trie_walk import NO_FAIL, reuse_sets, shared_with_previous, under_rejected_prefix
+
+from .earley import (DUPLICATE, EMPTY, META_GEN, META_N_SETS, META_POOL, NEED_ITEMS, OK, add_item, advance_byte,
+                     close_set, expired)
 
 
 @njit(cache=True, _nrt=False)
@@ -33,16 +39,34 @@ def advance_bytes(fsm, chart, data):
     return OK, data.shape[0]
 
 
+class TokenItems(NamedTuple):
+    """Items reached through token edges (`token_successors`), one per index.
+
+    state, origin, deadline, char_deadline, count : int32[n]   as in the chart (`Chart`)
+    """
+
+    state: np.ndarray
+    origin: np.ndarray
+    deadline: np.ndarray
+    char_deadline: np.ndarray
+    count: np.ndarray
+
+
+def new_token_items(n: int) -> TokenItems:
+    """Room for n TOKEN items."""
+    return TokenItems(*(np.zeros(n, np.int32) for _ in range(5)))
+
+
 @njit(cache=True, _nrt=False)
-def token_successors(fsm, chart, member, out_state, out_origin, out_deadline, out_char_deadline, out_count):
+def token_successors(fsm, chart, member, out):
     """Items that a whole token reaches through token edges from the current set k.
 
         TOKEN   [i, k, A -> s], s -<set g>-> t, the token is in set g  |-  [i, k+len, A -> t]
 
     `member[g]` says whether the token is in token set g. Writes the items (state, origin,
-    deadlines, count) to the out arrays (as many as fit) and returns their number.
+    deadlines, count) to `out` (a TokenItems, as many as fit) and returns their number.
     """
-    k = chart.meta[0] - 1
+    k = chart.meta[META_N_SETS] - 1
     n = 0
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
@@ -50,19 +74,19 @@ def token_successors(fsm, chart, member, out_state, out_origin, out_deadline, ou
             continue
         for e in range(fsm.tok_indptr[s], fsm.tok_indptr[s + 1]):
             if member[fsm.tok_set[e]]:
-                if n < out_state.shape[0]:
-                    out_state[n] = fsm.tok_dst[e]
-                    out_origin[n] = chart.item_origin[p]
-                    out_deadline[n] = chart.item_deadline[p]
-                    out_char_deadline[n] = chart.item_char_deadline[p]
-                    out_count[n] = chart.item_count[p]
+                if n < out.state.shape[0]:
+                    out.state[n] = fsm.tok_dst[e]
+                    out.origin[n] = chart.item_origin[p]
+                    out.deadline[n] = chart.item_deadline[p]
+                    out.char_deadline[n] = chart.item_char_deadline[p]
+                    out.count[n] = chart.item_count[p]
                 n += 1
     return n
 
 
 @njit(cache=True, _nrt=False)
-def join_token_items(fsm, chart, k0, length, nchars, states, origins, deadlines, char_deadlines, counts, fresh):
-    """Put the TOKEN items (`states`, `origins`) into set k0+length and close it again.
+def join_token_items(fsm, chart, k0, length, nchars, items, n_items, fresh):
+    """Put the TOKEN items (items[:n_items], a TokenItems) into set k0+length and close it again.
 
     `fresh`: the bytes of the token were rejected, so sets k0+1 .. k0+length-1 are made empty
     (no item starts or ends inside a token read whole) and set k0+length holds the TOKEN
@@ -73,7 +97,7 @@ def join_token_items(fsm, chart, k0, length, nchars, states, origins, deadlines,
     target = k0 + length
     if chart.set_start.shape[0] < target + 2:
         return NEED_ITEMS
-    chart.meta[1] += 1
+    chart.meta[META_GEN] += 1
     if fresh:
         for q in range(k0 + 1, target + 1):
             chart.set_start[q] = chart.set_start[k0 + 1]
@@ -85,19 +109,16 @@ def join_token_items(fsm, chart, k0, length, nchars, states, origins, deadlines,
     end = begin
     if not fresh:
         for p in range(begin, chart.set_start[target + 1]):
-            r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
-                          chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count,
-                          chart.meta, begin, end, chart.item_state[p], chart.item_origin[p], chart.item_deadline[p],
+            r = add_item(chart, begin, end, chart.item_state[p], chart.item_origin[p], chart.item_deadline[p],
                           chart.item_char_deadline[p], chart.item_count[p])
-            if r < -1:
+            if r < DUPLICATE:
                 return -r
             if r >= 0:
                 end = r
-    for n in range(states.shape[0]):
-        r = add_item(chart.tbl_key, chart.tbl_gen, chart.tbl_cnt, chart.meta[1], chart.item_state,
-                      chart.item_origin, chart.item_deadline, chart.item_char_deadline, chart.item_count, chart.meta,
-                      begin, end, states[n], origins[n], deadlines[n], char_deadlines[n], counts[n])
-        if r < -1:
+    for n in range(n_items):
+        r = add_item(chart, begin, end, items.state[n], items.origin[n], items.deadline[n], items.char_deadline[n],
+                     items.count[n])
+        if r < DUPLICATE:
             return -r
         if r >= 0:
             end = r
@@ -106,7 +127,7 @@ def join_token_items(fsm, chart, k0, length, nchars, states, origins, deadlines,
         return status
     chart.set_start[target + 1] = end
     chart.set_pool[target] = chart.meta[META_POOL]
-    chart.meta[0] = target + 1
+    chart.meta[META_N_SETS] = target + 1
     return OK
 
 
@@ -117,16 +138,14 @@ def read_token(fsm, chart, n_sets0, lcp, token_bytes, begin, length):
     is lowering the set count). Returns (status, fail_len): OK with fail_len 0 when the whole
     token is read, OK with fail_len = d + 1 when byte d has no way on, or a NEED_* status
     (the chart then holds n_sets0 sets again)."""
-    depth = chart.meta[0] - n_sets0
-    chart.meta[0] = n_sets0 + (lcp if lcp < depth else depth)
-    for d in range(chart.meta[0] - n_sets0, length):
+    for d in range(reuse_sets(chart, n_sets0, lcp), length):
         status = advance_byte(fsm, chart, token_bytes[begin + d])
         if status == EMPTY:
             return OK, d + 1
         if status != OK:
-            chart.meta[0] = n_sets0
-            return status, 0
-    return OK, 0
+            chart.meta[META_N_SETS] = n_sets0
+            return status, NO_FAIL
+    return OK, NO_FAIL
 
 
 @njit(cache=True, _nrt=False)
@@ -143,27 +162,27 @@ def fill_token_mask(fsm, chart, token_bytes, token_offsets, sorted_ids, sorted_l
     token to resume from after the caller has grown the chart. The chart is restored to its
     set count on entry in every case.
     """
-    n_sets0 = chart.meta[0]
-    fail_len = 0
+    n_sets0 = chart.meta[META_N_SETS]
+    fail_len = NO_FAIL
     for j in range(j_start, sorted_ids.shape[0]):
         tid = sorted_ids[j]
-        lcp = sorted_lcp[j] if j > j_start else 0
-        if fail_len > 0 and lcp >= fail_len:
+        lcp = shared_with_previous(sorted_lcp, j, j_start)
+        if under_rejected_prefix(lcp, fail_len):  # one by one: a subset of the vocabulary has no subtree_end
             out[tid] = False
             continue
         begin = token_offsets[tid]
         status, fail_len = read_token(fsm, chart, n_sets0, lcp, token_bytes, begin, token_offsets[tid + 1] - begin)
         if status != OK:
             return status, j
-        out[tid] = fail_len == 0
-    chart.meta[0] = n_sets0
+        out[tid] = fail_len == NO_FAIL
+    chart.meta[META_N_SETS] = n_sets0
     return OK, sorted_ids.shape[0]
 
 
 @njit(cache=True, _nrt=False)
 def next_byte_set(fsm, chart, out):
     """out[b] = some item of the current set has a byte edge on b (256 booleans)."""
-    k = chart.meta[0] - 1
+    k = chart.meta[META_N_SETS] - 1
     out[:] = False
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]

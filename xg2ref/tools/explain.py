@@ -134,7 +134,7 @@ def explain_token(grammar: Grammar, info: TokenizerInfo, prefix: bytes, token: i
 
 def _budget_lines(matcher: GrammarMatcher) -> list[str]:
     """Why the mask differs from the bytes: the alive items of rules with a token budget."""
-    parser = matcher._parser
+    parser = matcher.parser
     c, k = parser.chart, parser.position
     names = parser.fsms.rule_names
     budgets = parser.fsms.max_tokens

@@ -14,8 +14,9 @@ from ...compiler import CompiledGrammar
 from ...earley import EarleyParser, Item, ItemPrinter
 from ...tools.explain import user_parser
 from ...fsm.build import build_grammar_fsms
-from ...kernels import mask_cache as MK
-from ...mask_cache import KIND_BITSET, KIND_NAMES, UNBUILT, _Classifier
+from ...kernels import classify as KC
+from ...mask.classifier import Classifier
+from ...mask.entries import KIND_BITSET, KIND_NAMES, UNBUILT
 from ...matcher import GrammarMatcher
 from .grammar_fsm import _grammar, _ir, _symbol
 
@@ -122,7 +123,7 @@ def chart_sets(matcher: GrammarMatcher) -> list[list[str]]:
 
     Example: m.accept_string("ab"); len(chart_sets(m)) == 3
     """
-    parser = matcher._parser
+    parser = matcher.parser
     printer = ItemPrinter(parser.fsms)
     return [[printer.format(it) for it in parser.items(k)] for k in range(parser.position + 1)]
 
@@ -235,7 +236,7 @@ def mask_from_cache(matcher: GrammarMatcher) -> dict:
     Example: steps = mask_from_cache(m); (steps["mask"] == m.compute_bool_mask()).all()
     """
     compiled = matcher.compiled_grammar
-    parser = matcher._parser
+    parser = matcher.parser
     c, k = parser.chart, parser.position
     states = c.item_state[c.set_start[k]:c.set_start[k + 1]]
     arr = compiled.mask_cache.arrays
@@ -277,7 +278,7 @@ def every_token_mask(matcher: GrammarMatcher) -> np.ndarray:
 
     Example: (every_token_mask(m) == m.compute_bool_mask()).all()
     """
-    return matcher._every_token_bool_mask()
+    return matcher.every_token_bool_mask()
 
 
 # ---- context expansion and lookahead (XGrammar §3.2) -----------------------------------------
@@ -323,9 +324,9 @@ def context_expansion(compiled: CompiledGrammar, states: Optional[Iterable[int]]
     arr = _all_entries(compiled)
     if states is None:
         states = [int(s) for s in arr.entry_state]
-    lookahead = cache._classifier.lookahead
-    plain = _Classifier(fsm, vocab)  # no assertion, no FOLLOW table: every question by expansion
-    asserted = _Classifier(fsm, vocab, lookahead)
+    lookahead = cache.classifier.lookahead
+    plain = Classifier(fsm, vocab)  # no assertion, no FOLLOW table: every question by expansion
+    asserted = Classifier(fsm, vocab, lookahead)
     printer = ItemPrinter(compiled.fsms)
     ids = vocab.sorted_ids.astype(np.int64)
     rows = []
@@ -337,13 +338,13 @@ def context_expansion(compiled: CompiledGrammar, states: Optional[Iterable[int]]
         d0 = plain.detail.copy()
         out1 = asserted.classify(s, record=True).copy()
         d1 = asserted.detail.copy()
-        ends = d0 >= MK.D_ENDS_LOOKAHEAD_REJECTS
-        agree = d1 == MK.D_ENDS
-        kept = agree & (out1 != MK.REJECTED)
-        unc = out1 == MK.UNCERTAIN
+        ends = d0 >= KC.D_ENDS_LOOKAHEAD_REJECTS
+        agree = d1 == KC.D_ENDS
+        kept = agree & (out1 != KC.REJECTED)
+        unc = out1 == KC.UNCERTAIN
         acc, _, unc_cached = _entry_sets(compiled, int(arr.state_entry[s]))
         same = (np.array_equal(out0, out1) and np.array_equal(np.sort(ids[unc]), unc_cached)
-                and np.array_equal(np.sort(ids[out1 == MK.ACCEPTED]), acc))
+                and np.array_equal(np.sort(ids[out1 == KC.ACCEPTED]), acc))
         rows.append({"state": int(s), "item": _state_item(compiled, int(s), printer),
                      "lookahead": bool(lookahead.la_start[rule] >= 0),
                      "ends_inside": np.sort(ids[ends]).tolist(), "after_lookahead": np.sort(ids[agree]).tolist(),

@@ -13,6 +13,7 @@ import numpy as np
 # The engine's modules this view reads (it is one of the places outside the engine that may).
 from ...compiler import CompiledGrammar, GrammarCompiler
 from ...fsm import hashing as H
+from ...kernels import earley as K
 from ...kernels import mask_fill as MF
 from ...matcher import GrammarMatcher
 from .common import ZONE_NAMES
@@ -99,12 +100,13 @@ def pool_lookups(compiler: GrammarCompiler) -> Iterator[list]:
         def recorded_build(state, members, classifier, count=0):
             if not active[0]:
                 return build(state, members, classifier, count)
-            before = dict(pool._counts)
+            before = pool.counts()
             accepted, uncertain = build(state, members, classifier, count)
             key = pv.key(state, count)
             rule = int(pv.state_rule[state])
-            grown = {k: pool._counts[k] - before[k] for k in ("perfect", "partial", "misses", "collisions")}
-            entry = pool._entries.get(pool._alias.get(key)) if key is not None else None
+            after = pool.counts()
+            grown = {k: after[k] - before[k] for k in ("perfect", "partial", "misses", "collisions")}
+            entry = pool.entry(key) if key is not None else None
             vocab = len(classifier.vocab.sorted_ids)
             if key is None:
                 outcome, candidates = "unhashed", vocab
@@ -165,7 +167,7 @@ def entry_summary(compiled: CompiledGrammar) -> dict:
     Example: entry_summary(compiled)["built"] <= entry_summary(compiled)["classes"]
     """
     cache = compiled.mask_cache
-    classes = len(cache._class_rep)
+    classes = len(cache.class_representatives)
     return {"classes": classes, "built": classes - cache.unbuilt_entries, "entries": cache.stats.entries,
             "bytes": cache.memory_size_bytes, "build_seconds": cache.build_seconds}
 
@@ -180,15 +182,15 @@ def entry_costs(compiled: CompiledGrammar) -> list:
     """
     cache = compiled.mask_cache
     fsm = compiled.arrays
-    follow1 = cache._classifier.follow1
+    follow1 = cache.classifier.follow1
     costs = cache.estimated_costs(fsm, follow1 != 0)
     starts = np.concatenate([[0], np.cumsum([f.num_states for f in compiled.fsms.fsms])])
     rows = []
     for c in np.argsort(-costs, kind="stable").tolist():
-        s = int(cache._class_rep[c])
+        s = int(cache.class_representatives[c])
         r = int(fsm.state_rule[s])
         rows.append({"class": c, "rule": compiled.fsms.rule_names[r], "state": s - int(starts[r]),
-                     "cost": float(costs[c]), "built": bool(cache._state_entry[s] >= 0)})
+                     "cost": float(costs[c]), "built": bool(cache.state_entry[s] >= 0)})
     return rows
 
 
@@ -238,7 +240,7 @@ def grammar_size(compiled: CompiledGrammar) -> dict:
                for r, rep in enumerate(fsms.repeats) if rep is not None]
     scannable = int((np.diff(fsm.byte_indptr) > 0).sum())
     return {"rules": len(fsms.rule_names), "states": fsms.num_states, "scannable": scannable,
-            "classes": len(compiled.mask_cache._class_rep), "counted": counted}
+            "classes": len(compiled.mask_cache.class_representatives), "counted": counted}
 
 
 def count_zones(lo: int, hi: Optional[int], longest: int, counts: Sequence[int]) -> list:
@@ -262,12 +264,12 @@ def counted_items(matcher: GrammarMatcher) -> list:
 
     Example: counted_items(matcher)  # [{"rule": "...", "state": 0, "count": 7, "zone": "FREE"}]
     """
-    parser = matcher._parser
+    parser = matcher.parser
     compiled = matcher.compiled_grammar
     fsm, chart = compiled.arrays, parser.chart
     slack = int(compiled.mask_cache.arrays.count_slack[0])
     starts = np.concatenate([[0], np.cumsum([f.num_states for f in compiled.fsms.fsms])])
-    k = int(chart.meta[0]) - 1
+    k = int(chart.meta[K.META_N_SETS]) - 1
     out = []
     for i in range(int(chart.set_start[k]), int(chart.set_start[k + 1])):
         s = int(chart.item_state[i])

@@ -2,7 +2,7 @@
 by every grammar a `GrammarCompiler` compiles.
 
 What an entry owes to what. For a scannable state s of rule A, the class of a token t
-(xg2ref/mask_cache.py) is decided by one of three things:
+(xg2ref/mask/cache.py) is decided by one of three things:
 
 - A's own machine and the rules it references: t is read inside A (accepted in every context),
   or t dies inside A before A could end (rejected in every context);
@@ -42,13 +42,16 @@ from typing import Optional
 
 import numpy as np
 
-from .fsm.build import GrammarFSMs
-from .fsm.hashing import RuleHashes, same_structure
-from .fsm.shapes import ShapeCache
-from .kernels import mask_cache as MK
-from .lookahead import LookaheadArrays
+from ..fsm.build import GrammarFSMs
+from ..fsm.hashing import RuleHashes, same_structure
+from ..fsm.shapes import ShapeCache
+from ..kernels import classify as KC
+from ..lookahead import LookaheadArrays
 
 ENTRY_OVERHEAD_BYTES = 128  # what an entry costs beyond its arrays, for the byte limit
+# rows of the buffer KC.split_detail writes: the D_ACCEPTED, the D_ENDS* and the D_ENDS tokens
+SPLIT_ACCEPTED, SPLIT_ENDS, SPLIT_PASSES = 0, 1, 2
+SPLIT_ROWS = 3
 
 
 class IndexSet:
@@ -161,6 +164,15 @@ class CrossGrammarCache:
         self._counts["known"] += len(mine & self._known_rules)
         self._known_rules |= mine
 
+    def counts(self) -> dict:
+        """A copy of the counters: perfect, partial, misses, collisions, seen, known."""
+        return dict(self._counts)
+
+    def entry(self, key: tuple) -> Optional[PoolEntry]:
+        """The entry stored under `key`, or None; unlike `find`, no use is recorded."""
+        first = self._alias.get(key)
+        return None if first is None else self._entries.get(first)
+
     def find(self, key: tuple) -> Optional[PoolEntry]:
         first = self._alias.get(key)
         if first is None:
@@ -210,7 +222,7 @@ class PoolView:
         self.state_rule = np.repeat(np.arange(len(fsms.fsms)), np.diff(self.offsets))
         self._verified: dict = {}  # (rule, id of the witness's grammar, witness rule) -> bool
         self._la_keys: dict = {}
-        self._split = np.zeros((3, 0), dtype=np.int32)  # MK.split_detail's three outputs
+        self._split = np.zeros((SPLIT_ROWS, 0), dtype=np.int32)  # KC.split_detail's three outputs
 
     def key(self, state: int, count: int = 0) -> Optional[tuple]:
         """(hash of the state's rule, its canonical number, seed count), None when the rule has
@@ -258,10 +270,11 @@ class PoolView:
             classifier.classify(state, record=True, count=count)
             d = classifier.detail
             if self._split.shape[1] != len(d):
-                self._split = np.zeros((3, len(d)), dtype=np.int32)
-            na, ne, npass = MK.split_detail(d, self._split[0], self._split[1], self._split[2])
-            entry = PoolEntry(IndexSet(self._split[0, :na], len(d)), self._split[1, :ne].copy(),
-                              {la: self._split[2, :npass].copy()}, (self.fsms, self.hashes, rule))
+                self._split = np.zeros((SPLIT_ROWS, len(d)), dtype=np.int32)
+            acc, ends, passes = self._split[SPLIT_ACCEPTED], self._split[SPLIT_ENDS], self._split[SPLIT_PASSES]
+            na, ne, npass = KC.split_detail(d, acc, ends, passes)
+            entry = PoolEntry(IndexSet(acc[:na], len(d)), ends[:ne].copy(), {la: passes[:npass].copy()},
+                              (self.fsms, self.hashes, rule))
             keys = [k for k in (self.key(int(s), count) for s in members) if k is not None]
             self.pool.add([key] + [k for k in keys if k != key], entry)
             return classifier.accepted().copy(), classifier.uncertain().copy()
@@ -273,7 +286,7 @@ class PoolView:
             counts["partial"] += 1
             classifier.classify(state, marked=entry.ends, record=True, count=count)
             before = entry.nbytes
-            entry.passes[la] = entry.ends[classifier.detail[entry.ends] == MK.D_ENDS].astype(np.int32)
+            entry.passes[la] = entry.ends[classifier.detail[entry.ends] == KC.D_ENDS].astype(np.int32)
             self.pool.grew(entry, before)
         accepted = entry.acc0.union(classifier.accepted())
         return accepted, classifier.uncertain().copy()

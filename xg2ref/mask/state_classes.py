@@ -28,7 +28,7 @@ entries are about bytes, and token sets are OR-ed in per state at run time.
 
 Repetitions above xg2ref/grammar/repetition.py's threshold are not unrolled at all (§3.6: the
 parser counts the copies); this sharing serves the shorter ones that still are. Sharing across
-grammars is xg2ref/cross_grammar_cache.py.
+grammars is xg2ref/mask/cross_grammar.py.
 """
 
 from __future__ import annotations
@@ -36,84 +36,9 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from numba import njit
 
-from .fsm.build import FSMArrays
-
-
-@njit(cache=True, _nrt=False)
-def _mix(h, x):
-    """One step of an order-dependent 64-bit hash (splitmix64 finalizer over h * M + x)."""
-    z = h * np.uint64(0x9E3779B97F4A7C15) + np.uint64(x) + np.uint64(0x632BE59BD9B4E019)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@njit(cache=True, _nrt=False)
-def _hash_round(fsm, prev, out, lo, hi):
-    """out[s] = hash of class_d+1(s)'s tuple from the class_d labels `prev`, for lo <= s < hi."""
-    for s in range(lo, hi):
-        h = _mix(np.uint64(0), prev[s])
-        for e in range(fsm.byte_indptr[s], fsm.byte_indptr[s + 1]):
-            h = _mix(h, fsm.byte_lo[e] * 256 + fsm.byte_hi[e])
-            h = _mix(h, prev[fsm.byte_dst[e]])
-        h = _mix(h, 1 << 20)  # separates byte edges from rule edges
-        for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
-            h = _mix(h, fsm.ref_rule[e])
-            h = _mix(h, prev[fsm.ref_dst[e]])
-        out[s] = h
-
-
-@njit(cache=True, _nrt=False)
-def _same_tuple(fsm, prev, s, r):
-    """Whether states s and r have equal class_d+1 tuples given the exact labels `prev`."""
-    if prev[s] != prev[r]:
-        return False
-    bs, br = fsm.byte_indptr[s], fsm.byte_indptr[r]
-    n = fsm.byte_indptr[s + 1] - bs
-    if fsm.byte_indptr[r + 1] - br != n:
-        return False
-    for k in range(n):
-        if (fsm.byte_lo[bs + k] != fsm.byte_lo[br + k] or fsm.byte_hi[bs + k] != fsm.byte_hi[br + k]
-                or prev[fsm.byte_dst[bs + k]] != prev[fsm.byte_dst[br + k]]):
-            return False
-    rs, rr = fsm.ref_indptr[s], fsm.ref_indptr[r]
-    n = fsm.ref_indptr[s + 1] - rs
-    if fsm.ref_indptr[r + 1] - rr != n:
-        return False
-    for k in range(n):
-        if fsm.ref_rule[rs + k] != fsm.ref_rule[rr + k] or prev[fsm.ref_dst[rs + k]] != prev[fsm.ref_dst[rr + k]]:
-            return False
-    return True
-
-
-@njit(cache=True, _nrt=False)
-def _exact_labels(fsm, prev, hashes, order, out):
-    """Dense exact labels of round d+1: states sorted by hash (`order`); within a run of equal
-    hashes, a state takes the label of the first state of the run with an equal tuple, or a new
-    label. Returns the number of labels."""
-    n = order.shape[0]
-    labels = 0
-    i = 0
-    while i < n:
-        j = i
-        while j < n and hashes[order[j]] == hashes[order[i]]:
-            j += 1
-        # run order[i:j]: compare each with the earlier distinct members of the run
-        for a in range(i, j):
-            s = order[a]
-            out[s] = -1
-            for b in range(i, a):
-                r = order[b]
-                if out[r] >= 0 and _same_tuple(fsm, prev, s, r):
-                    out[s] = out[r]
-                    break
-            if out[s] < 0:
-                out[s] = labels
-                labels += 1
-        i = j
-    return labels
+from ..fsm.build import FSMArrays
+from ..kernels import state_classes as KS
 
 
 def state_classes(fsm: FSMArrays, steps: int, shareable_rules: np.ndarray, lo: int = 0,
@@ -132,9 +57,9 @@ def state_classes(fsm: FSMArrays, steps: int, shareable_rules: np.ndarray, lo: i
     nxt = np.zeros(len(labels), dtype=np.int64)
     for _ in range(steps + 1):
         with np.errstate(over="ignore"):  # 64-bit wrap-around is the point (plain Python runs)
-            _hash_round(fsm, labels, hashes, lo, hi)
+            KS.hash_round(fsm, labels, hashes, lo, hi)
         order = lo + np.argsort(hashes[lo:hi], kind="stable")
-        new_count = _exact_labels(fsm, labels, hashes, order, nxt)
+        new_count = KS.exact_labels(fsm, labels, hashes, order, nxt)
         labels, nxt = nxt, labels
         if new_count == count:
             break  # no class split: every later round gives the same partition

@@ -1,0 +1,415 @@
+"""XGrammar-2 §3.4 (Appendix D, Table 6) and XGrammar §3.1-§3.3: classifying every token for a
+state (ACCEPT / REJECT / UNCERTAIN), which builds a token-mask cache entry.
+
+Building an entry. For one scannable FSM state s of rule A, every regular token is run
+through an Earley parse that starts from the single item `[0, 1, A -> s]` (set 0 is left
+empty, so that A's origin has no parent). With `comp(d)` meaning "after d bytes the set holds
+an item of A with origin 0 in a final state" (A may end there):
+
+    ACCEPT     all bytes of t are read inside A               |-  t accepted (any context)
+    LOOKAHEAD  A's assertion L holds and FILTER(L) rejects
+               every rest t[d:] with comp(d)                  |-  t rejected (lookahead.py)
+    UNCERTAIN  t dies at byte r, comp(d) for some d <= r,
+               and CONTEXT(A, t[d:])                          |-  t uncertain
+    REJECT     otherwise                                      |-  t rejected (any context)
+
+Shortcuts that decide the same classes faster: SELF-LOOP (every byte of t loops on s: accepted),
+ACCEPT-CTX (every occurrence of A reads the rest: accepted, see `every_parent_reads`) and
+PURE WALK (from a pure state the parse is a table walk, see `mark_pure_states`).
+
+CONTEXT is context expansion (XGrammar §3.2): A's parents are the FSM edges `src -A-> dst`
+of the grammar, so whatever follows A starts at some such `dst`. `CONTEXT(A, rest)` runs
+`rest` from the single item `[0, 1, B -> dst]` for every occurrence; it is true when one of
+them reads all of `rest`; where B itself may end, B's own occurrences are tried on what is
+left, and so on up the grammar. Every step over-approximates what may follow, so a token
+it rejects is rejected in every context.
+
+Tokens are visited in byte order with the longest-common-prefix array: a token reuses the
+Earley sets of the prefix it shares with its predecessor (XGrammar §3.3's rollback), and when
+a prefix is rejected outright, every token under it in the trie is rejected without parsing
+(`subtree_end` jumps over a whole subtree when the rejected prefix is itself a token).
+
+Context expansion (CONTEXT, ACCEPT-CTX, FOLLOW1) is `context_expansion.py`, the PURE WALK
+and the lookahead filter walk `pure_walk.py`, the byte-order walk of the vocabulary
+(TRIE-SHARE, TRIE-SKIP) `trie_walk.py`; using the entries at run time is `mask_fill.py`.
+
+Status codes as in `earley.py`; a NEED_* status comes with `which` (CHART_MAIN or
+CHART_CONTEXT) and the index to resume from.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .context_expansion import (FOLLOW_MAY, FOLLOW_NEVER, FOLLOW_UNKNOWN, SEED_SETS, WORK_N, WORK_PAIRS,
+                                context_allows, copies_completed, every_parent_reads, start_rule_may_end)
+from .earley import EMPTY, META_N_SETS, OK, advance_byte
+from .pure_walk import dfa_walk, filter_walk
+from .trie_walk import NO_FAIL, next_after_rejected, reuse_sets, shared_with_previous, under_rejected_prefix
+
+REJECTED = 0
+ACCEPTED = 1
+UNCERTAIN = 2
+TODO = -1  # a token still to classify (`only_marked`)
+
+# What a token's class owes to the rule's own machine and lookahead (`record`):
+D_REJECTED = 0  # dies inside A, which cannot end before: rejected in every context
+D_ACCEPTED = 1  # read inside A: accepted in every context
+D_ENDS_LOOKAHEAD_REJECTS = 2  # A may end inside t; no rest agrees with A's lookahead
+D_ENDS = 3  # A may end inside t and the lookahead (if any) agrees: the context decides
+
+
+class ClassifyScratch(NamedTuple):
+    """Caller-owned scratch of `classify_tokens` (L = the longest token).
+
+    comp : int8[L + 2]          comp[d] = 1: the start item's rule may end after d bytes
+    work : int64[...]           context expansion's work list (WORK_N, WORK_PAIRS)
+    seen : int64[R * (L + 1) + 1]  its dedup marks, last slot = generation
+    loop : bool[256]            SELF-LOOP bytes of the state
+    path : int32[L + 2]         the pure walk's states (TRIE-SHARE)
+    """
+
+    comp: np.ndarray
+    work: np.ndarray
+    seen: np.ndarray
+    loop: np.ndarray
+    path: np.ndarray
+
+
+class ClassifyOutputs(NamedTuple):
+    """What `classify_tokens` writes (n sorted tokens).
+
+    out : int8[n]               REJECTED / ACCEPTED / UNCERTAIN (TODO: still to classify)
+    acc_idx, unc_idx : int32[n]  the accepted and the uncertain sorted indices, in order,
+                                acc_idx[:n_list[N_ACCEPTED]] and unc_idx[:n_list[N_UNCERTAIN]]
+    n_list : int64[2]
+    detail : int8[n or 1]       D_* per token (`record`)
+    loops : int32[n or 1]       fewest copies completed (`track`)
+    exits : int8[n or 1]        the counted rule may also end inside the token (`track`)
+    """
+
+    out: np.ndarray
+    acc_idx: np.ndarray
+    unc_idx: np.ndarray
+    n_list: np.ndarray
+    detail: np.ndarray
+    loops: np.ndarray
+    exits: np.ndarray
+
+
+class ClassifyTask(NamedTuple):
+    """One `classify_tokens` call: the FSM state, the sorted token to start from, and the
+    modes (`only_marked`, `record`, `track`: see `classify_tokens`)."""
+
+    state: int
+    j_start: int
+    only_marked: bool
+    record: bool
+    track: bool
+
+
+# n_list slots
+N_ACCEPTED = 0
+N_UNCERTAIN = 1
+# `which` chart a NEED_* status of `classify_tokens` is about
+CHART_MAIN = 0
+CHART_CONTEXT = 1
+# a bound above any token's length
+FAR = 1 << 30
+
+
+@njit(cache=True, _nrt=False)
+def split_detail(detail, accepted, ends, passes):
+    """One pass over `detail` (D_* per sorted token, a pool MISS's record): the sorted indices
+    with D_ACCEPTED into `accepted`, with D_ENDS_LOOKAHEAD_REJECTS or D_ENDS into `ends`, with
+    D_ENDS into `passes` (each as long as `detail`). Returns the three lengths."""
+    na = 0
+    ne = 0
+    npass = 0
+    for j in range(detail.shape[0]):
+        d = detail[j]
+        if d == D_ACCEPTED:
+            accepted[na] = j
+            na += 1
+        elif d >= D_ENDS_LOOKAHEAD_REJECTS:
+            ends[ne] = j
+            ne += 1
+            if d == D_ENDS:
+                passes[npass] = j
+                npass += 1
+    return na, ne, npass
+
+
+@njit(cache=True, _nrt=False)
+def _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail):
+    """Mark sorted token j rejected; when token j is itself the rejected prefix (its length
+    is fail_len), the whole trie subtree under it too (`only_marked`: the marked ones among
+    them are met one by one), recording `fail_detail` for them when it is not D_REJECTED (the
+    rule may end inside the prefix: their class is the context's). Returns the next token.
+    The subtree's tokens are not written: `out` holds REJECTED (0) where nothing was written
+    (`classify_tokens`), and a loop over them would cost one write per token of the vocabulary
+    for a state that rejects most first bytes."""
+    out[j] = REJECTED
+    if only_marked:
+        return j + 1
+    nxt = next_after_rejected(subtree_end, j, length, fail_len)
+    if fail_detail != D_REJECTED:
+        for q in range(j + 1, nxt):
+            detail[q] = fail_detail
+    return nxt
+
+
+@njit(cache=True, _nrt=False)
+def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, outs, task):
+    """outs.out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state
+    `task.state`. `out` must hold REJECTED (0) on the first call (TODO marks aside, with
+    `only_marked`): the tokens of a rejected trie subtree keep it unwritten (`_reject`).
+
+    `trie` is a TrieArrays, `context` a ContextArrays (its `follow1` is filled in as a side
+    effect and kept across states), `pure` the PureTable, `la` the lookahead filters
+    (xg2ref/lookahead.py, `LookaheadArrays`), `scratch` a ClassifyScratch, `outs` a
+    ClassifyOutputs, `task` a ClassifyTask.
+    The accepted and the uncertain sorted indices are also listed, in order, in
+    acc_idx[:n_list[N_ACCEPTED]] and unc_idx[:n_list[N_UNCERTAIN]] (the rejected are the rest).
+    `chart` must hold the sets of `init_chart_at_state(state)` on the first call (j_start == 0).
+
+    For the cross-grammar cache (xg2ref/mask/cross_grammar.py): with `only_marked`, only the
+    tokens with out[j] == TODO are classified (the others keep their class); with `record`,
+    detail[j] receives the part of the class that depends on A's machine and lookahead alone
+    (D_* codes; `detail` must be zero where it is not written) and no trie subtree is skipped
+    on a decision that depended on more.
+
+    For a counted repetition's state (xg2ref/grammar/repetition.py) with `track` (and
+    `loops`, `exits` as long as the vocabulary): loops[j] = the fewest copies a token read inside
+    the rule completes (-1 for the others), exits[j] = 1 when the rule may also end inside it
+    before a byte that may follow the rule (see `copies_completed`).
+    Returns (status, j, which).
+    """
+    state = task.state
+    j_start = task.j_start
+    only_marked = task.only_marked
+    record = task.record
+    token_bytes = trie.token_bytes
+    token_offsets = trie.token_offsets
+    sorted_ids = trie.sorted_ids
+    sorted_lcp = trie.sorted_lcp
+    subtree_end = trie.subtree_end
+    follow1 = context.follow1
+    pure_row = pure.pure_row
+    pure_next = pure.pure_next
+    la_start = la.la_start
+    la_next = la.la_next
+    la_final = la.la_final
+    comp = scratch.comp
+    work = scratch.work
+    seen = scratch.seen
+    loop = scratch.loop
+    path = scratch.path
+    out = outs.out
+    acc_idx = outs.acc_idx
+    unc_idx = outs.unc_idx
+    n_list = outs.n_list
+    detail = outs.detail
+    loops = outs.loops
+    exits = outs.exits
+    # a resumed call lists again what it classifies again
+    while n_list[N_ACCEPTED] > 0 and acc_idx[n_list[N_ACCEPTED] - 1] >= j_start:
+        n_list[N_ACCEPTED] -= 1
+    while n_list[N_UNCERTAIN] > 0 and unc_idx[n_list[N_UNCERTAIN] - 1] >= j_start:
+        n_list[N_UNCERTAIN] -= 1
+    rule = fsm.state_rule[state]
+    n0 = SEED_SETS
+    n = sorted_ids.shape[0]
+    if j_start == 0:
+        chart.meta[META_N_SETS] = n0
+    comp[0] = 1 if start_rule_may_end(fsm, chart) else 0
+    track = task.track and fsm.rule_rep_lo[rule] >= 0
+    # SELF-LOOP: every byte of t has an edge s -b-> s  |-  t accepted (the item stays in s)
+    loop[:] = False
+    for e in range(fsm.byte_indptr[state], fsm.byte_indptr[state + 1]):
+        if fsm.byte_dst[e] == state:
+            for b in range(fsm.byte_lo[e], fsm.byte_hi[e] + 1):
+                loop[b] = True
+    fail_len = NO_FAIL
+    fail_class = REJECTED
+    fail_detail = D_REJECTED  # what the tokens under the rejected prefix owe (`record`)
+    path[0] = state
+    path_valid = 0  # path[:path_valid + 1] holds the states of the last token walked
+    j = j_start
+    run_lcp = FAR  # common prefix with the last token parsed, across tokens not classified
+    while j < n:
+        if only_marked and out[j] != TODO:
+            run_lcp = sorted_lcp[j] if sorted_lcp[j] < run_lcp else run_lcp
+            j += 1
+            continue
+        tid = sorted_ids[j]
+        lcp = shared_with_previous(sorted_lcp, j, j_start)
+        lcp = run_lcp if run_lcp < lcp else lcp
+        run_lcp = FAR
+        begin = token_offsets[tid]
+        length = token_offsets[tid + 1] - begin
+        if fail_class == REJECTED and under_rejected_prefix(lcp, fail_len):
+            # the whole trie subtree under the rejected prefix: jump when the prefix is a token
+            if fail_detail != D_REJECTED:
+                detail[j] = fail_detail
+            j = _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail)
+            continue
+        if pure_row[state] >= 0:
+            # PURE WALK: from a pure state the Earley sets are single items, so the parse is a
+            # DFA walk. All bytes read |- accepted; a missing edge at byte d |- t[:d+1] rejected
+            # (no state on the way was final: A cannot have ended, nothing else can follow)
+            # TRIE-SHARE: the bytes this token shares with the last one walked are not read again
+            start = lcp if lcp < path_valid else path_valid
+            walked, q = dfa_walk(pure_row, pure_next, path, start, token_bytes, begin, length)
+            path_valid = walked
+            if walked < length and q < 0:
+                reuse_sets(chart, n0, lcp)
+                fail_len = walked + 1
+                fail_class = REJECTED
+                fail_detail = D_REJECTED
+                j = _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail)
+                continue
+            inside = walked == length
+        else:
+            inside = True
+            for d in range(length):
+                if not loop[token_bytes[begin + d]]:
+                    inside = False
+                    break
+        if inside:
+            out[j] = ACCEPTED
+            if record:
+                detail[j] = D_ACCEPTED
+            if track:  # a walk that stays in pure states or loops on s completes no copy
+                loops[j] = 0
+                exits[j] = 0
+                if pure_row[state] < 0 and comp[0] == 1:
+                    for d in range(length):
+                        if follow1[rule, token_bytes[begin + d]] != FOLLOW_NEVER:
+                            exits[j] = 1
+                            break
+            acc_idx[n_list[N_ACCEPTED]] = j
+            n_list[N_ACCEPTED] += 1
+            fail_len = NO_FAIL
+            reuse_sets(chart, n0, lcp)  # keep only the sets this token shares with the last parsed one
+            j += 1
+            continue
+        if under_rejected_prefix(lcp, fail_len):  # never past the byte the last token died at
+            lcp = fail_len - 1 if fail_len - 1 < lcp else lcp
+        common = reuse_sets(chart, n0, lcp)
+        reached = length
+        for d in range(common, length):
+            status = advance_byte(fsm, chart, token_bytes[begin + d])
+            if status == EMPTY:
+                reached = d
+                break
+            if status != OK:
+                chart.meta[META_N_SETS] = n0
+                return status, j, CHART_MAIN
+            comp[d + 1] = 1 if start_rule_may_end(fsm, chart) else 0
+        if reached == length:
+            out[j] = ACCEPTED
+            if record:
+                detail[j] = D_ACCEPTED
+            if track:
+                loops[j] = copies_completed(fsm, chart, rule)
+                exits[j] = 0
+                for d in range(length):
+                    if comp[d] == 1 and follow1[rule, token_bytes[begin + d]] != FOLLOW_NEVER:
+                        exits[j] = 1
+                        break
+            acc_idx[n_list[N_ACCEPTED]] = j
+            n_list[N_ACCEPTED] += 1
+            fail_len = NO_FAIL
+            j += 1
+            continue
+        fail_len = reached + 1
+        cls = REJECTED
+        agrees = True
+        if la_start[rule] >= 0:
+            # LOOKAHEAD: A's assertion L holds (inferred or verified), so when no rest t[d:]
+            # after a place where A may end agrees with FILTER(L)  |-  t rejected
+            agrees = False
+            for d in range(reached + 1):
+                if comp[d] == 1 and d < length:
+                    agrees, stop = filter_walk(la_next, la_final, la_start[rule], token_bytes, begin + d,
+                                                begin + length)
+                    if agrees:
+                        break
+                    fail_len = stop - begin if stop - begin > fail_len else fail_len
+        for d in range(reached + 1):
+            if not agrees:
+                break
+            if comp[d] == 1 and d < length:
+                b = token_bytes[begin + d]
+                if follow1[rule, b] == FOLLOW_UNKNOWN:  # FOLLOW1: can byte b follow the rule at all?
+                    work[WORK_N] = 1
+                    work[WORK_PAIRS] = rule
+                    work[WORK_PAIRS + 1] = begin + d
+                    seen[seen.shape[0] - 1] += 1
+                    status, ok, _ = context_allows(fsm, ctx_chart, context, work, seen,
+                                                    token_bytes, begin, begin + d + 1)
+                    if status != OK:
+                        chart.meta[META_N_SETS] = n0
+                        return status, j, CHART_CONTEXT
+                    follow1[rule, b] = FOLLOW_MAY if ok else FOLLOW_NEVER
+        work[WORK_N] = 0
+        seen[seen.shape[0] - 1] += 1
+        for d in range(reached + 1):
+            if agrees and comp[d] == 1 and d < length and follow1[rule, token_bytes[begin + d]] == FOLLOW_MAY:
+                work[WORK_PAIRS + 2 * work[WORK_N]] = rule
+                work[WORK_PAIRS + 1 + 2 * work[WORK_N]] = begin + d
+                work[WORK_N] += 1
+        if work[WORK_N] > 0:
+            status, ok, far = context_allows(fsm, ctx_chart, context, work, seen,
+                                              token_bytes, begin, begin + length)
+            if status != OK:
+                chart.meta[META_N_SETS] = n0
+                return status, j, CHART_CONTEXT
+            if ok:
+                cls = UNCERTAIN
+                if rule != fsm.root_rule[0]:
+                    for d in range(reached + 1):
+                        if comp[d] == 1 and d < length:
+                            status, every = every_parent_reads(fsm, ctx_chart, context, rule,
+                                                                token_bytes, begin + d, begin + length)
+                            if status != OK:
+                                chart.meta[META_N_SETS] = n0
+                                return status, j, CHART_CONTEXT
+                            if every:
+                                cls = ACCEPTED
+                                break
+            elif far - begin > fail_len:
+                fail_len = far - begin  # every token sharing the bytes looked at is rejected too
+        fail_class = cls  # only a rejected prefix lets the tokens under it be skipped
+        fail_detail = D_REJECTED
+        if record:
+            for d in range(reached + 1):
+                if comp[d] == 1 and d < length:
+                    # A may end inside t: what follows decides, so the class is not A's alone; the
+                    # same holds for every token under the rejected prefix (A ends at the same d)
+                    detail[j] = D_ENDS if agrees else D_ENDS_LOOKAHEAD_REJECTS
+                    fail_detail = D_ENDS
+                    break
+        out[j] = cls
+        if cls == ACCEPTED:
+            acc_idx[n_list[N_ACCEPTED]] = j
+            n_list[N_ACCEPTED] += 1
+        elif cls == UNCERTAIN:
+            unc_idx[n_list[N_UNCERTAIN]] = j
+            n_list[N_UNCERTAIN] += 1
+        j = _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail) if cls == REJECTED \
+            else j + 1
+    chart.meta[META_N_SETS] = n0
+    return OK, n, CHART_MAIN
+
+
+@njit(cache=True, _nrt=False)
+def pack_sorted(indices, sorted_ids, words):
+    """Set in int32 `words` the bit of the token id at each sorted index of `indices`."""
+    for j in indices:
+        t = sorted_ids[j]
+        words[t >> 5] |= np.int32(1) << np.int32(t & 31)

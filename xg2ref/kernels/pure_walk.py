@@ -1,0 +1,108 @@
+"""The PURE WALK shortcut of entry building (`classify.classify_tokens`) and the walk of a
+rule's lookahead filter (XGrammar §3.2's lookahead assertions, xg2ref/lookahead.py).
+
+PURE WALK. A state q is *pure* when it has no rule edges, is not final and its byte edges do not
+overlap: an item [0, k, A -> q] is then the whole Earley set (nothing to predict, nothing to
+complete) and a byte moves it to at most one state. From a pure state the parse is a table walk
+(`dfa_walk` over the `PureTable` of `mark_pure_states` and `fill_pure_next`):
+
+    all bytes of t read through pure states          |-  t accepted
+    byte d has no edge (no state on the way final)    |-  t[:d+1] rejected
+
+LOOKAHEAD. `filter_walk` runs the rest of a token through a rule's lookahead filter automaton.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+
+class PureTable(NamedTuple):
+    """The pure-state table (`mark_pure_states`, `fill_pure_next`).
+
+    pure_row : int32[S]         row of a pure state, -1 for the others
+    pure_next : int32[rows, 256]  the state a byte leads to from a pure state, -1 for none
+    """
+
+    pure_row: np.ndarray
+    pure_next: np.ndarray
+
+
+@njit(cache=True, _nrt=False)
+def mark_pure_states(fsm, lo, hi, rows, max_rows, pure_row):
+    """pure_row[q] = a row number, from `rows` on, for every *pure* state q in [lo, hi), -1 for
+    the others; returns the new row count.
+
+    q is pure when it has no rule edges, is not final and its byte edges do not overlap: an
+    item [0, k, A -> q] is then the whole Earley set (nothing to predict, nothing to complete)
+    and a byte moves it to at most one state. At most `max_rows` states get a row; a state
+    without one is parsed the general way, so which states get rows never changes a result.
+    """
+    for q in range(lo, hi):
+        pure_row[q] = -1
+        if rows >= max_rows or fsm.is_final[q] or fsm.ref_indptr[q] != fsm.ref_indptr[q + 1]:
+            continue
+        disjoint = True
+        for e in range(fsm.byte_indptr[q], fsm.byte_indptr[q + 1]):
+            for f in range(e + 1, fsm.byte_indptr[q + 1]):
+                if fsm.byte_lo[e] <= fsm.byte_hi[f] and fsm.byte_lo[f] <= fsm.byte_hi[e]:
+                    disjoint = False
+        if disjoint:
+            pure_row[q] = rows
+            rows += 1
+    return rows
+
+
+@njit(cache=True, _nrt=False)
+def fill_pure_next(fsm, lo, hi, pure_row, pure_next):
+    """pure_next[pure_row[q], b] = the state byte b leads to from pure state q in [lo, hi), -1
+    for none."""
+    for q in range(lo, hi):
+        r = pure_row[q]
+        if r < 0:
+            continue
+        pure_next[r, :] = -1
+        for e in range(fsm.byte_indptr[q], fsm.byte_indptr[q + 1]):
+            for b in range(fsm.byte_lo[e], fsm.byte_hi[e] + 1):
+                pure_next[r, b] = fsm.byte_dst[e]
+
+
+@njit(cache=True, _nrt=False)
+def dfa_walk(pure_row, pure_next, path, start, token_bytes, begin, length):
+    """Read a token through pure states only, from path[start]: the state after its first
+    `start` bytes (path[0] is the state the walk begins in; the caller's sorted neighbours
+    share those bytes, TRIE-SHARE). Returns (d, q): d bytes were read and q is the state
+    reached (q == -1: byte d has no edge; d < length and q >= 0: q is not pure, the general
+    parse must decide). Afterwards path[k] holds the state after k bytes for every k <= d."""
+    q = path[start]
+    for d in range(start, length):
+        r = pure_row[q]
+        if r < 0:
+            return d, q
+        nxt = pure_next[r, token_bytes[begin + d]]
+        if nxt < 0:
+            return d, nxt
+        q = nxt
+        path[d + 1] = q
+    return length, q
+
+
+@njit(cache=True, _nrt=False)
+def filter_walk(la_next, la_final, row, token_bytes, lo, hi):
+    """Run token_bytes[lo:hi] through a lookahead filter from `row`. Returns (agrees, stop):
+    the filter accepted a prefix or read everything (True), or died; either way the answer
+    depends on token_bytes[:stop] only."""
+    if la_final[row]:
+        return True, lo
+    for p in range(lo, hi):
+        row = la_next[row, token_bytes[p]]
+        if row < 0:
+            return False, p + 1
+        if la_final[row]:
+            return True, p + 1
+    return True, hi
+
+

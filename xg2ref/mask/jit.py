@@ -1,0 +1,117 @@
+"""XGrammar-2 §3.5, JIT entries: which entries of the mask cache are built when.
+
+With JIT, an entry is built on the first visit of one of its states (when a mask is filled
+there and the fill kernel answers NEED_ENTRY: `ensure_entries`), except the K classes of
+highest estimated cost (`estimated_costs`, `costliest`), built at compile time; with no K
+named, the cost model picks them (`auto_eager`). `UNBUILT` marks the states whose entry is not
+built yet. Masks are the same either way.
+
+`JitEntries` is a part of `AdaptiveTokenMaskCache` (cache.py), which holds the state it reads.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..fsm.build import FSMArrays
+from ..kernels import mask_fill as MF
+from ..kernels import pure_walk as PW
+from .classifier import vocab_facts
+from .entries import UNBUILT
+
+# The cost model of JIT (XGrammar-2 §3.5) when the caller names no K. §3.5 builds the K costliest
+# entries while the model prefills; with no prefill to hide behind, the budget is a share of the
+# grammar's own compile time: the costliest classes are built now, at most AUTO_EAGER_MAX, while
+# their predicted build time (estimated cost times SECONDS_PER_COST, the slow end of what entries
+# take on the Llama-3 vocabulary: 0.02-0.4 us per unit) fits in AUTO_EAGER_SHARE of that time.
+# The others wait for their first visit. So compile time and first mask grow by at most half.
+# Only entries whose estimate is at least MIN_EAGER_COST of the regular tokens are worth building
+# early (a cheaper one costs a step little); a budget too small for one is not even estimated.
+AUTO_EAGER_SHARE = 0.5
+AUTO_EAGER_MAX = 2
+SECONDS_PER_COST = 4e-7
+MIN_EAGER_COST = 0.2
+
+
+class JitEntries:
+    """Estimated costs and on-demand building of the entries (a part of AdaptiveTokenMaskCache)."""
+
+    def estimated_costs(self, fsm: FSMArrays, follow: Optional[np.ndarray] = None) -> np.ndarray:
+        """The estimated cost of each class's entry (XGrammar-2 §3.5): the regular tokens whose
+        first byte its state may read (its byte edges, FIRST of its rule edges, and what may
+        follow its rule when the state is final), a quarter for a pure state (a table walk)."""
+        per_byte = vocab_facts(self.vocab).heads
+        first = self._first if self._first is not None else np.zeros((len(fsm.rule_start), 256), dtype=np.bool_)
+        pure = np.full(len(fsm.state_rule), -1, dtype=np.int32)
+        PW.mark_pure_states(fsm, 0, len(pure), 0, len(pure), pure)
+        reps = self._class_rep.astype(np.int64)
+        n = len(reps)
+        # byte edges: +1 at lo, -1 after hi, per class row; a running sum > 0 marks the bytes read
+        starts, ends = fsm.byte_indptr[reps], fsm.byte_indptr[reps + 1]
+        count = (ends - starts).astype(np.int64)
+        edges = np.repeat(starts - np.concatenate([[0], np.cumsum(count)[:-1]]), count) + np.arange(count.sum())
+        rows = np.repeat(np.arange(n), count)
+        marks = np.zeros((n, 257), dtype=np.int64)
+        np.add.at(marks, (rows, fsm.byte_lo[edges].astype(np.int64)), 1)
+        np.add.at(marks, (rows, fsm.byte_hi[edges].astype(np.int64) + 1), -1)
+        readable = np.cumsum(marks, axis=1)[:, :256] > 0
+        # rule edges: FIRST of the referenced rule
+        starts, ends = fsm.ref_indptr[reps], fsm.ref_indptr[reps + 1]
+        count = (ends - starts).astype(np.int64)
+        edges = np.repeat(starts - np.concatenate([[0], np.cumsum(count)[:-1]]), count) + np.arange(count.sum())
+        np.logical_or.at(readable, np.repeat(np.arange(n), count), first[fsm.ref_rule[edges]])
+        if follow is not None:  # a final state: what may follow its rule
+            final = np.flatnonzero(fsm.is_final[reps])
+            readable[final] |= follow[fsm.state_rule[reps[final]]]
+        costs = readable.astype(np.float64) @ per_byte
+        costs[pure[reps] >= 0] *= 0.25
+        return costs
+
+    def costliest(self, k: int, fsm: FSMArrays, follow: Optional[np.ndarray] = None) -> list:
+        """The k classes of highest estimated cost, most expensive first."""
+        costs = self.estimated_costs(fsm, follow)
+        return np.argsort(-costs, kind="stable")[:k].tolist()
+
+    def auto_eager(self, fsm: FSMArrays, follow: Optional[np.ndarray], budget: float) -> list:
+        """The classes the cost model builds at compile time: costliest first, at most
+        AUTO_EAGER_MAX, each estimated at MIN_EAGER_COST of the vocabulary or more, while their
+        predicted build time fits in `budget` seconds."""
+        floor = MIN_EAGER_COST * len(self.vocab.sorted_ids)
+        if not len(self._class_rep) or budget < floor * SECONDS_PER_COST:
+            return []
+        costs = self.estimated_costs(fsm, follow)
+        chosen = []
+        for c in np.argsort(-costs, kind="stable")[:AUTO_EAGER_MAX].tolist():
+            predicted = costs[c] * SECONDS_PER_COST
+            if costs[c] >= floor and predicted <= budget:
+                chosen.append(int(c))
+                budget -= predicted
+        return chosen
+
+    @property
+    def unbuilt_entries(self) -> int:
+        """Entries not built yet (JIT); 0 once every class has one."""
+        return self._unbuilt
+
+    def ensure_entries(self, states: np.ndarray, counts: Optional[np.ndarray] = None) -> int:
+        """Build the entries that items in `states` (with `counts`, for counted repetitions)
+        lack (JIT, and a counted repetition's other zones). Returns how many were built."""
+        jobs = set(self._state_class[states[self._state_entry[states] == UNBUILT]].tolist())
+        if self._counted and counts is not None:
+            fsm = self._fsm
+            for s, k in zip(states.tolist(), counts.tolist()):
+                rule = fsm.state_rule[s]
+                if fsm.rule_rep_lo[rule] < 0 or self._state_entry[s] == MF.NO_ENTRY:
+                    continue
+                zone = int(MF.count_zone(fsm.rule_rep_lo[rule], fsm.rule_rep_hi[rule], k, self._slack))
+                c = int(self._state_class[s])
+                if zone != MF.ZONE_FREE and not self._has_zone(c, zone):
+                    jobs.add((c, zone))
+                    if self._shallow[rule] and c not in self._records:
+                        jobs.add(c)  # its FREE entry first: the others derive from its record
+        if not jobs:
+            return 0
+        self._build(sorted(jobs, key=lambda j: j if isinstance(j, tuple) else (j, -3)))
+        return len(jobs)
