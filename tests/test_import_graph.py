@@ -156,20 +156,19 @@ FORBIDDEN = {
     # the IR and its passes know no input format, no automaton and nothing of run time;
     # only the public facade (grammar/grammar.py) calls the front ends
     "xg2ref.grammar": ("xg2ref.frontends", "xg2ref.intrinsics", "xg2ref.fsm", "xg2ref.kernels", "xg2ref.earley",
-                       "xg2ref.mask", "xg2ref.mask_cache", "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle")
+                       "xg2ref.mask", "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle")
                       + ENGINE_OUTSIDE,
     "xg2ref.frontends": ("xg2ref.fsm", "xg2ref.kernels", "xg2ref.earley", "xg2ref.mask", "xg2ref.mask_cache",
                          "xg2ref.matcher", "xg2ref.compiler", "xg2ref.linking", "xg2ref.oracle") + ENGINE_OUTSIDE,
-    "xg2ref.intrinsics": ("xg2ref.kernels", "xg2ref.earley", "xg2ref.mask", "xg2ref.mask_cache", "xg2ref.matcher",
+    "xg2ref.intrinsics": ("xg2ref.kernels", "xg2ref.earley", "xg2ref.mask", "xg2ref.matcher",
                           "xg2ref.compiler", "xg2ref.oracle") + ENGINE_OUTSIDE,
     "xg2ref.fsm": ("xg2ref.frontends", "xg2ref.kernels", "xg2ref.earley", "xg2ref.mask", "xg2ref.mask_cache",
                    "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle") + ENGINE_OUTSIDE,
     "xg2ref.kernels": ("xg2ref.grammar", "xg2ref.frontends", "xg2ref.intrinsics", "xg2ref.fsm", "xg2ref.earley",
-                       "xg2ref.mask", "xg2ref.mask_cache", "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle")
+                       "xg2ref.mask", "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle")
                       + ENGINE_OUTSIDE,
-    "xg2ref.earley": ("xg2ref.mask", "xg2ref.mask_cache", "xg2ref.matcher", "xg2ref.compiler") + ENGINE_OUTSIDE,
+    "xg2ref.earley": ("xg2ref.mask", "xg2ref.matcher", "xg2ref.compiler") + ENGINE_OUTSIDE,
     "xg2ref.mask": ("xg2ref.matcher", "xg2ref.compiler") + ENGINE_OUTSIDE,
-    "xg2ref.mask_cache": ("xg2ref.matcher", "xg2ref.compiler") + ENGINE_OUTSIDE,
     "xg2ref.compiler": ("xg2ref.matcher",) + ENGINE_OUTSIDE,
     "xg2ref.matcher": ENGINE_OUTSIDE,
 }

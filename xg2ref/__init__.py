@@ -9,8 +9,25 @@ The public API mirrors xgrammar 0.2.8, so that a script written for xgrammar run
     bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
     matcher.fill_next_token_bitmask(bitmask)
 
-The pipeline (EBNF -> grammar IR -> per-rule byte FSMs -> Earley parser -> token mask) is laid
-out in specs/00-overview.md, with the paper section each module implements.
+The packages, in the order a grammar goes through them (each package's docstring lists its
+modules in order; specs/00-overview.md has the paper section of each):
+
+    frontends/     regex, EBNF, JSON Schema, structural tags, Lark -> grammar IR (XGrammar-2 §2.1, §3.2)
+    grammar/       the IR, the intrinsic seam, passes, repetition compression (§3.6, Alg. 3)
+    intrinsics/    TagDispatch (§3.2), Token / ExcludeToken / TokenTagDispatch, Substring, Regex
+    fsm/           per-rule byte FSMs, their arrays and hashes (§3.3, Alg. 1-2)
+    analysis.py, lookahead.py, linking.py
+                   FIRST / FOLLOW, lookahead assertions (XGrammar §3.2), sub-grammars linked
+    earley.py      the Earley parser (§3.4, App. D), over kernels/earley.py
+    mask/          the adaptive token-mask cache: state classes, classification with context
+                   expansion, the cross-grammar cache (§3.3), storage (XGrammar §3.1), JIT (§3.5),
+                   counted repetitions (§3.6)
+    kernels/       the Numba kernels of the two above, one module per mechanism
+    compiler.py    GrammarCompiler;  matcher.py  GrammarMatcher, BatchGrammarMatcher
+    apply_mask.py, bitmask.py      the mask on the logits (XGrammar §3.5)
+
+Beside the engine: oracle/ (the brute-force oracle and engine adapters), views/ (public views
+for the notebooks), tools/ (command line, differential runner, fuzzer, benchmarks).
 """
 
 from typing import Any
