@@ -158,11 +158,11 @@ FORBIDDEN = {
     "xg2ref.grammar": ("xg2ref.frontends", "xg2ref.intrinsics", "xg2ref.fsm", "xg2ref.kernels", "xg2ref.earley",
                        "xg2ref.mask", "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle")
                       + ENGINE_OUTSIDE,
-    "xg2ref.frontends": ("xg2ref.fsm", "xg2ref.kernels", "xg2ref.earley", "xg2ref.mask", "xg2ref.mask_cache",
+    "xg2ref.frontends": ("xg2ref.fsm", "xg2ref.kernels", "xg2ref.earley", "xg2ref.mask",
                          "xg2ref.matcher", "xg2ref.compiler", "xg2ref.linking", "xg2ref.oracle") + ENGINE_OUTSIDE,
     "xg2ref.intrinsics": ("xg2ref.kernels", "xg2ref.earley", "xg2ref.mask", "xg2ref.matcher",
                           "xg2ref.compiler", "xg2ref.oracle") + ENGINE_OUTSIDE,
-    "xg2ref.fsm": ("xg2ref.frontends", "xg2ref.kernels", "xg2ref.earley", "xg2ref.mask", "xg2ref.mask_cache",
+    "xg2ref.fsm": ("xg2ref.frontends", "xg2ref.kernels", "xg2ref.earley", "xg2ref.mask",
                    "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle") + ENGINE_OUTSIDE,
     "xg2ref.kernels": ("xg2ref.grammar", "xg2ref.frontends", "xg2ref.intrinsics", "xg2ref.fsm", "xg2ref.earley",
                        "xg2ref.mask", "xg2ref.matcher", "xg2ref.compiler", "xg2ref.oracle")
