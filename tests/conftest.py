@@ -1,8 +1,14 @@
-"""Shared test configuration: the pure-Python run (NUMBA_DISABLE_JIT=1) skips `jit_only` tests."""
+"""Shared test configuration: the pure-Python run (NUMBA_DISABLE_JIT=1) skips `jit_only` tests; bound
+kernel entries are checked against their arguments' full layout (`util.VERIFY_LAYOUTS`)."""
 
 import os
 
 import pytest
+
+import xg2ref.util
+
+# every bound kernel entry found by a `fixed_layout` class is checked against its full layout
+xg2ref.util.VERIFY_LAYOUTS = True
 
 
 def pytest_collection_modifyitems(config, items):

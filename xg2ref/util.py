@@ -31,9 +31,11 @@ def bound_kernel(kernel, *example_args):
     dispatcher) the plain function is returned. The entry point does not check types: callers
     must pass exactly the types of `example_args`.
 
-    Numba's own inference of those types costs milliseconds for the mask kernels' arguments
-    (every grammar binds its entries anew), so entries are remembered per `layout_key`: the
-    few facts Numba's type of each argument depends on.
+    Entries are compiled once per process and found again by `layout_key`, the few facts
+    Numba's type of each argument depends on; a NamedTuple class registered with
+    `fixed_layout` is keyed by its class alone (its arrays' types are fixed where it is built),
+    so finding the entry of a new grammar costs microseconds. With `VERIFY_LAYOUTS` (the test
+    suite sets it) every lookup also checks that claim against the arguments' full layout.
     """
     if not hasattr(kernel, "overloads"):
         return kernel
@@ -44,25 +46,53 @@ def bound_kernel(kernel, *example_args):
 
         signature = tuple(typeof(a) for a in example_args)
         kernel.compile(signature)
-        entry = _ENTRIES[key] = (kernel, kernel.overloads[signature].entry_point)
+        entry = _ENTRIES[key] = (kernel, kernel.overloads[signature].entry_point, _full_layout(example_args))
+    elif VERIFY_LAYOUTS and entry[2] != _full_layout(example_args):
+        diff = [k for k, (a, b) in enumerate(zip(entry[2], _full_layout(example_args))) if a != b]
+        raise AssertionError(f"{kernel.__name__}: arguments {diff} of a fixed-layout class with another layout: "
+                             f"{[entry[2][k] for k in diff]} against {[_full_layout(example_args)[k] for k in diff]}")
     return entry[1]
 
 
-_ENTRIES: dict = {}  # (id(kernel), layout keys) -> (kernel, its compiled entry point)
+_ENTRIES: dict = {}  # (id(kernel), layout keys) -> (kernel, its compiled entry point, full layout)
+_FIXED: set = set()  # NamedTuple classes whose arrays' types are fixed by construction
+VERIFY_LAYOUTS = False
+
+
+def fixed_layout(*classes) -> None:
+    """Declare NamedTuple classes whose every instance holds arrays of the same dtypes, ranks and
+    layouts (C-contiguous, writable): `bound_kernel` keys them by class."""
+    _FIXED.update(classes)
 
 
 def layout_key(value):
     """What Numba's type of `value` depends on, cheaply: an array's dtype, rank, layout,
-    writability and alignment; a tuple's class and its items' keys; otherwise the class (Python
-    and NumPy scalars type by class alone)."""
+    writability and alignment; a tuple's class and its items' keys (a `fixed_layout` class: its
+    class alone); otherwise the class (Python and NumPy scalars type by class alone)."""
     import numpy as np
 
     if isinstance(value, np.ndarray):
         f = value.flags
-        return (value.dtype.str, value.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+        layout = "C" if f.c_contiguous else "F" if f.f_contiguous else "A"  # as Numba types it
+        return (value.dtype.str, value.ndim, layout, f.writeable, f.aligned)
     if isinstance(value, tuple):
+        if type(value) in _FIXED:
+            return type(value)
         return (type(value), tuple(layout_key(v) for v in value))
     return type(value)
+
+
+def _full_layout(values):
+    """`layout_key` without the `fixed_layout` shortcut."""
+    import numpy as np
+
+    out = []
+    for v in values:
+        if isinstance(v, tuple) and not isinstance(v, np.ndarray):
+            out.append((type(v), _full_layout(v)))
+        else:
+            out.append(layout_key(v))
+    return tuple(out)
 
 
 def read_json_lines(path):

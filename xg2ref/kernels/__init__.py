@@ -10,6 +10,8 @@
 - `classify`: ACCEPT / REJECT / UNCERTAIN for every token of a state: building a mask-cache
   entry (XGrammar §3.1, XGrammar-2 §3.4).
 - `mask_fill`: the mask from the entries at run time (XGrammar Alg. 1, Table 6 right half).
+- `entry_build`: whole entries in one call per batch (seed, classify, store in the smallest form
+  of XGrammar §3.1, publish), and the fill that builds the entries it misses (XGrammar-2 §3.5).
 - `apply_bitmask`: the bitmask applied to logits.
 
 Under the module names xgrammar 0.2.8 uses, its per-backend bitmask entry points

@@ -405,11 +405,3 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
             else j + 1
     chart.meta[META_N_SETS] = n0
     return OK, n, CHART_MAIN
-
-
-@njit(cache=True, _nrt=False)
-def pack_sorted(indices, sorted_ids, words):
-    """Set in int32 `words` the bit of the token id at each sorted index of `indices`."""
-    for j in indices:
-        t = sorted_ids[j]
-        words[t >> 5] |= np.int32(1) << np.int32(t & 31)

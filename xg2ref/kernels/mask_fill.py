@@ -267,7 +267,7 @@ def all_allowed(words, vocab_size):
 
 @njit(cache=True, _nrt=False)
 def fill_mask(fsm, chart, cache, vocab, scratch, not_regular, stop_ids, words):
-    """Algorithm 1 in one call: `gather_cached_mask`, `check_candidates`, `finish_mask`.
+    """Algorithm 1 in one call: `gather_cached_mask`, then `check_and_finish`.
 
     `cache` is a MaskCacheArrays, `vocab` a VocabArrays, `scratch` a FillScratch. Returns
     (status, j, n_cand, full): `full` is `all_allowed` of the result (status OK only). On a
@@ -277,6 +277,13 @@ def fill_mask(fsm, chart, cache, vocab, scratch, not_regular, stop_ids, words):
     n_cand = gather_cached_mask(fsm, chart, cache, vocab.sorted_ids, scratch, words)
     if n_cand == MISSING_ENTRIES:
         return NEED_ENTRY, 0, 0, False
+    return check_and_finish(fsm, chart, vocab, scratch, not_regular, stop_ids, words, n_cand)
+
+
+@njit(cache=True, _nrt=False)
+def check_and_finish(fsm, chart, vocab, scratch, not_regular, stop_ids, words, n_cand):
+    """Algorithm 1 after the gather: `check_candidates` over the n_cand candidates of
+    `scratch.cand`, then `finish_mask`. Returns (status, j, n_cand, full) as `fill_mask`."""
     status, j = check_candidates(fsm, chart, vocab.token_bytes, vocab.token_offsets, vocab.sorted_ids,
                                  scratch.cand, n_cand, 0, words)
     full = False

@@ -30,6 +30,12 @@ Entries are built eagerly, or with JIT (§3.5) on the first visit of a state, th
 highest estimated cost first (`estimated_costs`); with a cross-grammar cache (§3.3,
 xg2ref/mask/cross_grammar.py) an entry another grammar built for the same rule machine is
 reused and only the tokens its context decides are classified again.
+
+A plain entry (no cross-grammar cache, not a counted zone or an unordered rule) is built whole
+by one kernel call per batch of classes (kernels/entry_build.py: seed, classify, store,
+publish), at compile time or by the fill kernel itself when it meets a state without one; the
+others are classified from Python (`Classifier.classify`) and stored by the same `store_entry`.
+Python grows buffers and charts when a kernel asks.
 """
 
 from __future__ import annotations
@@ -42,18 +48,19 @@ import numpy as np
 from ..earley import EarleyParser
 from ..exceptions import GrammarLimitError
 from ..fsm.build import FSMArrays
-from ..kernels import classify as KC
 from ..kernels import earley as K
+from ..kernels import entry_build as EB
 from ..kernels import mask_fill as MF
 from ..lookahead import LookaheadArrays
 from ..tokenizer_info import VocabArrays
-from ..util import bound_kernel
+from ..util import bound_kernel, fixed_layout
 from .classifier import Classifier, vocab_facts
 from .counted import CountedEntries, shallow_counted_rules
-from .entries import (KIND_ACCEPTED, KIND_BITSET, UNBUILT, CacheStats, Column, MaskCacheArrays, arrays_layout,
-                      pack_ids)
+from .entries import UNBUILT, EntryStore, MaskCacheArrays, pack_ids
 from .jit import AUTO_EAGER_SHARE, JitEntries
 from .state_classes import shareable_rules, state_classes
+
+fixed_layout(MF.FillScratch)
 
 
 class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
@@ -75,7 +82,6 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
                  compile_seconds: float = 0.0):
         start = time.perf_counter()
         self.max_bytes = max_bytes  # entries past this many bytes raise GrammarLimitError (negative: no limit)
-        self._entry_bytes = 0
         self.vocab = vocab
         self.vocab_size = vocab_size
         self._words = (vocab_size + 31) // 32
@@ -98,7 +104,10 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         order = np.argsort(member_class, kind="stable")
         self._members_flat = scannable[order]  # the states of class c: _members(c), CSR over this
         self._members_ptr = np.concatenate([[0], np.cumsum(np.bincount(member_class, minlength=n_classes))])
-        self._state_entry = np.full(len(fsm.state_rule), MF.NO_ENTRY, dtype=np.int32)
+        regular_words = np.zeros(self._words, dtype=np.int32)
+        pack_ids(vocab.sorted_ids, regular_words)
+        self._store = EntryStore(len(fsm.state_rule), regular_words, longest)
+        self._state_entry = self._store.state_entry  # (fixed size: the store never replaces it)
         self._state_entry[scannable] = UNBUILT
         # counted repetitions (§3.6): a seed count per class for the FREE zone, other zones apart
         self._fsm, self._slack = fsm, longest
@@ -106,7 +115,7 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         self._counted = bool(counted_rule.any())
         self._class_counted = counted_rule[fsm.state_rule[self._class_rep]]
         self._class_unordered = (fsm.rule_required >= 0)[fsm.state_rule[self._class_rep]]
-        self._noexit_entry = np.full(len(fsm.state_rule), MF.NO_ENTRY, dtype=np.int32)
+        self._noexit_entry = self._store.noexit_entry
         self._noexit_entry[scannable[counted_rule[fsm.state_rule[scannable]]]] = UNBUILT
         self._exact: dict = {}  # state << 32 | count -> entry
         self._shallow = shallow_counted_rules(fsm)
@@ -114,27 +123,19 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         self._classifier = Classifier(fsm, vocab, lookahead, follow)
         self._pool = pool  # a cross_grammar.PoolView, or None
         self._first = first_rows  # FIRST(r) as bool[R, 256], for cost estimates (lookahead.first_bytes)
-        self._regular_words = np.zeros(self._words, dtype=np.int32)
-        pack_ids(vocab.sorted_ids, self._regular_words)
-        self._buffer = np.zeros(len(vocab.sorted_ids), dtype=np.int32)
-        self._parts: dict[str, list] = {"state": [], "kind": [], "list": [], "bitset": [], "unc": [], "count": []}
-        self._packed = 0  # entries already in the flat arrays (`_pack` appends the others)
-        self._tallies = [0, 0, 0, 0, 0, 0]  # accepted, rejected, uncertain; entries of each kind
-        self._columns = {"state": Column(np.int32), "kind": Column(np.int8), "list_indptr": Column(np.int64),
-                         "list_ids": Column(np.int32), "bitset_offset": Column(np.int64),
-                         "bitset_words": Column(np.int32), "unc_indptr": Column(np.int64),
-                         "unc_sorted": Column(np.int32), "counts": Column(np.int64, 3)}
-        self._columns["list_indptr"].extend([0])
-        self._columns["unc_indptr"].extend([0])
-        self._exact_packed = (-1, None)
-        self._cand = np.zeros(1, dtype=np.int32)  # the fill kernel's candidates (room for every uncertain id)
-        self._cand_tmp = np.zeros_like(self._cand)
-        self._unbuilt = n_classes
-        self._entry_mark = np.zeros(1, dtype=np.int64)  # the fill kernel's marks, one per entry + a counter
-        self._scratch = np.zeros(self._words, dtype=np.int32)
-        self._fill = None  # the fill kernel's entry, bound on first use
         self._state_class = np.full(len(fsm.state_rule), -1, dtype=np.int64)  # class of each state
         self._state_class[scannable] = member_class
+        # plain classes are built whole by kernels/entry_build.py, the fill kernel included
+        plain = ~(self._class_unordered | (self._class_counted & self._shallow[fsm.state_rule[self._class_rep]]))
+        plain &= pool is None
+        seed = np.where(self._class_counted, K.FREE_BASE, 0).astype(np.int64)
+        self._classes = EB.EntryClasses(self._class_rep, seed, plain, self._members_ptr.astype(np.int64),
+                                        self._members_flat, self._state_class)
+        self._jobs = np.zeros(max(n_classes, 1), dtype=np.int64)
+        self._fill_scratch = MF.FillScratch(np.zeros(1, dtype=np.int64), np.zeros(self._words, dtype=np.int32),
+                                            np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32))
+        self._kernels: dict = {}  # bound entries (util.bound_kernel), by kernel
+        self._builder = None
         self.build_seconds = time.perf_counter() - start  # grows with every entry built
         if not jit:
             self._build(range(n_classes), progress)
@@ -143,21 +144,35 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         else:  # the K entries estimated to cost most are built now, the others when first met
             self._build(self.costliest(eager_entries, fsm, follow) if eager_entries > 0 else [], progress)
 
+    def _kernel(self, kernel, *args):
+        """`kernel`'s entry bound to these argument types (once per cache, found per process)."""
+        entry = self._kernels.get(kernel)
+        if entry is None:
+            entry = self._kernels[kernel] = bound_kernel(kernel, *args)
+        return entry
+
     def _build(self, classes, progress=None) -> None:
         """Build the entries of `classes` (class numbers, or (class, zone) pairs for a counted
-        repetition's other zones: ZONE_NOEXIT or a count) and repack the flat arrays."""
+        repetition's other zones: ZONE_NOEXIT or a count): the plain ones in one kernel batch,
+        the others one by one."""
         start = time.perf_counter()
-        parts, vocab, words = self._parts, self.vocab, self._words
         classes = list(classes)
-        n_sorted = len(vocab.sorted_ids)
-        done = 0
-        while done < len(classes):
-            job = classes[done]
+        plain = [c for c in classes if not isinstance(c, tuple) and self._classes.class_plain[c]]
+        if plain:
+            self._run_batch(np.asarray(plain, dtype=np.int64))
+            if progress is not None:
+                progress(len(plain), len(classes))
+        done = len(plain)
+        others = [c for c in classes if isinstance(c, tuple) or not self._classes.class_plain[c]]
+        while others:
+            job = others.pop(0)
             done += 1
             c, zone = job if isinstance(job, tuple) else (job, MF.ZONE_FREE)
             if zone != MF.ZONE_FREE and self._has_zone(c, zone):
                 continue
             s = int(self._class_rep[c])
+            if zone == MF.ZONE_FREE and self._state_entry[s] != UNBUILT:
+                continue
             seed = 0 if not self._class_counted[c] else (
                 K.FREE_BASE if zone == MF.ZONE_FREE else K.NOEXIT_BASE if zone == MF.ZONE_NOEXIT else int(zone))
             if self._class_unordered[c]:
@@ -165,52 +180,89 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
             elif c in self._records and zone != MF.ZONE_FREE:
                 acc, unc = self._derived(c, zone)
             elif self._class_counted[c] and zone == MF.ZONE_FREE and self._shallow[self._fsm.state_rule[s]]:
-                cls = self._classifier.classify(s, record=True, count=seed)
+                cls = self._classifier.classify(s, record=True, count=seed).copy()
                 acc, unc = self._classifier.accepted().copy(), self._classifier.uncertain().copy()
                 self._records[c] = (self._classifier.loops, self._classifier.exits.astype(np.bool_), cls)
-                classes.extend((c, z) for z in self._bound_zones(c))  # cheap now: all in this repack
+                others.extend((c, z) for z in self._bound_zones(c))  # cheap now: all in this call
             elif self._pool is not None:  # through the cross-grammar cache (mask/cross_grammar.py)
                 acc, unc = self._pool.build(s, self._members(c), self._classifier, seed)
             else:
                 self._classifier.classify(s, count=seed)
                 acc, unc = self._classifier.accepted(), self._classifier.uncertain()
-            n_acc, n_unc = len(acc), len(unc)
-            parts["count"].append((n_acc, n_sorted - n_acc - n_unc, n_unc))
-            # the smallest form: a list of 4-byte ids, or a bitset of `words` 4-byte words
-            kind = int(np.argmin([n_acc, n_sorted - n_acc - n_unc, words]))
-            parts["kind"].append(kind)
-            if kind == KIND_BITSET:
-                bits = np.zeros(words, dtype=np.int32)
-                KC.pack_sorted(acc, vocab.sorted_ids, bits)
-                parts["bitset"].append(bits)
-                parts["list"].append(self._buffer[:0].copy())
-            elif kind == KIND_ACCEPTED:
-                parts["list"].append(np.sort(vocab.sorted_ids[acc]))
-            else:
-                rejected = np.ones(n_sorted, dtype=np.bool_)
-                rejected[acc] = False
-                rejected[unc] = False
-                parts["list"].append(np.sort(vocab.sorted_ids[rejected]))
-            parts["unc"].append(unc.copy())
-            parts["state"].append(s)
-            self._entry_bytes += parts["list"][-1].nbytes + 4 * n_unc + (4 * words if kind == KIND_BITSET else 0) + 64
-            if 0 <= self.max_bytes < self._entry_bytes:
-                raise GrammarLimitError(f"the grammar's mask-cache entries need more than {self.max_bytes:,} bytes "
-                                        f"(what GrammarCompiler's max_grammar_bytes leaves after the FSM arrays)")
-            e = self._packed + len(parts["kind"]) - 1
-            members = self._members(c)
-            if zone == MF.ZONE_FREE:
-                self._state_entry[members] = e
-                self._unbuilt -= 1
-            elif zone == MF.ZONE_NOEXIT:
-                self._noexit_entry[members] = e
-            else:
-                for m in members.tolist():
+            members = self._members(c) if zone == MF.ZONE_FREE else self._members(c)[:0]
+            e = self._store_entry(acc, unc, members, s)
+            if zone == MF.ZONE_NOEXIT:
+                self._noexit_entry[self._members(c)] = e
+            elif zone != MF.ZONE_FREE:
+                for m in self._members(c).tolist():
                     self._exact[(m << 32) | int(zone)] = e
+                order = sorted(self._exact)
+                self._store.set_exact(np.array(order, dtype=np.int64),
+                                      np.array([self._exact[k] for k in order], dtype=np.int32))
             if progress is not None:
-                progress(done, len(classes))
+                progress(done, len(classes) + len(others))
+        self._ensure_scratch()
         self.build_seconds += time.perf_counter() - start
-        self._pack()
+
+    def _run_batch(self, jobs: np.ndarray) -> None:
+        """Build the FREE entries of the plain classes `jobs` in `build_entries` calls, growing
+        what the kernel asks for."""
+        clf = self._classifier
+        q = clf.work.queue
+        self._jobs[:len(jobs)] = jobs
+        q[EB.Q_NEXT], q[EB.Q_END], q[EB.Q_PHASE] = 0, len(jobs), EB.PHASE_SEED
+        while True:
+            args = (self._fsm, clf.chart, clf.ctx_chart, clf.inputs, clf.work, self._store.kernel_arrays,
+                    self._classes, self._jobs)
+            status, which = self._kernel(EB.build_entries, *args)(*args)
+            if status == K.OK:
+                break
+            self._grow(status, which)
+        self._check_bytes()
+
+    def _store_entry(self, acc: np.ndarray, unc: np.ndarray, members: np.ndarray, state: int) -> int:
+        """Store an entry classified from Python (kernels/entry_build.py `store_entry`)."""
+        acc, unc = np.ascontiguousarray(acc, dtype=np.int32), np.ascontiguousarray(unc, dtype=np.int32)
+        while True:
+            args = (self._store.kernel_arrays, acc, unc, self.vocab.sorted_ids, members, np.int64(state))
+            e = self._kernel(EB.store_entry, *args)(*args)
+            if e >= 0:
+                break
+            self._store.grow()
+        self._check_bytes()
+        return int(e)
+
+    def _grow(self, status: int, which: int) -> None:
+        """Room for what a build kernel asked: entry arrays, the fill's scratch, a chart or
+        the pure-state table."""
+        if status == EB.NEED_STORE:
+            self._store.grow()
+            self._check_bytes()
+        elif status == EB.NEED_SCRATCH:
+            self._ensure_scratch()
+        else:
+            self._classifier.grow(status, which)
+        self._builder = None
+
+    def _ensure_scratch(self) -> None:
+        """The fill's scratch sized for the entries built so far: a mark per entry (the
+        generation counter last) and room for every uncertain id once."""
+        n, unc = self._store.n_entries, int(self._store.sizes[EB.SIZE_UNC])
+        s = self._fill_scratch
+        marks, cand, tmp = s.entry_mark, s.cand, s.cand_tmp
+        if len(marks) < n + 1:
+            marks = np.zeros(max(n + 1, 2 * len(marks)), dtype=np.int64)
+            marks[-1] = s.entry_mark[-1]
+        if len(cand) < unc:
+            cand = np.zeros(max(unc, 2 * len(cand)), dtype=np.int32)
+            tmp = np.zeros_like(cand)
+        if marks is not s.entry_mark or cand is not s.cand:
+            self._fill_scratch = MF.FillScratch(marks, s.or_words, cand, tmp)
+
+    def _check_bytes(self) -> None:
+        if 0 <= self.max_bytes < self._store.sizes[EB.SIZE_BYTES]:
+            raise GrammarLimitError(f"the grammar's mask-cache entries need more than {self.max_bytes:,} bytes "
+                                    f"(what GrammarCompiler's max_grammar_bytes leaves after the FSM arrays)")
 
     def _unordered_entry(self, s: int) -> tuple[np.ndarray, np.ndarray]:
         """The entry of state s of an unordered rule (kernels/earley.py), whose items differ in
@@ -227,51 +279,15 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         """The scannable states of class c."""
         return self._members_flat[self._members_ptr[c]:self._members_ptr[c + 1]]
 
-    def _pack(self) -> None:
-        """Append the entries built since the last call to the flat arrays (amortized: a JIT
-        build costs its own entry, not a copy of every entry before it)."""
-        parts, cols = self._parts, self._columns
-        tallies = self._tallies
-        for k, kind in enumerate(parts["kind"]):
-            for i, c in enumerate(parts["count"][k]):
-                tallies[i] += c
-            tallies[3 + kind] += 1
-            cols["state"].extend([parts["state"][k]])
-            cols["kind"].extend([kind])
-            cols["list_ids"].extend(parts["list"][k])
-            cols["list_indptr"].extend([cols["list_ids"].n])
-            cols["bitset_offset"].extend([cols["bitset_words"].n if kind == KIND_BITSET else -1])
-            if kind == KIND_BITSET:
-                cols["bitset_words"].extend(parts["bitset"].pop(0))
-            cols["unc_sorted"].extend(parts["unc"][k])
-            cols["unc_indptr"].extend([cols["unc_sorted"].n])
-            cols["counts"].extend([parts["count"][k]])
-        self._packed += len(parts["kind"])
-        for key in parts:
-            parts[key].clear()
-        if self._exact_packed[0] != len(self._exact):
-            order = sorted(self._exact)
-            self._exact_packed = (len(self._exact), (np.array(order, dtype=np.int64),
-                                                     np.array([self._exact[k] for k in order], dtype=np.int32)))
-        ex_key, ex_entry = self._exact_packed[1]
-        self.arrays = MaskCacheArrays(
-            state_entry=self._state_entry, entry_state=cols["state"].view(), entry_kind=cols["kind"].view(),
-            list_indptr=cols["list_indptr"].view(), list_ids=cols["list_ids"].view(),
-            bitset_offset=cols["bitset_offset"].view(), bitset_words=cols["bitset_words"].view(),
-            unc_indptr=cols["unc_indptr"].view(), unc_sorted=cols["unc_sorted"].view(),
-            regular_words=self._regular_words, counts=cols["counts"].view(), noexit_entry=self._noexit_entry,
-            ex_key=ex_key, ex_entry=ex_entry, count_slack=np.array([self._slack], dtype=np.int64),
-        )
-        n = self._packed
-        self.stats = CacheStats(n, *tallies[:3], tuple(tallies[3:]), self.build_seconds, self.memory_size_bytes)
-        if len(self._entry_mark) < n + 1:  # room for the new entries' marks; the counter goes last
-            marks = np.zeros(max(n + 1, 2 * len(self._entry_mark)), dtype=np.int64)
-            marks[-1] = self._entry_mark[-1]
-            self._entry_mark = marks
-        if len(self._cand) < max(len(self.arrays.unc_sorted), 1):
-            self._cand = np.zeros(max(len(self.arrays.unc_sorted), 2 * len(self._cand)), dtype=np.int32)
-            self._cand_tmp = np.zeros_like(self._cand)
-        self._fill_scratch = MF.FillScratch(self._entry_mark, self._scratch, self._cand, self._cand_tmp)
+    @property
+    def arrays(self) -> MaskCacheArrays:
+        """The entries' flat arrays, the filled part (`EntryStore.arrays`)."""
+        return self._store.arrays
+
+    @property
+    def stats(self):
+        """`CacheStats`: what the cache holds now."""
+        return self._store.stats(self.build_seconds)
 
     @property
     def classifier(self) -> Classifier:
@@ -291,10 +307,33 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
     @property
     def memory_size_bytes(self) -> int:
         """Bytes of the entries (every array of `MaskCacheArrays`)."""
-        return int(sum(a.nbytes for a in self.arrays))
+        return self._store.memory_size_bytes
 
-    def _fill_args(self, parser: EarleyParser, not_regular, stop_ids, words) -> tuple:
-        return (parser.arrays, parser.chart, self.arrays, self.vocab, self._fill_scratch, not_regular, stop_ids, words)
+    def _fill_building(self, parser: EarleyParser, words: np.ndarray, not_regular: np.ndarray,
+                       stop_ids: np.ndarray) -> tuple:
+        """`fill_mask_building` until it has built what the current set needs and filled the mask
+        (plain entries in the kernel, the others here); returns its (status, j, n_cand, full)."""
+        start = time.perf_counter()
+        while True:
+            if self._builder is None:
+                clf = self._classifier
+                self._builder = EB.EntryBuilder(clf.chart, clf.ctx_chart, clf.inputs, clf.work, self._classes,
+                                                self._jobs)
+            args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, self._fill_scratch,
+                    not_regular, stop_ids, words, self._builder)
+            status, j, n_cand, full = self._kernel(EB.fill_mask_building, *args)(*args)
+            if status == EB.NEED_BUILD:
+                q = self._classifier.work.queue
+                self._grow(int(q[EB.Q_STATUS]), int(q[EB.Q_WHICH]))
+            elif status == MF.NEED_ENTRY:  # an entry the fill kernel does not build: build it here
+                c = parser.chart
+                k = int(c.meta[K.META_N_SETS]) - 1
+                items = slice(c.set_start[k], c.set_start[k + 1])
+                self.ensure_entries(c.item_state[items], c.item_count[items])
+            else:
+                self._ensure_scratch()
+                self.build_seconds += time.perf_counter() - start
+                return status, j, n_cand, full
 
     def fill(self, parser: EarleyParser, words: np.ndarray, not_regular: np.ndarray,
              stop_ids: np.ndarray) -> tuple[int, bool]:
@@ -302,30 +341,21 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         allowed by the grammar less `not_regular`, plus `stop_ids` when the input is a sentence.
 
         Callers pass the same arrays on every call (the kernel entry is bound to their types).
-        Returns the number of uncertain tokens checked against the full chart, and whether
-        every id is allowed.
+        Missing plain entries are built by the fill kernel itself (kernels/entry_build.py
+        `fill_mask_building`), the others here. Returns the number of uncertain tokens checked
+        against the full chart, and whether every id is allowed.
         """
-        args = self._fill_args(parser, not_regular, stop_ids, words)
-        if self._fill is None:
-            self._fill = bound_kernel(MF.fill_mask, *args)
-            self._fill_layout = arrays_layout(self.arrays)
-        status, j, n_cand, full = self._fill(*args)
-        if status == MF.NEED_ENTRY:  # JIT (§3.5): build what this set needs, then fill
-            c = parser.chart
-            k = int(c.meta[K.META_N_SETS]) - 1
-            items = slice(c.set_start[k], c.set_start[k + 1])
-            self.ensure_entries(c.item_state[items], c.item_count[items])
-            args = self._fill_args(parser, not_regular, stop_ids, words)
-            if arrays_layout(self.arrays) != self._fill_layout:  # the bound entry takes these types only
-                self._fill = bound_kernel(MF.fill_mask, *args)
-                self._fill_layout = arrays_layout(self.arrays)
-            status, j, n_cand, full = self._fill(*args)
+        args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, self._fill_scratch, not_regular,
+                stop_ids, words)
+        status, j, n_cand, full = self._kernel(MF.fill_mask, *args)(*args)
+        if status == MF.NEED_ENTRY:  # JIT (§3.5): the building fill (its builder costs a step nothing otherwise)
+            status, j, n_cand, full = self._fill_building(parser, words, not_regular, stop_ids)
         if status != K.OK:
             v = self.vocab
             while status != K.OK:
                 parser._grow(status)
                 status, j = MF.check_candidates(parser.arrays, parser.chart, v.token_bytes, v.token_offsets,
-                                                v.sorted_ids, self._cand, n_cand, j, words)
+                                                v.sorted_ids, self._fill_scratch.cand, n_cand, j, words)
             MF.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)
             full = MF.all_allowed(words, self.vocab_size)
         return n_cand, bool(full)

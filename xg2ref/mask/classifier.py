@@ -17,11 +17,12 @@ from ..fsm.build import FSMArrays
 from ..kernels import classify as KC
 from ..kernels import context_expansion as CX
 from ..kernels import earley as K
+from ..kernels import entry_build as EB
 from ..kernels import pure_walk as PW
 from ..kernels import trie_walk as TW
 from ..lookahead import LookaheadArrays, no_lookahead
 from ..tokenizer_info import VocabArrays
-from ..util import bound_kernel
+from ..util import bound_kernel, fixed_layout
 
 # States given a row of the pure-state DFA table while building entries (1 KiB each).
 MAX_PURE_ROWS = 16384
@@ -67,7 +68,11 @@ def vocab_facts(vocab: VocabArrays) -> VocabFacts:
 
 
 class Classifier:
-    """Runs `classify_tokens` for one state after another, growing the two charts on demand."""
+    """Owns what building entries reads and writes: the inputs of the classify kernel
+    (`inputs`: trie, context, pure-state table, lookahead filters), its work arrays (`work`) and
+    its two charts, grown on demand (`grow`). `classify` runs one state from Python (the
+    cross-grammar cache, counted zones, unordered rules); `build_entries` batches run through
+    the same arrays (mask/cache.py)."""
 
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, lookahead: Optional[LookaheadArrays] = None,
                  follow: Optional[np.ndarray] = None):
@@ -78,99 +83,108 @@ class Classifier:
         # sorted position k as the token's "id", so memory is read front to back
         facts = vocab_facts(vocab)
         self.identity, self.subtree_end, longest = facts.identity, facts.subtree_end, facts.longest
-        self.comp = np.zeros(longest + 2, dtype=np.int8)
-        self.path = np.zeros(longest + 2, dtype=np.int32)  # the pure walk's states (TRIE-SHARE)
-        self.work = np.zeros(2 * CX.MAX_CONTEXT_RUNS + 2 * (longest + 2) + 4, dtype=np.int64)
-        self.seen = np.zeros(len(fsm.rule_start) * (longest + 1) + 1, dtype=np.int64)
         # FOLLOW1: -1 = ask context expansion, 0 = the byte never follows the rule (grammar analysis)
         self.follow1 = np.full((len(fsm.rule_start), 256), CX.FOLLOW_UNKNOWN, dtype=np.int8)
         if follow is not None:
             self.follow1[~follow] = CX.FOLLOW_NEVER
-        self.loop = np.zeros(256, dtype=np.bool_)
         # the pure-state table, filled one rule at a time before a state of it is classified (a
-        # pure walk never leaves the rule of the state it starts from)
-        self.pure_row = np.full(len(fsm.state_rule), -1, dtype=np.int32)
-        self.pure_next = np.zeros((0, 256), dtype=np.int32)
-        self._pure_rows = 0
-        self._pure_done = np.zeros(len(fsm.rule_start), dtype=np.bool_)
+        # pure walk never leaves the rule of the state it starts from: EB.ensure_pure)
+        n_rules, n_states = len(fsm.rule_start), len(fsm.state_rule)
         ordered = bool(np.all(fsm.state_rule[1:] >= fsm.state_rule[:-1]))
-        rules = np.arange(len(fsm.rule_start))
-        self._rule_lo = np.searchsorted(fsm.state_rule, rules, "left") if ordered else None
-        self._rule_hi = np.searchsorted(fsm.state_rule, rules, "right") if ordered else None
+        rules = np.arange(n_rules)
+        lo = np.searchsorted(fsm.state_rule, rules, "left") if ordered else np.zeros(n_rules, np.int64)
+        hi = np.searchsorted(fsm.state_rule, rules, "right") if ordered else np.full(n_rules, n_states, np.int64)
+        self._pure_build = EB.PureBuild(lo.astype(np.int64), hi.astype(np.int64), np.zeros(n_rules, np.int8),
+                                        np.array([0, MAX_PURE_ROWS, 0 if ordered else 1], dtype=np.int64))
+        self._pure = PW.PureTable(np.full(n_states, -1, dtype=np.int32), np.zeros((0, 256), dtype=np.int32))
         self.chart = K.new_chart()
         self.ctx_chart = K.new_chart()
         m = len(vocab.sorted_ids)
-        self.acc_idx = np.zeros(m, dtype=np.int32)
-        self.unc_idx = np.zeros(m, dtype=np.int32)
-        self.n_list = np.zeros(2, dtype=np.int64)
+        self._outs = KC.ClassifyOutputs(np.zeros(m, dtype=np.int8), np.zeros(m, dtype=np.int32),
+                                        np.zeros(m, dtype=np.int32), np.zeros(2, dtype=np.int64),
+                                        np.zeros(1, dtype=np.int8), np.full(1, -1, dtype=np.int32),
+                                        np.zeros(1, dtype=np.int8))
+        scratch = KC.ClassifyScratch(np.zeros(longest + 2, dtype=np.int8),
+                                     np.zeros(2 * CX.MAX_CONTEXT_RUNS + 2 * (longest + 2) + 4, dtype=np.int64),
+                                     np.zeros(n_rules * (longest + 1) + 1, dtype=np.int64),
+                                     np.zeros(256, dtype=np.bool_), np.zeros(longest + 2, dtype=np.int32))
+        self.work = EB.EntryWork(scratch, self._outs, self._pure_build, np.zeros(EB.N_QUEUE, dtype=np.int64))
+        trie = TW.TrieArrays(vocab.sorted_bytes, vocab.sorted_offsets, self.identity, vocab.sorted_lcp,
+                             self.subtree_end)
+        self.inputs = EB.EntryInputs(trie, CX.ContextArrays(self.occ_indptr, self.occ_dst, self.follow1), self._pure,
+                                     self.lookahead, vocab.sorted_ids)
+        self.detail = self.loops = self.exits = None
         self._kernel = None  # classify_tokens' entry for these argument types (util.bound_kernel)
+
+    @property
+    def pure_row(self) -> np.ndarray:
+        return self._pure.pure_row
+
+    @property
+    def pure_next(self) -> np.ndarray:
+        return self._pure.pure_next
+
+    def grow(self, status: int, which: int = KC.CHART_MAIN) -> None:
+        """Room for what a kernel's NEED_* status asked: a chart (`which`) or the pure table."""
+        if status == EB.NEED_PURE:
+            rows = int(self._pure_build.rows[EB.PURE_ROWS])
+            old = self._pure.pure_next
+            grown = np.zeros((max(rows, 2 * len(old)), 256), dtype=np.int32)
+            grown[:len(old)] = old
+            self._pure = self._pure._replace(pure_next=grown)
+            self.inputs = self.inputs._replace(pure=self._pure)
+        elif which == KC.CHART_MAIN:
+            self.chart = grown_chart(self.chart, status)
+        else:
+            self.ctx_chart = grown_chart(self.ctx_chart, status)
 
     def classify(self, state: int, marked: Optional[np.ndarray] = None, record: bool = False,
                  count: int = 0) -> np.ndarray:
-        """The class of every sorted token; afterwards `accepted()` and `uncertain()` list the
-        sorted indices of those two classes.
+        """The class of every sorted token (valid until the next classification); afterwards
+        `accepted()` and `uncertain()` list the sorted indices of those two classes.
 
         `marked` (sorted indices): classify only those; the others come back rejected and are
         not listed. `record`: also fill `detail` with what each class owes to the state's rule
         alone (KC.D_*, for the cross-grammar cache). `count`: the seed item's count (a zone's
         stand-in or one count) when the state is in a counted repetition.
         """
-        v = self.vocab
-        self._ensure_pure(int(self.fsm.state_rule[state]))
-        out = np.zeros(len(v.sorted_ids), dtype=np.int8)
+        m = len(self.vocab.sorted_ids)
+        state, count = int(state), int(count)
+        while (status := EB.ensure_pure(self.fsm, self._pure, self._pure_build, int(self.fsm.state_rule[state]))) \
+                != K.OK:
+            self.grow(status)
+        outs = self._outs
+        EB.clear_outputs(outs)
+        out = outs.out
         if marked is not None:
             out[marked] = KC.TODO
-        self.detail = np.zeros(len(v.sorted_ids) if record else 1, dtype=np.int8)
         track = record and count >= K.STRICT_BASE  # a counted repetition's zone stand-in
-        self.loops = np.full(len(v.sorted_ids) if track else 1, -1, dtype=np.int32)
-        self.exits = np.zeros(len(v.sorted_ids) if track else 1, dtype=np.int8)
-        self.n_list[:] = 0
-        state, count, only_marked, record, track = int(state), int(count), marked is not None, bool(record), bool(track)
+        self.detail = np.zeros(m if record else 1, dtype=np.int8)
+        self.loops = np.full(m if track else 1, -1, dtype=np.int32)
+        self.exits = np.zeros(m if track else 1, dtype=np.int8)
+        outs = outs._replace(detail=self.detail, loops=self.loops, exits=self.exits)
         while (status := CX.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
             self.chart = grown_chart(self.chart, status)
         j = 0
-        trie = TW.TrieArrays(v.sorted_bytes, v.sorted_offsets, self.identity, v.sorted_lcp, self.subtree_end)
-        context = CX.ContextArrays(self.occ_indptr, self.occ_dst, self.follow1)
-        pure = PW.PureTable(self.pure_row, self.pure_next)
-        scratch = KC.ClassifyScratch(self.comp, self.work, self.seen, self.loop, self.path)
-        outs = KC.ClassifyOutputs(out, self.acc_idx, self.unc_idx, self.n_list, self.detail, self.loops, self.exits)
         while True:
-            args = (self.fsm, self.chart, self.ctx_chart, trie, context, pure, self.lookahead, scratch, outs,
-                    KC.ClassifyTask(state, j, only_marked, record, track))
+            args = (self.fsm, self.chart, self.ctx_chart, self.inputs.trie, self.inputs.context, self._pure,
+                    self.lookahead, self.work.scratch, outs,
+                    KC.ClassifyTask(state, j, marked is not None, bool(record), bool(track)))
             if self._kernel is None:  # every call passes these types (its own arrays, ints and bools)
                 self._kernel = bound_kernel(KC.classify_tokens, *args)
             status, j, which = self._kernel(*args)
             if status == K.OK:
                 return out
-            if which == KC.CHART_MAIN:
-                self.chart = grown_chart(self.chart, status)
-            else:
-                self.ctx_chart = grown_chart(self.ctx_chart, status)
-            if j == 0:  # the kernel restarts from the state's own sets
+            self.grow(status, which)
+            if j == 0 and which == KC.CHART_MAIN:  # the kernel restarts from the state's own sets
                 while (st := CX.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
                     self.chart = grown_chart(self.chart, st)
 
-
-    def _ensure_pure(self, rule: int) -> None:
-        """Rows of the pure-state table for the states of `rule` (all states at once when the
-        states are not grouped by rule)."""
-        if self._pure_done[rule]:
-            return
-        lo, hi = (int(self._rule_lo[rule]), int(self._rule_hi[rule])) if self._rule_lo is not None \
-            else (0, len(self.pure_row))
-        if self._rule_lo is None:
-            self._pure_done[:] = True
-        self._pure_done[rule] = True
-        rows = PW.mark_pure_states(self.fsm, lo, hi, self._pure_rows, MAX_PURE_ROWS, self.pure_row)
-        if rows > len(self.pure_next):
-            grown = np.zeros((max(rows, 2 * len(self.pure_next)), 256), dtype=np.int32)
-            grown[:self._pure_rows] = self.pure_next[:self._pure_rows]
-            self.pure_next = grown
-        PW.fill_pure_next(self.fsm, lo, hi, self.pure_row, self.pure_next)
-        self._pure_rows = rows
-
     def accepted(self) -> np.ndarray:
-        return self.acc_idx[:self.n_list[KC.N_ACCEPTED]]
+        return self._outs.acc_idx[:self._outs.n_list[KC.N_ACCEPTED]]
 
     def uncertain(self) -> np.ndarray:
-        return self.unc_idx[:self.n_list[KC.N_UNCERTAIN]]
+        return self._outs.unc_idx[:self._outs.n_list[KC.N_UNCERTAIN]]
+
+
+fixed_layout(KC.ClassifyScratch, TW.TrieArrays, CX.ContextArrays, PW.PureTable, EB.PureBuild, K.Chart)

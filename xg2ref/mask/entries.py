@@ -4,18 +4,20 @@ An entry stores its accepted tokens in the smallest of three forms: the list of 
 (KIND_ACCEPTED), the list of rejected ids (KIND_REJECTED: accepted = regular - rejected -
 uncertain) or a bitset of the accepted ids (KIND_BITSET: int32 words, the bitmask layout); its
 uncertain tokens are kept as indices into the byte-sorted vocabulary so that the run-time check
-can reuse shared prefixes. Every entry lives in the flat arrays of `MaskCacheArrays`, grown by
-appending (`Column`) as entries are built (cache.py packs them).
+can reuse shared prefixes. Every entry lives in the flat arrays of `MaskCacheArrays`, held at
+capacity by `EntryStore`; kernels/entry_build.py `store_entry` chooses the form and appends.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import numpy as np
 
+from ..kernels import entry_build as EB
 from ..kernels import mask_fill as MF
+from ..util import fixed_layout
 
 KIND_ACCEPTED, KIND_REJECTED, KIND_BITSET = MF.KIND_ACCEPTED, MF.KIND_REJECTED, MF.KIND_BITSET
 UNBUILT = MF.UNBUILT  # state_entry of a state whose entry is not built yet (JIT)
@@ -41,6 +43,10 @@ class MaskCacheArrays(NamedTuple):
                                  zone (state_entry serves the FREE zone; kernels/mask_fill.py)
     ex_key, ex_entry             sorted (state << 32 | count) -> entry, for counts near a bound
     count_slack : int64[1]       the longest token's bytes (how near a bound is "near")
+    sizes : int64[N_SIZES]       how much of each array is filled, tallies (kernels/entry_build.py)
+
+    The kernels see the arrays at capacity (entries past sizes[SIZE_ENTRIES] are not there yet);
+    `EntryStore.arrays` is the filled part.
     """
 
     state_entry: np.ndarray
@@ -58,6 +64,7 @@ class MaskCacheArrays(NamedTuple):
     ex_key: np.ndarray
     ex_entry: np.ndarray
     count_slack: np.ndarray
+    sizes: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -87,28 +94,81 @@ def pack_ids(ids: np.ndarray, words: np.ndarray) -> None:
 
 
 
-class Column:
-    """A numpy array grown by appending (its capacity doubles); `view()` is the filled part, a
-    C-contiguous view, so kernels bound to the type stay valid as it grows."""
+class EntryStore:
+    """The entries of one cache in flat arrays held at capacity: `kernel_arrays` is what the
+    kernels append to (kernels/entry_build.py `store_entry`) and read, `arrays` the filled part.
+    Python only grows the arrays when a kernel answers NEED_STORE (`grow`), doubling them."""
 
-    def __init__(self, dtype, width: Optional[int] = None):
-        self.buf = np.zeros((16,) if width is None else (16, width), dtype=dtype)
-        self.n = 0
+    def __init__(self, n_states: int, regular_words: np.ndarray, count_slack: int):
+        self.state_entry = np.full(n_states, MF.NO_ENTRY, dtype=np.int32)
+        self.noexit_entry = np.full(n_states, MF.NO_ENTRY, dtype=np.int32)
+        self.regular_words = regular_words
+        self.count_slack = np.array([count_slack], dtype=np.int64)
+        self.ex_key, self.ex_entry = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+        self.sizes = np.zeros(EB.N_SIZES, dtype=np.int64)
+        self.entry_state, self.entry_kind = np.zeros(16, np.int32), np.zeros(16, np.int8)
+        self.bitset_offset, self.counts = np.zeros(16, np.int64), np.zeros((16, 3), np.int64)
+        self.list_indptr, self.unc_indptr = np.zeros(17, np.int64), np.zeros(17, np.int64)
+        self.list_ids, self.bitset_words, self.unc_sorted = np.zeros(64, np.int32), np.zeros(0, np.int32), \
+            np.zeros(64, np.int32)
+        self._publish()
 
-    def extend(self, values) -> None:
-        values = np.asarray(values, dtype=self.buf.dtype)
-        k = len(values)
-        if self.n + k > len(self.buf):
-            grown = np.zeros((max(2 * len(self.buf), self.n + k),) + self.buf.shape[1:], dtype=self.buf.dtype)
-            grown[:self.n] = self.buf[:self.n]
-            self.buf = grown
-        self.buf[self.n:self.n + k] = values
-        self.n += k
+    def _publish(self) -> None:
+        self.kernel_arrays = MaskCacheArrays(
+            self.state_entry, self.entry_state, self.entry_kind, self.list_indptr, self.list_ids, self.bitset_offset,
+            self.bitset_words, self.unc_indptr, self.unc_sorted, self.regular_words, self.counts, self.noexit_entry,
+            self.ex_key, self.ex_entry, self.count_slack, self.sizes)
 
-    def view(self) -> np.ndarray:
-        return self.buf[:self.n]
+    def grow(self) -> None:
+        """Room for what the last NEED_STORE asked (sizes[SIZE_NEED_*]), each array that lacks
+        room at least doubled, its filled part copied."""
+        z = self.sizes
+
+        def grown(old, need, extra=0):
+            if need + extra <= len(old):
+                return old
+            new = np.zeros((max(2 * (len(old) - extra), int(need)) + extra,) + old.shape[1:], dtype=old.dtype)
+            new[:len(old)] = old
+            return new
+
+        n = z[EB.SIZE_NEED_ENTRIES]  # the entry arrays grow together, the indptrs one longer
+        self.entry_state, self.entry_kind = grown(self.entry_state, n), grown(self.entry_kind, n)
+        self.bitset_offset, self.counts = grown(self.bitset_offset, n), grown(self.counts, n)
+        self.list_indptr, self.unc_indptr = grown(self.list_indptr, n, 1), grown(self.unc_indptr, n, 1)
+        self.list_ids = grown(self.list_ids, z[EB.SIZE_NEED_LIST])
+        self.bitset_words = grown(self.bitset_words, z[EB.SIZE_NEED_WORDS])
+        self.unc_sorted = grown(self.unc_sorted, z[EB.SIZE_NEED_UNC])
+        self._publish()
+
+    def set_exact(self, ex_key: np.ndarray, ex_entry: np.ndarray) -> None:
+        """The sorted (state << 32 | count) -> entry table of counts near a bound."""
+        self.ex_key, self.ex_entry = ex_key, ex_entry
+        self._publish()
+
+    @property
+    def n_entries(self) -> int:
+        return int(self.sizes[EB.SIZE_ENTRIES])
+
+    @property
+    def arrays(self) -> MaskCacheArrays:
+        """The filled part of every array (for readers outside the kernels)."""
+        z, n = self.sizes, self.n_entries
+        a = self.kernel_arrays
+        return a._replace(entry_state=a.entry_state[:n], entry_kind=a.entry_kind[:n], list_indptr=a.list_indptr[:n + 1],
+                          list_ids=a.list_ids[:z[EB.SIZE_LIST]], bitset_offset=a.bitset_offset[:n],
+                          bitset_words=a.bitset_words[:z[EB.SIZE_WORDS]], unc_indptr=a.unc_indptr[:n + 1],
+                          unc_sorted=a.unc_sorted[:z[EB.SIZE_UNC]], counts=a.counts[:n])
+
+    def stats(self, build_seconds: float) -> "CacheStats":
+        z = self.sizes
+        return CacheStats(self.n_entries, int(z[EB.SIZE_TOKENS]), int(z[EB.SIZE_TOKENS + 1]),
+                          int(z[EB.SIZE_TOKENS + 2]), tuple(int(k) for k in z[EB.SIZE_KINDS:EB.SIZE_KINDS + 3]),
+                          build_seconds, self.memory_size_bytes)
+
+    @property
+    def memory_size_bytes(self) -> int:
+        """Bytes of the filled arrays (every array of `MaskCacheArrays`)."""
+        return int(sum(a.nbytes for a in self.arrays))
 
 
-def arrays_layout(arrays: MaskCacheArrays) -> tuple:
-    """What a bound kernel entry's types depend on: each array's dtype, rank and layout."""
-    return tuple((a.dtype, a.ndim, a.flags.c_contiguous, a.flags.writeable) for a in arrays)
+fixed_layout(MaskCacheArrays)

@@ -93,7 +93,7 @@ class JitEntries:
     @property
     def unbuilt_entries(self) -> int:
         """Entries not built yet (JIT); 0 once every class has one."""
-        return self._unbuilt
+        return int(np.count_nonzero(self._state_entry[self._class_rep] == UNBUILT))
 
     def ensure_entries(self, states: np.ndarray, counts: Optional[np.ndarray] = None) -> int:
         """Build the entries that items in `states` (with `counts`, for counted repetitions)

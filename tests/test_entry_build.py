@@ -1,0 +1,143 @@
+"""Whole entries built by one kernel call (xg2ref/kernels/entry_build.py): the storage rule of
+XGrammar §3.1, arrays grown on demand, batches resumed after every kind of stop, and the fill
+kernel building the entries it misses itself."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import xg2ref as xgr
+from xg2ref.kernels import earley as K
+from xg2ref.kernels import entry_build as EB
+from xg2ref.mask.entries import KIND_ACCEPTED, KIND_BITSET, KIND_REJECTED, EntryStore
+
+
+def _stored(store: EntryStore, e: int, sorted_ids: np.ndarray, vocab_size: int) -> tuple:
+    """(kind, accepted ids, uncertain sorted indices) of entry e, read back from the arrays."""
+    a = store.arrays
+    listed = set(a.list_ids[a.list_indptr[e]:a.list_indptr[e + 1]].tolist())
+    unc = a.unc_sorted[a.unc_indptr[e]:a.unc_indptr[e + 1]].tolist()
+    kind = int(a.entry_kind[e])
+    if kind == KIND_ACCEPTED:
+        acc = listed
+    elif kind == KIND_REJECTED:
+        acc = set(sorted_ids.tolist()) - listed - {int(sorted_ids[j]) for j in unc}
+    else:
+        words = a.bitset_words[a.bitset_offset[e]:a.bitset_offset[e] + (vocab_size + 31) // 32]
+        acc = set(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little")).tolist())
+    return kind, acc, unc
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.lists(st.tuples(st.integers(0, 299), st.sampled_from("aur")), max_size=400),
+       st.integers(0, 2 ** 31 - 1))
+def test_store_entry_keeps_the_smallest_form_and_reads_back(n, marks, seed):
+    rng = np.random.default_rng(seed)
+    vocab_size = n + int(rng.integers(0, 40))
+    sorted_ids = rng.permutation(vocab_size)[:n].astype(np.int32)  # the regular ids, in "byte order"
+    cls = {}
+    for j, c in marks:
+        if j < n:
+            cls[j] = c
+    acc = np.array(sorted(j for j, c in cls.items() if c == "a"), dtype=np.int32)
+    unc = np.array(sorted(j for j, c in cls.items() if c == "u"), dtype=np.int32)
+    regular = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
+    xgr.mask.pack_ids(sorted_ids, regular)
+    store = EntryStore(4, regular, 8)
+    members = np.array([1, 3], dtype=np.int32)
+    stored = []
+    for k in range(40):  # past every initial capacity: the arrays grow on NEED_STORE
+        while (e := EB.store_entry(store.kernel_arrays, acc, unc, sorted_ids, members, np.int64(1))) < 0:
+            assert e == -EB.NEED_STORE
+            store.grow()
+        stored.append(e)
+    assert stored == list(range(40))
+    n_acc, n_unc = len(acc), len(unc)
+    n_rej = n - n_acc - n_unc
+    words = len(regular)
+    sizes = [n_acc, n_rej, words]
+    for e in (0, 17, 39):
+        kind, got_acc, got_unc = _stored(store, e, sorted_ids, vocab_size)
+        assert kind == int(np.argmin(sizes))  # the first of the smallest (XGrammar §3.1)
+        assert got_acc == {int(sorted_ids[j]) for j in acc}
+        assert got_unc == unc.tolist()
+    assert store.arrays.state_entry[1] == store.arrays.state_entry[3] == 39  # published, the last one
+    assert store.stats(0.0).entries == 40
+    assert store.sizes[EB.SIZE_BYTES] == 40 * (4 * (sizes[kind] if kind != KIND_BITSET else words) + 4 * n_unc
+                                               + EB.ENTRY_OVERHEAD)
+
+
+def _masks(compiler, schema: str, text: bytes) -> list:
+    matcher = xgr.GrammarMatcher(compiler.compile_json_schema(schema))
+    out = [matcher.compute_bool_mask()]
+    for b in text:
+        assert matcher.accept_string(bytes([b]))
+        out.append(matcher.compute_bool_mask())
+    return out
+
+
+SCHEMA = '{"type": "object", "properties": {"n": {"type": "number"}, "s": {"type": "string"}}, "required": ["n"]}'
+TEXT = b'{"n": -1.5e3, "s": "ab\\"c"}'
+
+
+@pytest.fixture(scope="module")
+def small_info():
+    vocab = ['{', '}', '"', ':', ',', ' ', 'n', 's', '"n', '"s', '":', '-', '1', '.', '5', 'e', '3', '15', 'a', 'b',
+             'c', '\\', '\\"', 'ab', '"}', '",', ', "', '{"', ' -', 'e3', '1.5']
+    return xgr.TokenizerInfo(vocab)
+
+
+def test_the_fill_kernel_builds_missing_entries_itself(small_info, monkeypatch):
+    eager = _masks(xgr.GrammarCompiler(small_info, jit=False, cache_enabled=False), SCHEMA, TEXT)
+    compiler = xgr.GrammarCompiler(small_info, jit=True, cache_enabled=True, cross_grammar_cache=False)
+    compiled = compiler.compile_json_schema(SCHEMA)
+    assert compiled.mask_cache.unbuilt_entries > 0
+
+    def python_build(*_):
+        raise AssertionError("a plain entry was built from Python")
+
+    monkeypatch.setattr(type(compiled.mask_cache), "ensure_entries", python_build)
+    got = _masks(compiler, SCHEMA, TEXT)  # the same schema: the compiled grammar from the compiler's cache
+    assert len(got) == len(eager) and all(np.array_equal(a, b) for a, b in zip(got, eager))
+    assert compiled.mask_cache.stats.entries > 0
+
+
+def test_batches_resume_after_every_kind_of_stop(small_info):
+    """Charts, pure-state table and entry arrays all start too small: every NEED_* comes back to
+    Python, is grown, and the batch goes on where it stopped, with the same masks."""
+    want = _masks(xgr.GrammarCompiler(small_info, jit=False, cache_enabled=False), SCHEMA, TEXT)
+    for jit in (False, True):
+        compiler = xgr.GrammarCompiler(small_info, jit=jit, cache_enabled=False)
+        compiled = compiler.compile_json_schema(SCHEMA)
+        cache = compiled.mask_cache
+        clf = cache.classifier
+        clf.chart = K.new_chart(2, 2, 2)
+        clf.ctx_chart = K.new_chart(2, 2, 2)
+        cache._builder = None
+        matcher = xgr.GrammarMatcher(compiled)
+        got = [matcher.compute_bool_mask()]
+        for b in TEXT:
+            assert matcher.accept_string(bytes([b]))
+            got.append(matcher.compute_bool_mask())
+        assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
+        assert len(clf.chart.item_state) > 2 or not jit  # grown when built after the small charts
+
+
+def test_a_compile_time_batch_grows_from_the_smallest_arrays(small_info, monkeypatch):
+    """The pure-state table and the entry arrays start empty; a whole grammar's batch grows them."""
+    import xg2ref.mask.entries as E
+
+    real = E.EntryStore.__init__
+
+    def tiny(self, *args):
+        real(self, *args)
+        for name in ("list_ids", "unc_sorted"):
+            setattr(self, name, np.zeros(0, dtype=np.int32))
+        self._publish()
+
+    monkeypatch.setattr(E.EntryStore, "__init__", tiny)
+    got = _masks(xgr.GrammarCompiler(small_info, jit=False, cache_enabled=False), SCHEMA, TEXT)
+    monkeypatch.undo()
+    want = _masks(xgr.GrammarCompiler(small_info, jit=False, cache_enabled=False), SCHEMA, TEXT)
+    assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
