@@ -2,6 +2,8 @@
 XGrammar §3.1, arrays grown on demand, batches resumed after every kind of stop, and the fill
 kernel building the entries it misses itself."""
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -114,7 +116,6 @@ def test_batches_resume_after_every_kind_of_stop(small_info):
         clf = cache.classifier
         clf.chart = K.new_chart(2, 2, 2)
         clf.ctx_chart = K.new_chart(2, 2, 2)
-        cache._builder = None
         matcher = xgr.GrammarMatcher(compiled)
         got = [matcher.compute_bool_mask()]
         for b in TEXT:
@@ -141,3 +142,24 @@ def test_a_compile_time_batch_grows_from_the_smallest_arrays(small_info, monkeyp
     monkeypatch.undo()
     want = _masks(xgr.GrammarCompiler(small_info, jit=False, cache_enabled=False), SCHEMA, TEXT)
     assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
+
+
+def test_kernel_builds_after_python_builds_see_the_grown_tables():
+    """An unordered rule's entries are classified from Python, which grows the pure-state table
+    and the charts; the fill kernel's later builds must read the grown ones (a stale table was
+    read out of bounds: IndexError under NUMBA_DISABLE_JIT=1, a wrong mask or worse compiled)."""
+    vocab = [b'{"', b'"', b"a", b"b", b"c", b"d", b"z", b'": ', b":", b", ", b",", b" ", b"1", b"12", b"null",
+             b'"x"', b"}", b'"}', b"1}", b"</s>"]
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=[len(vocab) - 1])
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+              "required": ["a", "b"], "additionalProperties": {"type": "null"}}
+    grammar = xgr.Grammar.from_json_schema(json.dumps(schema), any_order=True, any_whitespace=True)
+    masks = []
+    for jit in (False, True):
+        compiled = xgr.GrammarCompiler(info, jit=jit, cache_enabled=False).compile_grammar(grammar)
+        matcher = xgr.GrammarMatcher(compiled)
+        masks.append([matcher.compute_bool_mask()])
+        for token in (0, 12, 16, 0, 8, 14, 9, 1, 0, 8):  # {"1}{":null, "{": (a walk that once read out of bounds)
+            assert matcher.accept_token(token)
+            masks[-1].append(matcher.compute_bool_mask())
+    assert all(np.array_equal(a, b) for a, b in zip(*masks))

@@ -140,7 +140,7 @@ def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, r
     view = None
     if pool is not None:
         pool.note_rules(hashes)
-        view = pool.view(fsms, hashes, lookahead)
+        view = pool.view(fsms, hashes, lookahead, len(tokenizer_info.vocab_arrays().sorted_ids))
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
                                    lookahead=lookahead, follow=follow, jit=jit, pool=view,
                                    eager_entries=eager_entries, first_rows=first, classes=classes,

@@ -48,12 +48,12 @@ from .context_expansion import (FOLLOW_MAY, FOLLOW_NEVER, FOLLOW_UNKNOWN, SEED_S
                                 context_allows, copies_completed, every_parent_reads, start_rule_may_end)
 from .earley import EMPTY, META_N_SETS, OK, advance_byte
 from .pure_walk import dfa_walk, filter_walk
-from .trie_walk import NO_FAIL, next_after_rejected, reuse_sets, shared_with_previous, under_rejected_prefix
+from .trie_walk import (NO_FAIL, common_prefix, next_after_rejected, reuse_sets, shared_with_previous,
+                        under_rejected_prefix)
 
 REJECTED = 0
 ACCEPTED = 1
 UNCERTAIN = 2
-TODO = -1  # a token still to classify (`only_marked`)
 
 # What a token's class owes to the rule's own machine and lookahead (`record`):
 D_REJECTED = 0  # dies inside A, which cannot end before: rejected in every context
@@ -82,11 +82,13 @@ class ClassifyScratch(NamedTuple):
 class ClassifyOutputs(NamedTuple):
     """What `classify_tokens` writes (n sorted tokens).
 
-    out : int8[n]               REJECTED / ACCEPTED / UNCERTAIN (TODO: still to classify)
+    out : int8[n]               REJECTED / ACCEPTED / UNCERTAIN
     acc_idx, unc_idx : int32[n]  the accepted and the uncertain sorted indices, in order,
                                 acc_idx[:n_list[N_ACCEPTED]] and unc_idx[:n_list[N_UNCERTAIN]]
-    n_list : int64[2]
-    detail : int8[n or 1]       D_* per token (`record`)
+    n_list : int64[N_LISTS]     the lengths of the five lists
+    rec_acc0 : int32[n or 1]    `record`: the tokens with D_ACCEPTED, in order
+    rec_ends : int32[n or 1]    `record`: the tokens with D_ENDS_LOOKAHEAD_REJECTS or D_ENDS
+    rec_pass : int32[n or 1]    `record`: the tokens with D_ENDS
     loops : int32[n or 1]       fewest copies completed (`track`)
     exits : int8[n or 1]        the counted rule may also end inside the token (`track`)
     """
@@ -95,25 +97,33 @@ class ClassifyOutputs(NamedTuple):
     acc_idx: np.ndarray
     unc_idx: np.ndarray
     n_list: np.ndarray
-    detail: np.ndarray
+    rec_acc0: np.ndarray
+    rec_ends: np.ndarray
+    rec_pass: np.ndarray
     loops: np.ndarray
     exits: np.ndarray
 
 
 class ClassifyTask(NamedTuple):
-    """One `classify_tokens` call: the FSM state, the sorted token to start from, and the
-    modes (`only_marked`, `record`, `track`: see `classify_tokens`)."""
+    """One `classify_tokens` call: the FSM state, the sorted token to start from, the modes
+    (`only_marked`, `record`, `track`: see `classify_tokens`) and, with `only_marked`, the
+    sorted indices to classify (int32, ascending)."""
 
     state: int
     j_start: int
     only_marked: bool
     record: bool
     track: bool
+    marked: np.ndarray
 
 
 # n_list slots
 N_ACCEPTED = 0
 N_UNCERTAIN = 1
+N_ACC0 = 2
+N_ENDS = 3
+N_PASS = 4
+N_LISTS = 5
 # `which` chart a NEED_* status of `classify_tokens` is about
 CHART_MAIN = 0
 CHART_CONTEXT = 1
@@ -122,29 +132,29 @@ FAR = 1 << 30
 
 
 @njit(cache=True, _nrt=False)
-def split_detail(detail, accepted, ends, passes):
-    """One pass over `detail` (D_* per sorted token, a pool MISS's record): the sorted indices
-    with D_ACCEPTED into `accepted`, with D_ENDS_LOOKAHEAD_REJECTS or D_ENDS into `ends`, with
-    D_ENDS into `passes` (each as long as `detail`). Returns the three lengths."""
-    na = 0
-    ne = 0
-    npass = 0
-    for j in range(detail.shape[0]):
-        d = detail[j]
-        if d == D_ACCEPTED:
-            accepted[na] = j
-            na += 1
-        elif d >= D_ENDS_LOOKAHEAD_REJECTS:
-            ends[ne] = j
-            ne += 1
-            if d == D_ENDS:
-                passes[npass] = j
-                npass += 1
-    return na, ne, npass
+def _record(outs, j, d):
+    """`record`: note that sorted token j owes D_* code d to A's machine and lookahead."""
+    n_list = outs.n_list
+    if d == D_ACCEPTED:
+        outs.rec_acc0[n_list[N_ACC0]] = j
+        n_list[N_ACC0] += 1
+    elif d >= D_ENDS_LOOKAHEAD_REJECTS:
+        outs.rec_ends[n_list[N_ENDS]] = j
+        n_list[N_ENDS] += 1
+        if d == D_ENDS:
+            outs.rec_pass[n_list[N_PASS]] = j
+            n_list[N_PASS] += 1
 
 
 @njit(cache=True, _nrt=False)
-def _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail):
+def _forget_from(listed, n_list, slot, j_start):
+    """A resumed call lists again what it classifies again: drop the tokens >= j_start."""
+    while n_list[slot] > 0 and listed[n_list[slot] - 1] >= j_start:
+        n_list[slot] -= 1
+
+
+@njit(cache=True, _nrt=False)
+def _reject(outs, subtree_end, j, length, fail_len, only_marked, record, fail_detail):
     """Mark sorted token j rejected; when token j is itself the rejected prefix (its length
     is fail_len), the whole trie subtree under it too (`only_marked`: the marked ones among
     them are met one by one), recording `fail_detail` for them when it is not D_REJECTED (the
@@ -152,21 +162,21 @@ def _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_det
     The subtree's tokens are not written: `out` holds REJECTED (0) where nothing was written
     (`classify_tokens`), and a loop over them would cost one write per token of the vocabulary
     for a state that rejects most first bytes."""
-    out[j] = REJECTED
+    outs.out[j] = REJECTED
     if only_marked:
         return j + 1
     nxt = next_after_rejected(subtree_end, j, length, fail_len)
-    if fail_detail != D_REJECTED:
+    if record and fail_detail != D_REJECTED:
         for q in range(j + 1, nxt):
-            detail[q] = fail_detail
+            _record(outs, q, fail_detail)
     return nxt
 
 
 @njit(cache=True, _nrt=False)
 def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, outs, task):
     """outs.out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state
-    `task.state`. `out` must hold REJECTED (0) on the first call (TODO marks aside, with
-    `only_marked`): the tokens of a rejected trie subtree keep it unwritten (`_reject`).
+    `task.state`. `out` must hold REJECTED (0) on the first call: the tokens of a rejected
+    trie subtree keep it unwritten (`_reject`).
 
     `trie` is a TrieArrays, `context` a ContextArrays (its `follow1` is filled in as a side
     effect and kept across states), `pure` the PureTable, `la` the lookahead filters
@@ -177,10 +187,10 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
     `chart` must hold the sets of `init_chart_at_state(state)` on the first call (j_start == 0).
 
     For the cross-grammar cache (xg2ref/mask/cross_grammar.py): with `only_marked`, only the
-    tokens with out[j] == TODO are classified (the others keep their class); with `record`,
-    detail[j] receives the part of the class that depends on A's machine and lookahead alone
-    (D_* codes; `detail` must be zero where it is not written) and no trie subtree is skipped
-    on a decision that depended on more.
+    tokens of `task.marked` are classified (the walk jumps from one to the next; the others
+    stay rejected and unlisted); with `record`, the part of each token's class that depends
+    on A's machine and lookahead alone (its D_* code) is listed in rec_acc0, rec_ends and
+    rec_pass (`_record`), and no trie subtree is skipped on a decision that depended on more.
 
     For a counted repetition's state (xg2ref/grammar/repetition.py) with `track` (and
     `loops`, `exits` as long as the vocabulary): loops[j] = the fewest copies a token read inside
@@ -212,14 +222,15 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
     acc_idx = outs.acc_idx
     unc_idx = outs.unc_idx
     n_list = outs.n_list
-    detail = outs.detail
+    marked = task.marked
     loops = outs.loops
     exits = outs.exits
-    # a resumed call lists again what it classifies again
-    while n_list[N_ACCEPTED] > 0 and acc_idx[n_list[N_ACCEPTED] - 1] >= j_start:
-        n_list[N_ACCEPTED] -= 1
-    while n_list[N_UNCERTAIN] > 0 and unc_idx[n_list[N_UNCERTAIN] - 1] >= j_start:
-        n_list[N_UNCERTAIN] -= 1
+    _forget_from(acc_idx, n_list, N_ACCEPTED, j_start)
+    _forget_from(unc_idx, n_list, N_UNCERTAIN, j_start)
+    if record:
+        _forget_from(outs.rec_acc0, n_list, N_ACC0, j_start)
+        _forget_from(outs.rec_ends, n_list, N_ENDS, j_start)
+        _forget_from(outs.rec_pass, n_list, N_PASS, j_start)
     rule = fsm.state_rule[state]
     n0 = SEED_SETS
     n = sorted_ids.shape[0]
@@ -239,23 +250,31 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
     path[0] = state
     path_valid = 0  # path[:path_valid + 1] holds the states of the last token walked
     j = j_start
-    run_lcp = FAR  # common prefix with the last token parsed, across tokens not classified
+    m = 0  # with `only_marked`: marked[m] is the next token to classify
+    prev_begin = -1  # the last token classified in this call (-1: none yet)
+    prev_len = 0
     while j < n:
-        if only_marked and out[j] != TODO:
-            run_lcp = sorted_lcp[j] if sorted_lcp[j] < run_lcp else run_lcp
-            j += 1
-            continue
+        jumped = False
+        if only_marked:
+            while m < marked.shape[0] and marked[m] < j:
+                m += 1
+            if m == marked.shape[0]:
+                break
+            jumped = marked[m] != j
+            j = marked[m]
         tid = sorted_ids[j]
-        lcp = shared_with_previous(sorted_lcp, j, j_start)
-        lcp = run_lcp if run_lcp < lcp else lcp
-        run_lcp = FAR
         begin = token_offsets[tid]
         length = token_offsets[tid + 1] - begin
+        lcp = shared_with_previous(sorted_lcp, j, j_start)
+        if jumped:  # the lcp table holds neighbours only: compare with the last token classified
+            lcp = common_prefix(token_bytes, begin, length, prev_begin, prev_len) if prev_begin >= 0 else 0
+        prev_begin = begin
+        prev_len = length
         if fail_class == REJECTED and under_rejected_prefix(lcp, fail_len):
             # the whole trie subtree under the rejected prefix: jump when the prefix is a token
-            if fail_detail != D_REJECTED:
-                detail[j] = fail_detail
-            j = _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail)
+            if record and fail_detail != D_REJECTED:
+                _record(outs, j, fail_detail)
+            j = _reject(outs, subtree_end, j, length, fail_len, only_marked, record, fail_detail)
             continue
         if pure_row[state] >= 0:
             # PURE WALK: from a pure state the Earley sets are single items, so the parse is a
@@ -270,7 +289,7 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
                 fail_len = walked + 1
                 fail_class = REJECTED
                 fail_detail = D_REJECTED
-                j = _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail)
+                j = _reject(outs, subtree_end, j, length, fail_len, only_marked, record, fail_detail)
                 continue
             inside = walked == length
         else:
@@ -282,7 +301,7 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
         if inside:
             out[j] = ACCEPTED
             if record:
-                detail[j] = D_ACCEPTED
+                _record(outs, j, D_ACCEPTED)
             if track:  # a walk that stays in pure states or loops on s completes no copy
                 loops[j] = 0
                 exits[j] = 0
@@ -313,7 +332,7 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
         if reached == length:
             out[j] = ACCEPTED
             if record:
-                detail[j] = D_ACCEPTED
+                _record(outs, j, D_ACCEPTED)
             if track:
                 loops[j] = copies_completed(fsm, chart, rule)
                 exits[j] = 0
@@ -391,7 +410,7 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
                 if comp[d] == 1 and d < length:
                     # A may end inside t: what follows decides, so the class is not A's alone; the
                     # same holds for every token under the rejected prefix (A ends at the same d)
-                    detail[j] = D_ENDS if agrees else D_ENDS_LOOKAHEAD_REJECTS
+                    _record(outs, j, D_ENDS if agrees else D_ENDS_LOOKAHEAD_REJECTS)
                     fail_detail = D_ENDS
                     break
         out[j] = cls
@@ -401,7 +420,7 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
         elif cls == UNCERTAIN:
             unc_idx[n_list[N_UNCERTAIN]] = j
             n_list[N_UNCERTAIN] += 1
-        j = _reject(out, subtree_end, j, length, fail_len, only_marked, detail, fail_detail) if cls == REJECTED \
+        j = _reject(outs, subtree_end, j, length, fail_len, only_marked, record, fail_detail) if cls == REJECTED \
             else j + 1
     chart.meta[META_N_SETS] = n0
     return OK, n, CHART_MAIN

@@ -34,6 +34,8 @@ from numba import njit
 
 from .classify import CHART_MAIN, N_ACCEPTED, N_UNCERTAIN, ClassifyTask, classify_tokens
 from .context_expansion import init_chart_at_state
+from .cross_grammar import (NEED_RECORD, POOL_NONE, POOL_PARTIAL, POOL_PERFECT, PoolHits, PoolRecords, merge_acc0,
+                            record_build, records_lists)
 from .earley import META_N_SETS, OK
 from .mask_fill import (KIND_ACCEPTED, KIND_BITSET, KIND_REJECTED, MISSING_ENTRIES, NEED_ENTRY, UNBUILT,
                         check_and_finish, gather_cached_mask, item_entry)
@@ -70,7 +72,8 @@ Q_WHICH = 5   # and the chart it is about (classify.CHART_MAIN / CHART_CONTEXT)
 N_QUEUE = 6
 PHASE_SEED = 0
 PHASE_CLASSIFY = 1
-PHASE_STORE = 2
+PHASE_RECORD = 2
+PHASE_STORE = 3
 
 # PureBuild.done per rule, and its `rows` slots
 PURE_NONE = 0
@@ -86,19 +89,22 @@ class EntryClasses(NamedTuple):
 
     class_rep : int32[C]       the first state of each class (the one classified)
     class_seed : int64[C]      the seed item's count for the class's FREE-zone entry
-    class_plain : bool[C]      built by `build_entries` (no pool, not an unordered rule, not a
-                               counted repetition whose other zones derive from a record)
+    in_kernel : bool[C]        built by `build_entries` (not an unordered rule, not a counted
+                               repetition whose other zones derive from a record)
     members_ptr : int64[C + 1]  the states of class c: members_flat[members_ptr[c]:...]
     members_flat : int32[...]
     state_class : int64[S]     the class of each scannable state, -1 for the others
+    hits : PoolHits            each class's resolved lookup in the cross-grammar cache
+                               (kernels/cross_grammar.py; POOL_NONE everywhere without one)
     """
 
     class_rep: np.ndarray
     class_seed: np.ndarray
-    class_plain: np.ndarray
+    in_kernel: np.ndarray
     members_ptr: np.ndarray
     members_flat: np.ndarray
     state_class: np.ndarray
+    hits: PoolHits
 
 
 class PureBuild(NamedTuple):
@@ -130,12 +136,15 @@ class EntryInputs(NamedTuple):
 
 class EntryWork(NamedTuple):
     """The builder's own arrays: scratch (ClassifyScratch), outs (ClassifyOutputs), pure
-    (PureBuild), queue (int64[N_QUEUE], the batch in progress)."""
+    (PureBuild), queue (int64[N_QUEUE], the batch in progress), merged (int32[n]: a pool hit's
+    accepted tokens), records (PoolRecords: what the pool is owed)."""
 
     scratch: tuple
     outs: tuple
     pure: PureBuild
     queue: np.ndarray
+    merged: np.ndarray
+    records: PoolRecords
 
 
 @njit(cache=True, _nrt=False)
@@ -251,8 +260,7 @@ def clear_outputs(outs):
         outs.out[outs.acc_idx[q]] = 0
     for q in range(n_list[N_UNCERTAIN]):
         outs.out[outs.unc_idx[q]] = 0
-    n_list[N_ACCEPTED] = 0
-    n_list[N_UNCERTAIN] = 0
+    n_list[:] = 0
 
 
 @njit(cache=True, _nrt=False)
@@ -262,14 +270,22 @@ def build_entries(fsm, chart, ctx_chart, inputs, work, cache, classes, jobs):
     stopped. `inputs` an EntryInputs, `work` an EntryWork, `cache` a MaskCacheArrays,
     `classes` an EntryClasses.
 
+    A class with a resolved lookup in the cross-grammar cache (classes.hits) is built as
+    kernels/cross_grammar.py says: a hit classifies its candidates only and adds acc0, a miss
+    or a partial hit records what the pool is owed (PHASE_RECORD).
+
     Returns (status, which): OK when the batch is done; a chart's NEED_* (`which` says which
-    chart), NEED_PURE or NEED_STORE when the caller must grow something and call again.
+    chart), NEED_PURE, NEED_RECORD or NEED_STORE when the caller must grow something and call
+    again.
     """
+    hits = classes.hits
     q = work.queue
     outs = work.outs
     while q[Q_NEXT] < q[Q_END]:
         c = jobs[q[Q_NEXT]]
         state = np.int64(classes.class_rep[c])
+        mode = hits.mode[c]
+        hit = mode == POOL_PARTIAL or mode == POOL_PERFECT
         if q[Q_PHASE] == PHASE_SEED:
             if cache.state_entry[state] != UNBUILT:  # built already (a class named twice)
                 q[Q_NEXT] += 1
@@ -284,18 +300,25 @@ def build_entries(fsm, chart, ctx_chart, inputs, work, cache, classes, jobs):
             q[Q_TOKEN] = 0
             q[Q_PHASE] = PHASE_CLASSIFY
         if q[Q_PHASE] == PHASE_CLASSIFY:
+            marked = hits.marked[hits.marked_ptr[c]:hits.marked_ptr[c + 1]] if hit else hits.marked[:0]
+            task = ClassifyTask(state, q[Q_TOKEN], hit, records_lists(mode), False, marked)
             status, j, which = classify_tokens(fsm, chart, ctx_chart, inputs.trie, inputs.context, inputs.pure,
-                                               inputs.la, work.scratch, outs,
-                                               ClassifyTask(state, q[Q_TOKEN], False, False, False))
+                                               inputs.la, work.scratch, outs, task)
             if status != OK:
                 q[Q_TOKEN] = j
                 if j == 0 and which == CHART_MAIN:  # it restarts from the state's own sets
                     q[Q_PHASE] = PHASE_SEED
                 return status, which
+            q[Q_PHASE] = PHASE_STORE if mode == POOL_NONE else PHASE_RECORD
+        if q[Q_PHASE] == PHASE_RECORD:
+            if not record_build(work.records, c, mode, outs):
+                return NEED_RECORD, CHART_MAIN
             q[Q_PHASE] = PHASE_STORE
+        accepted = outs.acc_idx[:outs.n_list[N_ACCEPTED]]
+        if hit:  # acc0 (read inside the rule, from the pool) and what this grammar's context accepted
+            accepted = work.merged[:merge_acc0(hits, c, accepted, work.merged)]
         members = classes.members_flat[classes.members_ptr[c]:classes.members_ptr[c + 1]]
-        e = store_entry(cache, outs.acc_idx[:outs.n_list[N_ACCEPTED]], outs.unc_idx[:outs.n_list[N_UNCERTAIN]],
-                        inputs.sorted_ids, members, state)
+        e = store_entry(cache, accepted, outs.unc_idx[:outs.n_list[N_UNCERTAIN]], inputs.sorted_ids, members, state)
         if e < 0:
             return -e, CHART_MAIN
         clear_outputs(outs)
@@ -321,7 +344,7 @@ class EntryBuilder(NamedTuple):
 def queue_missing(fsm, chart, cache, classes, jobs, queue):
     """Queue, as a new batch, the classes of the current set's items whose FREE entry is not
     built. Returns False (nothing queued) when some item needs an entry `build_entries` does
-    not make: a class that is not plain, or a counted repetition's other zone."""
+    not make: a class not `in_kernel`, or a counted repetition's other zone."""
     k = chart.meta[META_N_SETS] - 1
     n = 0
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
@@ -329,7 +352,7 @@ def queue_missing(fsm, chart, cache, classes, jobs, queue):
         e = cache.state_entry[s]
         if e == UNBUILT:
             c = classes.state_class[s]
-            if not classes.class_plain[c]:
+            if not classes.in_kernel[c]:
                 return False
             known = False
             for i in range(n):
@@ -350,7 +373,7 @@ def queue_missing(fsm, chart, cache, classes, jobs, queue):
 def fill_mask_building(fsm, chart, cache, vocab, scratch, not_regular, stop_ids, words, builder):
     """`mask_fill.fill_mask` that builds the entries it misses itself (JIT, XGrammar-2 §3.5):
 
-        an item's entry is UNBUILT and its class is plain   |-  build_entries, then fill
+        an item's entry is UNBUILT, its class in_kernel      |-  build_entries, then fill
         an item needs another kind of entry                  |-  NEED_ENTRY (the caller builds)
 
     Returns (status, j, n_cand, full) as `fill_mask`; NEED_BUILD when the batch stopped for

@@ -49,6 +49,7 @@ from ..earley import EarleyParser
 from ..exceptions import GrammarLimitError
 from ..fsm.build import FSMArrays
 from ..kernels import earley as K
+from ..kernels import cross_grammar as KX
 from ..kernels import entry_build as EB
 from ..kernels import mask_fill as MF
 from ..lookahead import LookaheadArrays
@@ -120,22 +121,23 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         self._exact: dict = {}  # state << 32 | count -> entry
         self._shallow = shallow_counted_rules(fsm)
         self._records: dict = {}  # class -> (loops, exits, FREE classes): entries near a bound derived
-        self._classifier = Classifier(fsm, vocab, lookahead, follow)
+        self._classifier = Classifier(fsm, vocab, lookahead, follow, records=pool is not None)
         self._pool = pool  # a cross_grammar.PoolView, or None
         self._first = first_rows  # FIRST(r) as bool[R, 256], for cost estimates (lookahead.first_bytes)
         self._state_class = np.full(len(fsm.state_rule), -1, dtype=np.int64)  # class of each state
         self._state_class[scannable] = member_class
-        # plain classes are built whole by kernels/entry_build.py, the fill kernel included
-        plain = ~(self._class_unordered | (self._class_counted & self._shallow[fsm.state_rule[self._class_rep]]))
-        plain &= pool is None
+        # most classes are built whole by kernels/entry_build.py, the fill kernel included; the
+        # cross-grammar cache is looked up for them once, now (kernels/cross_grammar.py)
+        in_kernel = ~(self._class_unordered | (self._class_counted & self._shallow[fsm.state_rule[self._class_rep]]))
         seed = np.where(self._class_counted, K.FREE_BASE, 0).astype(np.int64)
-        self._classes = EB.EntryClasses(self._class_rep, seed, plain, self._members_ptr.astype(np.int64),
-                                        self._members_flat, self._state_class)
+        hits = pool.resolve(self._class_rep, seed, in_kernel) if pool is not None else _no_hits(n_classes)
+        self._classes = EB.EntryClasses(self._class_rep, seed, in_kernel, self._members_ptr.astype(np.int64),
+                                        self._members_flat, self._state_class, hits)
         self._jobs = np.zeros(max(n_classes, 1), dtype=np.int64)
         self._fill_scratch = MF.FillScratch(np.zeros(1, dtype=np.int64), np.zeros(self._words, dtype=np.int32),
                                             np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32))
         self._kernels: dict = {}  # bound entries (util.bound_kernel), by kernel
-        self._builder = None
+        self._owing = False  # records of kernel builds wait in the pool's `owed` list
         self.build_seconds = time.perf_counter() - start  # grows with every entry built
         if not jit:
             self._build(range(n_classes), progress)
@@ -157,13 +159,14 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         the others one by one."""
         start = time.perf_counter()
         classes = list(classes)
-        plain = [c for c in classes if not isinstance(c, tuple) and self._classes.class_plain[c]]
-        if plain:
-            self._run_batch(np.asarray(plain, dtype=np.int64))
+        batch = [c for c in classes if not isinstance(c, tuple) and self._classes.in_kernel[c]]
+        if batch:
+            self._run_batch(np.asarray(batch, dtype=np.int64))
+            self._take_records()
             if progress is not None:
-                progress(len(plain), len(classes))
-        done = len(plain)
-        others = [c for c in classes if isinstance(c, tuple) or not self._classes.class_plain[c]]
+                progress(len(batch), len(classes))
+        done = len(batch)
+        others = [c for c in classes if isinstance(c, tuple) or not self._classes.in_kernel[c]]
         while others:
             job = others.pop(0)
             done += 1
@@ -205,8 +208,8 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         self.build_seconds += time.perf_counter() - start
 
     def _run_batch(self, jobs: np.ndarray) -> None:
-        """Build the FREE entries of the plain classes `jobs` in `build_entries` calls, growing
-        what the kernel asks for."""
+        """Build the FREE entries of the in-kernel classes `jobs` in `build_entries` calls,
+        growing what the kernel asks for."""
         clf = self._classifier
         q = clf.work.queue
         self._jobs[:len(jobs)] = jobs
@@ -219,6 +222,12 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
                 break
             self._grow(status, which)
         self._check_bytes()
+
+    def _take_records(self) -> None:
+        """Move what kernel builds owe the cross-grammar cache into it (kernels/cross_grammar.py)."""
+        self._owing = False
+        if self._pool is not None and self._classifier.work.records.sizes[0]:
+            self._pool.take(self._classifier.work.records, self._class_rep, self._members)
 
     def _store_entry(self, acc: np.ndarray, unc: np.ndarray, members: np.ndarray, state: int) -> int:
         """Store an entry classified from Python (kernels/entry_build.py `store_entry`)."""
@@ -242,7 +251,6 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
             self._ensure_scratch()
         else:
             self._classifier.grow(status, which)
-        self._builder = None
 
     def _ensure_scratch(self) -> None:
         """The fill's scratch sized for the entries built so far: a mark per entry (the
@@ -314,13 +322,12 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         """`fill_mask_building` until it has built what the current set needs and filled the mask
         (plain entries in the kernel, the others here); returns its (status, j, n_cand, full)."""
         start = time.perf_counter()
+        clf = self._classifier
         while True:
-            if self._builder is None:
-                clf = self._classifier
-                self._builder = EB.EntryBuilder(clf.chart, clf.ctx_chart, clf.inputs, clf.work, self._classes,
-                                                self._jobs)
+            # (made anew each time: growing, from here or from Classifier.classify, replaces arrays)
+            builder = EB.EntryBuilder(clf.chart, clf.ctx_chart, clf.inputs, clf.work, self._classes, self._jobs)
             args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, self._fill_scratch,
-                    not_regular, stop_ids, words, self._builder)
+                    not_regular, stop_ids, words, builder)
             status, j, n_cand, full = self._kernel(EB.fill_mask_building, *args)(*args)
             if status == EB.NEED_BUILD:
                 q = self._classifier.work.queue
@@ -332,6 +339,9 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
                 self.ensure_entries(c.item_state[items], c.item_count[items])
             else:
                 self._ensure_scratch()
+                if self._pool is not None and self._classifier.work.records.sizes[0] and not self._owing:
+                    self._owing = True
+                    self._pool.pool.owed(self._take_records)  # taken before the pool is next read
                 self.build_seconds += time.perf_counter() - start
                 return status, j, n_cand, full
 
@@ -359,3 +369,11 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
             MF.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)
             full = MF.all_allowed(words, self.vocab_size)
         return n_cand, bool(full)
+
+
+def _no_hits(n_classes: int) -> KX.PoolHits:
+    """Every class built without a cross-grammar cache."""
+    none = np.zeros(n_classes, dtype=np.int8)
+    return KX.PoolHits(none, np.zeros(n_classes + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), none,
+                       np.zeros(n_classes, dtype=np.int64), np.zeros(n_classes, dtype=np.int64),
+                       np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint8))

@@ -16,6 +16,7 @@ from ..earley import grown_chart
 from ..fsm.build import FSMArrays
 from ..kernels import classify as KC
 from ..kernels import context_expansion as CX
+from ..kernels import cross_grammar as KX
 from ..kernels import earley as K
 from ..kernels import entry_build as EB
 from ..kernels import pure_walk as PW
@@ -75,7 +76,9 @@ class Classifier:
     the same arrays (mask/cache.py)."""
 
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, lookahead: Optional[LookaheadArrays] = None,
-                 follow: Optional[np.ndarray] = None):
+                 follow: Optional[np.ndarray] = None, records: bool = False):
+        """`records`: room for what `record` lists and for the kernel's pool records (a cache
+        with a cross-grammar cache); without it they are made on first use from Python."""
         self.fsm, self.vocab = fsm, vocab
         self.lookahead = lookahead if lookahead is not None else no_lookahead(len(fsm.rule_start))
         self.occ_indptr, self.occ_dst = rule_occurrences(fsm)
@@ -100,20 +103,27 @@ class Classifier:
         self.chart = K.new_chart()
         self.ctx_chart = K.new_chart()
         m = len(vocab.sorted_ids)
+        r = m if records else 1
         self._outs = KC.ClassifyOutputs(np.zeros(m, dtype=np.int8), np.zeros(m, dtype=np.int32),
-                                        np.zeros(m, dtype=np.int32), np.zeros(2, dtype=np.int64),
-                                        np.zeros(1, dtype=np.int8), np.full(1, -1, dtype=np.int32),
+                                        np.zeros(m, dtype=np.int32), np.zeros(KC.N_LISTS, dtype=np.int64),
+                                        np.zeros(r, dtype=np.int32), np.zeros(r, dtype=np.int32),
+                                        np.zeros(r, dtype=np.int32), np.full(1, -1, dtype=np.int32),
                                         np.zeros(1, dtype=np.int8))
         scratch = KC.ClassifyScratch(np.zeros(longest + 2, dtype=np.int8),
                                      np.zeros(2 * CX.MAX_CONTEXT_RUNS + 2 * (longest + 2) + 4, dtype=np.int64),
                                      np.zeros(n_rules * (longest + 1) + 1, dtype=np.int64),
                                      np.zeros(256, dtype=np.bool_), np.zeros(longest + 2, dtype=np.int32))
-        self.work = EB.EntryWork(scratch, self._outs, self._pure_build, np.zeros(EB.N_QUEUE, dtype=np.int64))
+        self.work = EB.EntryWork(scratch, self._outs, self._pure_build, np.zeros(EB.N_QUEUE, dtype=np.int64),
+                                 np.zeros(r, dtype=np.int32),
+                                 KX.PoolRecords(np.zeros((4 if records else 1, KX.EV_COLUMNS), dtype=np.int64),
+                                                np.zeros(256 if records else 1, dtype=np.int32),
+                                                np.zeros(4, dtype=np.int64)))
         trie = TW.TrieArrays(vocab.sorted_bytes, vocab.sorted_offsets, self.identity, vocab.sorted_lcp,
                              self.subtree_end)
         self.inputs = EB.EntryInputs(trie, CX.ContextArrays(self.occ_indptr, self.occ_dst, self.follow1), self._pure,
                                      self.lookahead, vocab.sorted_ids)
-        self.detail = self.loops = self.exits = None
+        self.loops = self.exits = None
+        self._no_marks = np.zeros(0, dtype=np.int32)
         self._kernel = None  # classify_tokens' entry for these argument types (util.bound_kernel)
 
     @property
@@ -126,7 +136,18 @@ class Classifier:
 
     def grow(self, status: int, which: int = KC.CHART_MAIN) -> None:
         """Room for what a kernel's NEED_* status asked: a chart (`which`) or the pure table."""
-        if status == EB.NEED_PURE:
+        if status == KX.NEED_RECORD:
+            rec = self.work.records
+            z = rec.sizes
+            event, data = rec.event, rec.data
+            if z[KX.R_NEED_EVENTS] > len(event):
+                event = np.zeros((max(2 * len(event), int(z[KX.R_NEED_EVENTS])), KX.EV_COLUMNS), dtype=np.int64)
+                event[:len(rec.event)] = rec.event
+            if z[KX.R_NEED_DATA] > len(data):
+                data = np.zeros(max(2 * len(data), int(z[KX.R_NEED_DATA])), dtype=np.int32)
+                data[:len(rec.data)] = rec.data
+            self.work = self.work._replace(records=KX.PoolRecords(event, data, z))
+        elif status == EB.NEED_PURE:
             rows = int(self._pure_build.rows[EB.PURE_ROWS])
             old = self._pure.pure_next
             grown = np.zeros((max(rows, 2 * len(old)), 256), dtype=np.int32)
@@ -143,9 +164,9 @@ class Classifier:
         """The class of every sorted token (valid until the next classification); afterwards
         `accepted()` and `uncertain()` list the sorted indices of those two classes.
 
-        `marked` (sorted indices): classify only those; the others come back rejected and are
-        not listed. `record`: also fill `detail` with what each class owes to the state's rule
-        alone (KC.D_*, for the cross-grammar cache). `count`: the seed item's count (a zone's
+        `marked` (sorted indices, ascending): classify only those; the others come back
+        rejected and are not listed. `record`: also list what each class owes to the state's
+        rule alone (`recorded`, KC.D_*, for the cross-grammar cache). `count`: the seed item's count (a zone's
         stand-in or one count) when the state is in a counted repetition.
         """
         m = len(self.vocab.sorted_ids)
@@ -156,20 +177,23 @@ class Classifier:
         outs = self._outs
         EB.clear_outputs(outs)
         out = outs.out
-        if marked is not None:
-            out[marked] = KC.TODO
+        if record and len(outs.rec_acc0) < m:
+            outs = self._outs = outs._replace(rec_acc0=np.zeros(m, dtype=np.int32), rec_ends=np.zeros(m, dtype=np.int32),
+                                              rec_pass=np.zeros(m, dtype=np.int32))
+            self.work = self.work._replace(outs=outs)
+        marks = self._no_marks if marked is None else np.ascontiguousarray(marked, dtype=np.int32)
         track = record and count >= K.STRICT_BASE  # a counted repetition's zone stand-in
-        self.detail = np.zeros(m if record else 1, dtype=np.int8)
         self.loops = np.full(m if track else 1, -1, dtype=np.int32)
         self.exits = np.zeros(m if track else 1, dtype=np.int8)
-        outs = outs._replace(detail=self.detail, loops=self.loops, exits=self.exits)
+        if track:
+            outs = outs._replace(loops=self.loops, exits=self.exits)
         while (status := CX.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
             self.chart = grown_chart(self.chart, status)
         j = 0
         while True:
             args = (self.fsm, self.chart, self.ctx_chart, self.inputs.trie, self.inputs.context, self._pure,
                     self.lookahead, self.work.scratch, outs,
-                    KC.ClassifyTask(state, j, marked is not None, bool(record), bool(track)))
+                    KC.ClassifyTask(state, j, marked is not None, bool(record), bool(track), marks))
             if self._kernel is None:  # every call passes these types (its own arrays, ints and bools)
                 self._kernel = bound_kernel(KC.classify_tokens, *args)
             status, j, which = self._kernel(*args)
@@ -180,6 +204,22 @@ class Classifier:
                 while (st := CX.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
                     self.chart = grown_chart(self.chart, st)
 
+    def recorded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """After a `record` classification: (acc0, ends, passes), the sorted indices with
+        D_ACCEPTED, with D_ENDS_LOOKAHEAD_REJECTS or D_ENDS, and with D_ENDS."""
+        o, n = self._outs, self._outs.n_list
+        return o.rec_acc0[:n[KC.N_ACC0]], o.rec_ends[:n[KC.N_ENDS]], o.rec_pass[:n[KC.N_PASS]]
+
+    @property
+    def detail(self) -> np.ndarray:
+        """int8[n]: the D_* code of every sorted token after a `record` classification."""
+        acc0, ends, passes = self.recorded()
+        out = np.zeros(len(self.vocab.sorted_ids), dtype=np.int8)
+        out[acc0] = KC.D_ACCEPTED
+        out[ends] = KC.D_ENDS_LOOKAHEAD_REJECTS
+        out[passes] = KC.D_ENDS
+        return out
+
     def accepted(self) -> np.ndarray:
         return self._outs.acc_idx[:self._outs.n_list[KC.N_ACCEPTED]]
 
@@ -187,4 +227,5 @@ class Classifier:
         return self._outs.unc_idx[:self._outs.n_list[KC.N_UNCERTAIN]]
 
 
-fixed_layout(KC.ClassifyScratch, TW.TrieArrays, CX.ContextArrays, PW.PureTable, EB.PureBuild, K.Chart)
+fixed_layout(KC.ClassifyScratch, KC.ClassifyOutputs, TW.TrieArrays, CX.ContextArrays, PW.PureTable, EB.PureBuild,
+             K.Chart, KX.PoolRecords, KX.PoolHits)

@@ -45,13 +45,10 @@ import numpy as np
 from ..fsm.build import GrammarFSMs
 from ..fsm.hashing import RuleHashes, same_structure
 from ..fsm.shapes import ShapeCache
-from ..kernels import classify as KC
+from ..kernels import cross_grammar as KX
 from ..lookahead import LookaheadArrays
 
 ENTRY_OVERHEAD_BYTES = 128  # what an entry costs beyond its arrays, for the byte limit
-# rows of the buffer KC.split_detail writes: the D_ACCEPTED, the D_ENDS* and the D_ENDS tokens
-SPLIT_ACCEPTED, SPLIT_ENDS, SPLIT_PASSES = 0, 1, 2
-SPLIT_ROWS = 3
 
 
 class IndexSet:
@@ -82,6 +79,11 @@ class IndexSet:
             mask[self._data] = True
         mask[more] = True
         return np.flatnonzero(mask).astype(np.int32)
+
+    @property
+    def raw(self) -> np.ndarray:
+        """The stored form: int32 sorted indices, or uint8 `np.packbits` of the mask."""
+        return self._data
 
     @property
     def nbytes(self) -> int:
@@ -139,18 +141,23 @@ class CrossGrammarCache:
         self._bytes = 0
         self._counts = {"perfect": 0, "partial": 0, "misses": 0, "collisions": 0, "seen": 0, "known": 0}
         self._known_rules: set = set()
+        self._owed: list = []  # records of kernel-built entries not taken yet (`owed`)
+        self._observers: list = []
         self.shapes = ShapeCache()  # rule machines by shape (fsm/shapes.py), for every grammar too
 
     @property
     def stats(self) -> PoolStats:
+        self.settle()
         c = self._counts
         return PoolStats(c["perfect"], c["partial"], c["misses"], c["collisions"], len(self._entries), self._bytes,
                          c["seen"], c["known"])
 
     def size_bytes(self) -> int:
+        self.settle()
         return self._bytes
 
     def clear(self) -> None:
+        self.settle()
         self._entries.clear()
         self._alias.clear()
         self._bytes = 0
@@ -166,6 +173,7 @@ class CrossGrammarCache:
 
     def counts(self) -> dict:
         """A copy of the counters: perfect, partial, misses, collisions, seen, known."""
+        self.settle()
         return dict(self._counts)
 
     def entry(self, key: tuple) -> Optional[PoolEntry]:
@@ -208,21 +216,43 @@ class CrossGrammarCache:
         while self._entries and self._bytes > self.limit_bytes:
             self._drop(next(iter(self._entries)))
 
-    def view(self, fsms: GrammarFSMs, hashes: RuleHashes, lookahead: Optional[LookaheadArrays]) -> "PoolView":
-        return PoolView(self, fsms, hashes, lookahead)
+    def view(self, fsms: GrammarFSMs, hashes: RuleHashes, lookahead: Optional[LookaheadArrays],
+             n_sorted: int) -> "PoolView":
+        """The pool as the grammar of `fsms` uses it (n_sorted: its vocabulary's regular tokens)."""
+        self.settle()
+        return PoolView(self, fsms, hashes, lookahead, n_sorted)
+
+    def owed(self, take) -> None:
+        """`take()` moves records of entries built in a kernel into the pool: called before the
+        pool is next read (`settle`), so that building never waits for the pool's bookkeeping."""
+        self._owed.append(take)
+
+    def settle(self) -> None:
+        """Take every record still owed (`owed`)."""
+        while self._owed:
+            self._owed.pop(0)()
+
+    def observe(self, callback) -> None:
+        """Call `callback(view, state, count, outcome, candidates, accepted, uncertain)` on every
+        entry built through the pool from now on (the teaching view `pool_lookups`)."""
+        self._observers.append(callback)
+
+    def unobserve(self, callback) -> None:
+        self._observers.remove(callback)
 
 
 class PoolView:
     """The pool as one grammar uses it: turns its states into pool keys and builds entries."""
 
     def __init__(self, pool: CrossGrammarCache, fsms: GrammarFSMs, hashes: RuleHashes,
-                 lookahead: Optional[LookaheadArrays]):
+                 lookahead: Optional[LookaheadArrays], n_sorted: int):
         self.pool, self.fsms, self.hashes, self.lookahead = pool, fsms, hashes, lookahead
+        self.n_sorted = n_sorted
         self.offsets = fsms.state_offsets()
         self.state_rule = np.repeat(np.arange(len(fsms.fsms)), np.diff(self.offsets))
         self._verified: dict = {}  # (rule, id of the witness's grammar, witness rule) -> bool
         self._la_keys: dict = {}
-        self._split = np.zeros((SPLIT_ROWS, 0), dtype=np.int32)  # KC.split_detail's three outputs
+        self._resolved: dict = {}  # class -> (key, rule, lookahead key, entry found or None): `resolve`
 
     def key(self, state: int, count: int = 0) -> Optional[tuple]:
         """(hash of the state's rule, its canonical number, seed count), None when the rule has
@@ -252,44 +282,137 @@ class PoolView:
 
     def build(self, state: int, members: np.ndarray, classifier, count: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(accepted, uncertain) sorted-vocabulary indices of `state`'s entry (shared by the
-        states `members`), through the pool. `count`: the seed count of a counted repetition's
-        state (its zone's stand-in or one count), part of the key."""
+        states `members`), through the pool, classified from Python (a counted repetition's
+        zones; the other entries go through the kernel: `resolve`, `take`). `count`: the seed
+        count of a counted repetition's state (its zone's stand-in or one count), part of the key."""
         key = self.key(state, count)
         if key is None:
             classifier.classify(state, count=count)
-            return classifier.accepted().copy(), classifier.uncertain().copy()
+            acc, unc = classifier.accepted().copy(), classifier.uncertain().copy()
+            self._tell(state, count, "unhashed", self.n_sorted, len(acc), len(unc))
+            return acc, unc
         rule = int(self.state_rule[state])
         la = self.lookahead_key(rule)
-        counts = self.pool._counts
-        entry = self.pool.find(key)
-        if entry is not None and not self._same(rule, entry):
-            counts["collisions"] += 1
-            entry = None
+        entry, collided = self._lookup(key, rule)
+        n = self.n_sorted
         if entry is None:  # MISS: classify everything, record what holds in every grammar
-            counts["misses"] += 1
             classifier.classify(state, record=True, count=count)
-            d = classifier.detail
-            if self._split.shape[1] != len(d):
-                self._split = np.zeros((SPLIT_ROWS, len(d)), dtype=np.int32)
-            acc, ends, passes = self._split[SPLIT_ACCEPTED], self._split[SPLIT_ENDS], self._split[SPLIT_PASSES]
-            na, ne, npass = KC.split_detail(d, acc, ends, passes)
-            entry = PoolEntry(IndexSet(acc[:na], len(d)), ends[:ne].copy(), {la: passes[:npass].copy()},
-                              (self.fsms, self.hashes, rule))
-            keys = [k for k in (self.key(int(s), count) for s in members) if k is not None]
-            self.pool.add([key] + [k for k in keys if k != key], entry)
-            return classifier.accepted().copy(), classifier.uncertain().copy()
+            self._add_miss(key, rule, la, members, count, n, *classifier.recorded())
+            acc, unc = classifier.accepted().copy(), classifier.uncertain().copy()
+            self._count_and_tell(state, count, KX.POOL_COLLISION if collided else KX.POOL_MISS, n, len(acc), len(unc))
+            return acc, unc
         passes = entry.passes.get(la)
         if passes is not None:  # PERFECT: only the tokens that reach the context
-            counts["perfect"] += 1
             classifier.classify(state, marked=passes, count=count)
+            mode, candidates = KX.POOL_PERFECT, len(passes)
         else:  # PARTIAL: the tokens A may end inside, under this lookahead
-            counts["partial"] += 1
             classifier.classify(state, marked=entry.ends, record=True, count=count)
-            before = entry.nbytes
-            entry.passes[la] = entry.ends[classifier.detail[entry.ends] == KC.D_ENDS].astype(np.int32)
-            self.pool.grew(entry, before)
+            self._add_passes(entry, la, classifier.recorded()[2])
+            mode, candidates = KX.POOL_PARTIAL, len(entry.ends)
         accepted = entry.acc0.union(classifier.accepted())
-        return accepted, classifier.uncertain().copy()
+        unc = classifier.uncertain().copy()
+        self._count_and_tell(state, count, mode, candidates, len(accepted), len(unc))
+        return accepted, unc
+
+    def _lookup(self, key: tuple, rule: int) -> tuple[Optional[PoolEntry], bool]:
+        """(the entry under `key` for `rule`, or None; whether a hash match was refused)."""
+        entry = self.pool.find(key)
+        if entry is not None and not self._same(rule, entry):
+            return None, True
+        return entry, False
+
+    def _add_miss(self, key, rule, la, members, count, n, acc0, ends, passes) -> None:
+        """A new pool entry from a MISS's record (n: the sorted vocabulary's size)."""
+        entry = PoolEntry(IndexSet(acc0, n), ends.copy(), {la: passes.copy()}, (self.fsms, self.hashes, rule))
+        keys = [k for k in (self.key(int(s), count) for s in members) if k is not None]
+        self.pool.add([key] + [k for k in keys if k != key], entry)
+
+    def _add_passes(self, entry: PoolEntry, la: bytes, passes: np.ndarray) -> None:
+        before = entry.nbytes
+        entry.passes[la] = passes.copy()
+        if entry.keys and self.pool.entry(entry.keys[0]) is entry:  # (not evicted since it was found)
+            self.pool.grew(entry, before)
+
+    def _count_and_tell(self, state, count, mode, candidates, accepted, uncertain) -> None:
+        name, counters = _OUTCOMES[mode]
+        for counter in counters:
+            self.pool._counts[counter] += 1
+        self._tell(state, count, name, candidates, accepted, uncertain)
+
+    def _tell(self, state, count, outcome, candidates, accepted, uncertain) -> None:
+        for callback in self.pool._observers:
+            callback(self, state, count, outcome, candidates, accepted, uncertain)
+
+    def resolve(self, class_rep: np.ndarray, class_seed: np.ndarray, in_kernel: np.ndarray) -> KX.PoolHits:
+        """Look every kernel-built class up once, before its entry is built (the kernel cannot
+        read the pool): its mode, and for a hit the candidates and acc0 it carries. `take`
+        settles what the builds owe."""
+        n = len(class_rep)
+        mode = np.zeros(n, dtype=np.int8)
+        marked, acc0_kind = [np.zeros(0, np.int32)], np.zeros(n, dtype=np.int8)
+        lists, bits = [np.zeros(0, np.int32)], [np.zeros(0, np.uint8)]
+        marked_len = np.zeros(n, dtype=np.int64)
+        acc0_start, acc0_end = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        used = {KX.ACC0_LIST: 0, KX.ACC0_BITS: 0}
+        self._resolved = {}
+        for c in np.flatnonzero(in_kernel).tolist():
+            s, count = int(class_rep[c]), int(class_seed[c])
+            key = self.key(s, count)
+            if key is None:
+                mode[c] = KX.POOL_UNHASHED
+                self._resolved[c] = (None, None, None, None)
+                continue
+            rule = int(self.state_rule[s])
+            la = self.lookahead_key(rule)
+            entry, collided = self._lookup(key, rule)
+            self._resolved[c] = (key, rule, la, entry)
+            if entry is None:
+                mode[c] = KX.POOL_COLLISION if collided else KX.POOL_MISS
+                continue
+            passes = entry.passes.get(la)
+            mode[c] = KX.POOL_PERFECT if passes is not None else KX.POOL_PARTIAL
+            cands = passes if passes is not None else entry.ends
+            marked.append(cands)
+            marked_len[c] = len(cands)
+            data = entry.acc0.raw
+            kind = acc0_kind[c] = KX.ACC0_BITS if data.dtype == np.uint8 else KX.ACC0_LIST
+            (bits if kind == KX.ACC0_BITS else lists).append(data)
+            acc0_start[c] = used[kind]
+            used[kind] += len(data)
+            acc0_end[c] = used[kind]
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(marked_len, out=ptr[1:])
+        return KX.PoolHits(mode, ptr, np.concatenate(marked).astype(np.int32), acc0_kind, acc0_start, acc0_end,
+                           np.concatenate(lists).astype(np.int32), np.concatenate(bits).astype(np.uint8))
+
+    def take(self, records: KX.PoolRecords, class_rep: np.ndarray, members_of) -> None:
+        """Move the outbox of kernel-built entries into the pool (a MISS's new entry, a PARTIAL
+        hit's pass[L]), count the lookups and tell the observers; empty the outbox."""
+        z = records.sizes
+        ev, data, n = records.event[:z[KX.R_EVENTS]], records.data, self.n_sorted
+        for row in ev.tolist():
+            c, mode = row[KX.EV_CLASS], row[KX.EV_MODE]
+            key, rule, la, entry = self._resolved[c]
+            s = int(class_rep[c])
+            if mode == KX.POOL_UNHASHED:
+                self._tell(s, 0, "unhashed", n, row[KX.EV_ACCEPTED], row[KX.EV_UNCERTAIN])
+                continue
+            count = key[2]
+            if mode in (KX.POOL_MISS, KX.POOL_COLLISION):
+                self._add_miss(key, rule, la, members_of(c), count, n, data[row[KX.EV_ACC0]:row[KX.EV_ENDS]],
+                               data[row[KX.EV_ENDS]:row[KX.EV_PASS]], data[row[KX.EV_PASS]:row[KX.EV_END]])
+                candidates = n
+            elif mode == KX.POOL_PARTIAL:
+                self._add_passes(entry, la, data[row[KX.EV_PASS]:row[KX.EV_END]])
+                candidates = len(entry.ends)
+            else:
+                candidates = len(entry.passes[la])
+            self._count_and_tell(s, count, mode, candidates, row[KX.EV_ACCEPTED], row[KX.EV_UNCERTAIN])
+        z[KX.R_EVENTS] = z[KX.R_DATA] = 0
+
+
+_OUTCOMES = {KX.POOL_MISS: ("miss", ("misses",)), KX.POOL_PARTIAL: ("partial", ("partial",)),
+             KX.POOL_PERFECT: ("perfect", ("perfect",)), KX.POOL_COLLISION: ("collision", ("collisions", "misses"))}
 
 
 def _filter_key(lookahead: Optional[LookaheadArrays], rule: int) -> bytes:

@@ -85,54 +85,23 @@ def pool_lookups(compiler: GrammarCompiler) -> Iterator[list]:
     pool = compiler.pool
     if pool is None:
         raise ValueError("this compiler has no cross-grammar cache (cross_grammar_cache=False)")
+    pool.settle()  # lookups made before the block are not its own
     log: list = []
-    active = [True]
-    patched = pool.__dict__.get("view")  # an enclosing pool_lookups block's, if any
-    original_view = pool.view
-    views = [0]
+    numbers: dict = {}  # id(view) -> the grammar's number in the block
 
-    def view(fsms, hashes, lookahead):
-        pv = original_view(fsms, hashes, lookahead)
-        number = views[0]
-        views[0] += 1
-        build = pv.build
+    def seen(pv, state, count, outcome, candidates, accepted, uncertain):
+        number = numbers.setdefault(id(pv), (len(numbers), pv))[0]  # (the view kept: its id stays its own)
+        key = pv.key(state, count)
+        log.append({"grammar": number, "rule": pv.fsms.rule_names[int(pv.state_rule[state])],
+                    "state": None if key is None else key[1], "outcome": outcome, "candidates": int(candidates),
+                    "vocab": pv.n_sorted, "accepted": int(accepted), "uncertain": int(uncertain)})
 
-        def recorded_build(state, members, classifier, count=0):
-            if not active[0]:
-                return build(state, members, classifier, count)
-            before = pool.counts()
-            accepted, uncertain = build(state, members, classifier, count)
-            key = pv.key(state, count)
-            rule = int(pv.state_rule[state])
-            after = pool.counts()
-            grown = {k: after[k] - before[k] for k in ("perfect", "partial", "misses", "collisions")}
-            entry = pool.entry(key) if key is not None else None
-            vocab = len(classifier.vocab.sorted_ids)
-            if key is None:
-                outcome, candidates = "unhashed", vocab
-            elif grown["perfect"]:
-                outcome, candidates = "perfect", len(entry.passes[pv.lookahead_key(rule)])
-            elif grown["partial"]:
-                outcome, candidates = "partial", len(entry.ends)
-            else:
-                outcome, candidates = ("collision" if grown["collisions"] else "miss"), vocab
-            log.append({"grammar": number, "rule": fsms.rule_names[rule],
-                        "state": None if key is None else key[1], "outcome": outcome, "candidates": candidates,
-                        "vocab": vocab, "accepted": int(len(accepted)), "uncertain": int(len(uncertain))})
-            return accepted, uncertain
-
-        pv.build = recorded_build
-        return pv
-
-    pool.view = view
+    pool.observe(seen)
     try:
         yield log
     finally:
-        active[0] = False
-        if patched is not None:
-            pool.view = patched
-        else:
-            del pool.view  # the class's method again
+        pool.settle()
+        pool.unobserve(seen)
 
 
 def cache_counters(compiler: GrammarCompiler) -> dict:
