@@ -10,6 +10,9 @@
 - `classify`: ACCEPT / REJECT / UNCERTAIN for every token of a state: building a mask-cache
   entry (XGrammar §3.1, XGrammar-2 §3.4).
 - `mask_fill`: the mask from the entries at run time (XGrammar Alg. 1, Table 6 right half).
+- `slices`: vocabulary slices a state reads whole (the JSON-string slice), decided on the
+  product automaton instead of token by token.
+- `cross_grammar`: XGrammar-2 §3.3 inside the entry kernel: a hit's acc0 merged, a miss's record.
 - `entry_build`: whole entries in one call per batch (seed, classify, store in the smallest form
   of XGrammar §3.1, publish), and the fill that builds the entries it misses (XGrammar-2 §3.5).
 - `apply_bitmask`: the bitmask applied to logits.

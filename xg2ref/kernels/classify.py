@@ -45,7 +45,8 @@ import numpy as np
 from numba import njit
 
 from .context_expansion import (FOLLOW_MAY, FOLLOW_NEVER, FOLLOW_UNKNOWN, SEED_SETS, WORK_N, WORK_PAIRS,
-                                context_allows, copies_completed, every_parent_reads, start_rule_may_end)
+                                context_allows, copies_completed, query_context, query_every_parent,
+                                start_rule_may_end)
 from .earley import EMPTY, META_N_SETS, OK, advance_byte
 from .pure_walk import dfa_walk, filter_walk
 from .trie_walk import (NO_FAIL, common_prefix, next_after_rejected, reuse_sets, shared_with_previous,
@@ -154,7 +155,7 @@ def _forget_from(listed, n_list, slot, j_start):
 
 
 @njit(cache=True, _nrt=False)
-def _reject(outs, subtree_end, j, length, fail_len, only_marked, record, fail_detail):
+def _reject(outs, sorted_ids, subtree_end, j, length, fail_len, only_marked, record, fail_detail):
     """Mark sorted token j rejected; when token j is itself the rejected prefix (its length
     is fail_len), the whole trie subtree under it too (`only_marked`: the marked ones among
     them are met one by one), recording `fail_detail` for them when it is not D_REJECTED (the
@@ -162,20 +163,21 @@ def _reject(outs, subtree_end, j, length, fail_len, only_marked, record, fail_de
     The subtree's tokens are not written: `out` holds REJECTED (0) where nothing was written
     (`classify_tokens`), and a loop over them would cost one write per token of the vocabulary
     for a state that rejects most first bytes."""
-    outs.out[j] = REJECTED
+    outs.out[sorted_ids[j]] = REJECTED
     if only_marked:
         return j + 1
     nxt = next_after_rejected(subtree_end, j, length, fail_len)
     if record and fail_detail != D_REJECTED:
         for q in range(j + 1, nxt):
-            _record(outs, q, fail_detail)
+            _record(outs, sorted_ids[q], fail_detail)
     return nxt
 
 
 @njit(cache=True, _nrt=False)
 def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, outs, task):
-    """outs.out[j] = REJECTED / ACCEPTED / UNCERTAIN for sorted token j, for the FSM state
-    `task.state`. `out` must hold REJECTED (0) on the first call: the tokens of a rejected
+    """outs.out[t] = REJECTED / ACCEPTED / UNCERTAIN for each token t = trie.sorted_ids[j] of the
+    trie, for the FSM state `task.state` (the whole sorted vocabulary, t = j; or a slice's rest,
+    kernels/slices.py, whose t are sorted positions: every list below holds t). `out` must hold REJECTED (0) on the first call: the tokens of a rejected
     trie subtree keep it unwritten (`_reject`).
 
     `trie` is a TrieArrays, `context` a ContextArrays (its `follow1` is filled in as a side
@@ -194,7 +196,7 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
 
     For a counted repetition's state (xg2ref/grammar/repetition.py) with `track` (and
     `loops`, `exits` as long as the vocabulary): loops[j] = the fewest copies a token read inside
-    the rule completes (-1 for the others), exits[j] = 1 when the rule may also end inside it
+    the rule completes (-1 for the others), exits[tid] = 1 when the rule may also end inside it
     before a byte that may follow the rule (see `copies_completed`).
     Returns (status, j, which).
     """
@@ -225,15 +227,17 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
     marked = task.marked
     loops = outs.loops
     exits = outs.exits
-    _forget_from(acc_idx, n_list, N_ACCEPTED, j_start)
-    _forget_from(unc_idx, n_list, N_UNCERTAIN, j_start)
-    if record:
-        _forget_from(outs.rec_acc0, n_list, N_ACC0, j_start)
-        _forget_from(outs.rec_ends, n_list, N_ENDS, j_start)
-        _forget_from(outs.rec_pass, n_list, N_PASS, j_start)
     rule = fsm.state_rule[state]
     n0 = SEED_SETS
     n = sorted_ids.shape[0]
+    # the lists hold the trie's ids (`sorted_ids[j]`, ascending with j): from j_start's on they go
+    first = sorted_ids[j_start] if j_start < n else FAR
+    _forget_from(acc_idx, n_list, N_ACCEPTED, first)
+    _forget_from(unc_idx, n_list, N_UNCERTAIN, first)
+    if record:
+        _forget_from(outs.rec_acc0, n_list, N_ACC0, first)
+        _forget_from(outs.rec_ends, n_list, N_ENDS, first)
+        _forget_from(outs.rec_pass, n_list, N_PASS, first)
     if j_start == 0:
         chart.meta[META_N_SETS] = n0
     comp[0] = 1 if start_rule_may_end(fsm, chart) else 0
@@ -273,8 +277,8 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
         if fail_class == REJECTED and under_rejected_prefix(lcp, fail_len):
             # the whole trie subtree under the rejected prefix: jump when the prefix is a token
             if record and fail_detail != D_REJECTED:
-                _record(outs, j, fail_detail)
-            j = _reject(outs, subtree_end, j, length, fail_len, only_marked, record, fail_detail)
+                _record(outs, tid, fail_detail)
+            j = _reject(outs, sorted_ids, subtree_end, j, length, fail_len, only_marked, record, fail_detail)
             continue
         if pure_row[state] >= 0:
             # PURE WALK: from a pure state the Earley sets are single items, so the parse is a
@@ -289,7 +293,7 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
                 fail_len = walked + 1
                 fail_class = REJECTED
                 fail_detail = D_REJECTED
-                j = _reject(outs, subtree_end, j, length, fail_len, only_marked, record, fail_detail)
+                j = _reject(outs, sorted_ids, subtree_end, j, length, fail_len, only_marked, record, fail_detail)
                 continue
             inside = walked == length
         else:
@@ -299,18 +303,18 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
                     inside = False
                     break
         if inside:
-            out[j] = ACCEPTED
+            out[tid] = ACCEPTED
             if record:
-                _record(outs, j, D_ACCEPTED)
+                _record(outs, tid, D_ACCEPTED)
             if track:  # a walk that stays in pure states or loops on s completes no copy
-                loops[j] = 0
-                exits[j] = 0
+                loops[tid] = 0
+                exits[tid] = 0
                 if pure_row[state] < 0 and comp[0] == 1:
                     for d in range(length):
                         if follow1[rule, token_bytes[begin + d]] != FOLLOW_NEVER:
-                            exits[j] = 1
+                            exits[tid] = 1
                             break
-            acc_idx[n_list[N_ACCEPTED]] = j
+            acc_idx[n_list[N_ACCEPTED]] = tid
             n_list[N_ACCEPTED] += 1
             fail_len = NO_FAIL
             reuse_sets(chart, n0, lcp)  # keep only the sets this token shares with the last parsed one
@@ -330,17 +334,17 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
                 return status, j, CHART_MAIN
             comp[d + 1] = 1 if start_rule_may_end(fsm, chart) else 0
         if reached == length:
-            out[j] = ACCEPTED
+            out[tid] = ACCEPTED
             if record:
-                _record(outs, j, D_ACCEPTED)
+                _record(outs, tid, D_ACCEPTED)
             if track:
-                loops[j] = copies_completed(fsm, chart, rule)
-                exits[j] = 0
+                loops[tid] = copies_completed(fsm, chart, rule)
+                exits[tid] = 0
                 for d in range(length):
                     if comp[d] == 1 and follow1[rule, token_bytes[begin + d]] != FOLLOW_NEVER:
-                        exits[j] = 1
+                        exits[tid] = 1
                         break
-            acc_idx[n_list[N_ACCEPTED]] = j
+            acc_idx[n_list[N_ACCEPTED]] = tid
             n_list[N_ACCEPTED] += 1
             fail_len = NO_FAIL
             j += 1
@@ -375,26 +379,30 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
                         chart.meta[META_N_SETS] = n0
                         return status, j, CHART_CONTEXT
                     follow1[rule, b] = FOLLOW_MAY if ok else FOLLOW_NEVER
-        work[WORK_N] = 0
-        seen[seen.shape[0] - 1] += 1
+        # CONTEXT over every place d where A may end: allowed when some parent reads t[d:]; each
+        # (A, t[d:]) is asked once per grammar (`query_context`: memoised, FOLLOW2 first)
+        asked = False
+        ok = False
+        far = begin
         for d in range(reached + 1):
             if agrees and comp[d] == 1 and d < length and follow1[rule, token_bytes[begin + d]] == FOLLOW_MAY:
-                work[WORK_PAIRS + 2 * work[WORK_N]] = rule
-                work[WORK_PAIRS + 1 + 2 * work[WORK_N]] = begin + d
-                work[WORK_N] += 1
-        if work[WORK_N] > 0:
-            status, ok, far = context_allows(fsm, ctx_chart, context, work, seen,
-                                              token_bytes, begin, begin + length)
-            if status != OK:
-                chart.meta[META_N_SETS] = n0
-                return status, j, CHART_CONTEXT
+                asked = True
+                status, ok, far_d = query_context(fsm, ctx_chart, context, work, seen, token_bytes, rule,
+                                                  begin + d, begin + length)
+                if status != OK:
+                    chart.meta[META_N_SETS] = n0
+                    return status, j, CHART_CONTEXT
+                if ok:
+                    break
+                far = far_d if far_d > far else far
+        if asked:
             if ok:
                 cls = UNCERTAIN
                 if rule != fsm.root_rule[0]:
                     for d in range(reached + 1):
                         if comp[d] == 1 and d < length:
-                            status, every = every_parent_reads(fsm, ctx_chart, context, rule,
-                                                                token_bytes, begin + d, begin + length)
+                            status, every = query_every_parent(fsm, ctx_chart, context, rule,
+                                                               token_bytes, begin + d, begin + length)
                             if status != OK:
                                 chart.meta[META_N_SETS] = n0
                                 return status, j, CHART_CONTEXT
@@ -410,17 +418,17 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
                 if comp[d] == 1 and d < length:
                     # A may end inside t: what follows decides, so the class is not A's alone; the
                     # same holds for every token under the rejected prefix (A ends at the same d)
-                    _record(outs, j, D_ENDS if agrees else D_ENDS_LOOKAHEAD_REJECTS)
+                    _record(outs, tid, D_ENDS if agrees else D_ENDS_LOOKAHEAD_REJECTS)
                     fail_detail = D_ENDS
                     break
-        out[j] = cls
+        out[tid] = cls
         if cls == ACCEPTED:
-            acc_idx[n_list[N_ACCEPTED]] = j
+            acc_idx[n_list[N_ACCEPTED]] = tid
             n_list[N_ACCEPTED] += 1
         elif cls == UNCERTAIN:
-            unc_idx[n_list[N_UNCERTAIN]] = j
+            unc_idx[n_list[N_UNCERTAIN]] = tid
             n_list[N_UNCERTAIN] += 1
-        j = _reject(outs, subtree_end, j, length, fail_len, only_marked, record, fail_detail) if cls == REJECTED \
+        j = _reject(outs, sorted_ids, subtree_end, j, length, fail_len, only_marked, record, fail_detail) if cls == REJECTED \
             else j + 1
     chart.meta[META_N_SETS] = n0
     return OK, n, CHART_MAIN

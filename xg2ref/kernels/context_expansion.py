@@ -54,17 +54,34 @@ class ContextArrays(NamedTuple):
     follow1 : int8[R, 256]      FOLLOW1 memo: FOLLOW_NEVER byte b never follows rule B, FOLLOW_MAY
                                 it may, FOLLOW_UNKNOWN not known yet (filled in as a side effect,
                                 kept across states)
+    memo_key : int64[M]         the answers memo (`query_context`, `query_every_parent`), M a power
+    memo_at : int64[M]          of two: slot k holds the question (kind, rule) = memo_key[k] (-1
+    memo_len : int32[M]         empty) about the rest token_bytes[memo_at[k]:+memo_len[k]], and its
+    memo_val : int64[M]         answer (bit 0) with the bytes it looked at beyond the rest's start
     """
 
     occ_indptr: np.ndarray
     occ_dst: np.ndarray
     follow1: np.ndarray
+    memo_key: np.ndarray
+    memo_at: np.ndarray
+    memo_len: np.ndarray
+    memo_val: np.ndarray
 
 
 # Context expansion gives up (the token stays uncertain) after this many occurrence runs.
 MAX_CONTEXT_RUNS = 4096
 # ACCEPT-CTX is tried for rules with at most this many occurrences.
 MAX_ACCEPT_PARENTS = 8
+# the answers memo: slots (a power of two), slots probed before the home slot is overwritten,
+# and the two kinds of question
+MEMO_SLOTS = 4096
+MEMO_PROBES = 8
+ASK_CONTEXT = 0
+ASK_EVERY_PARENT = 1
+# a rest is first asked about through its first PREFIX_BYTES bytes (FOLLOW2): a prefix no parent
+# reads settles every rest that starts with it
+PREFIX_BYTES = 2
 
 
 @njit(cache=True, _nrt=False)
@@ -196,3 +213,81 @@ def every_parent_reads(fsm, chart, context, rule, token_bytes, begin, end):
     return OK, True
 
 
+@njit(cache=True, _nrt=False)
+def _memo_slot(context, key, token_bytes, at, n):
+    """The slot holding question `key` about token_bytes[at:at + n], or -(slot + 1) for the slot
+    to store it in (a free one near its home, else the home slot itself: the memo forgets)."""
+    h = (np.int64(key) * 0x9E37 + n) & 0xFFFFFFFF  # FNV-1a over the bytes, 32 bits (no overflow)
+    for q in range(n):
+        h = ((h ^ token_bytes[at + q]) * 0x01000193) & 0xFFFFFFFF
+    mask = context.memo_key.shape[0] - 1
+    home = (h ^ (h >> 16)) & mask
+    for probe in range(MEMO_PROBES):
+        k = (home + probe) & mask
+        stored = context.memo_key[k]
+        if stored == -1:
+            return -(k + 1)
+        if stored == key and context.memo_len[k] == n:
+            other = context.memo_at[k]
+            same = True
+            for q in range(n):
+                if token_bytes[other + q] != token_bytes[at + q]:
+                    same = False
+                    break
+            if same:
+                return k
+    return -(home + 1)
+
+
+@njit(cache=True, _nrt=False)
+def _remember(context, slot, key, at, n, value):
+    k = -slot - 1
+    context.memo_key[k] = key
+    context.memo_at[k] = at
+    context.memo_len[k] = n
+    context.memo_val[k] = value
+
+
+@njit(cache=True, _nrt=False)
+def _context_once(fsm, chart, context, work, seen, token_bytes, rule, start, end):
+    """CONTEXT(rule, token_bytes[start:end]) memoised by (rule, the rest's bytes): the answer
+    and the bytes looked at depend on nothing else. Returns (status, allowed, far)."""
+    key = (np.int64(rule) << 1) | ASK_CONTEXT
+    slot = _memo_slot(context, key, token_bytes, start, end - start)
+    if slot >= 0:
+        val = context.memo_val[slot]
+        return OK, (val & 1) == 1, start + (val >> 1)
+    work[WORK_N] = 1
+    work[WORK_PAIRS] = rule
+    work[WORK_PAIRS + 1] = start
+    seen[seen.shape[0] - 1] += 1
+    status, ok, far = context_allows(fsm, chart, context, work, seen, token_bytes, start, end)
+    if status == OK:
+        _remember(context, slot, key, start, end - start, ((far - start) << 1) | (1 if ok else 0))
+    return status, ok, far
+
+
+@njit(cache=True, _nrt=False)
+def query_context(fsm, chart, context, work, seen, token_bytes, rule, start, end):
+    """CONTEXT(rule, token_bytes[start:end]), memoised, asked first about the rest's first
+    PREFIX_BYTES bytes (FOLLOW2): when no parent reads those, none reads the whole rest.
+    Returns (status, allowed, far) as `context_allows`."""
+    if end - start > PREFIX_BYTES:
+        status, ok, far = _context_once(fsm, chart, context, work, seen, token_bytes, rule, start,
+                                        start + PREFIX_BYTES)
+        if status != OK or not ok:
+            return status, ok, far
+    return _context_once(fsm, chart, context, work, seen, token_bytes, rule, start, end)
+
+
+@njit(cache=True, _nrt=False)
+def query_every_parent(fsm, chart, context, rule, token_bytes, start, end):
+    """ACCEPT-CTX (`every_parent_reads`), memoised by (rule, the rest's bytes)."""
+    key = (np.int64(rule) << 1) | ASK_EVERY_PARENT
+    slot = _memo_slot(context, key, token_bytes, start, end - start)
+    if slot >= 0:
+        return OK, (context.memo_val[slot] & 1) == 1
+    status, every = every_parent_reads(fsm, chart, context, rule, token_bytes, start, end)
+    if status == OK:
+        _remember(context, slot, key, start, end - start, 1 if every else 0)
+    return status, every

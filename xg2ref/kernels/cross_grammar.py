@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .classify import N_ACC0, N_ACCEPTED, N_ENDS, N_PASS, N_UNCERTAIN
+from .classify import N_ACCEPTED, N_ENDS, N_PASS, N_UNCERTAIN
 
 # EntryClasses' pool mode of a class
 POOL_NONE = 0       # not through the pool (no pool, or its rule has no hash)
@@ -107,13 +107,13 @@ def _copy(src, dst, at):
 
 
 @njit(cache=True, _nrt=False)
-def record_build(records, c, mode, outs):
+def record_build(records, c, mode, outs, acc0):
     """Append the event of class c's entry, built in `mode`, with what the classification
-    recorded (a MISS: acc0, ends, pass[L]; a PARTIAL: pass[L]). Returns False (nothing written,
+    recorded (a MISS: `acc0`, ends, pass[L]; a PARTIAL: pass[L]). Returns False (nothing written,
     records.sizes[R_NEED_*] set) when the outbox lacks room."""
     n = outs.n_list
     miss = mode == POOL_MISS or mode == POOL_COLLISION
-    n_acc0 = n[N_ACC0] if miss else 0
+    n_acc0 = acc0.shape[0] if miss else 0
     n_ends = n[N_ENDS] if miss else 0
     n_pass = n[N_PASS] if miss or mode == POOL_PARTIAL else 0
     z = records.sizes
@@ -127,7 +127,7 @@ def record_build(records, c, mode, outs):
     ev[EV_CLASS] = c
     ev[EV_MODE] = mode
     ev[EV_ACC0] = at
-    at = _copy(outs.rec_acc0[:n_acc0], records.data, at)
+    at = _copy(acc0[:n_acc0], records.data, at)
     ev[EV_ENDS] = at
     at = _copy(outs.rec_ends[:n_ends], records.data, at)
     ev[EV_PASS] = at

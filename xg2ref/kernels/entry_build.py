@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .classify import CHART_MAIN, N_ACCEPTED, N_UNCERTAIN, ClassifyTask, classify_tokens
+from .classify import CHART_MAIN, N_ACC0, N_ACCEPTED, N_UNCERTAIN, ClassifyTask, classify_tokens
 from .context_expansion import init_chart_at_state
 from .cross_grammar import (NEED_RECORD, POOL_NONE, POOL_PARTIAL, POOL_PERFECT, PoolHits, PoolRecords, merge_acc0,
                             record_build, records_lists)
@@ -40,6 +40,7 @@ from .earley import META_N_SETS, OK
 from .mask_fill import (KIND_ACCEPTED, KIND_BITSET, KIND_REJECTED, MISSING_ENTRIES, NEED_ENTRY, UNBUILT,
                         check_and_finish, gather_cached_mask, item_entry)
 from .pure_walk import fill_pure_next, mark_pure_states
+from .slices import merge_sorted, slice_contained
 
 # statuses beside earley.py's (OK, NEED_ITEMS, NEED_TABLE) and mask_fill.NEED_ENTRY
 NEED_STORE = 17  # the flat arrays need more room: sizes[SIZE_NEED_*] say how much
@@ -69,7 +70,8 @@ Q_PHASE = 2   # PHASE_SEED / PHASE_CLASSIFY / PHASE_STORE of the job being built
 Q_TOKEN = 3   # the sorted token classify_tokens resumes from
 Q_STATUS = 4  # the status a stopped batch returned (the fill kernel hands it on)
 Q_WHICH = 5   # and the chart it is about (classify.CHART_MAIN / CHART_CONTEXT)
-N_QUEUE = 6
+Q_SLICE = 6   # 1: the job's state contains the vocabulary slice, only the rest is walked
+N_QUEUE = 7
 PHASE_SEED = 0
 PHASE_CLASSIFY = 1
 PHASE_RECORD = 2
@@ -125,19 +127,21 @@ class PureBuild(NamedTuple):
 class EntryInputs(NamedTuple):
     """What classifying reads: trie (TrieArrays over sorted positions), context
     (ContextArrays), pure (PureTable), la (LookaheadArrays), sorted_ids (the ids the
-    stored lists hold)."""
+    stored lists hold), slice (mask/slices.py VocabSlice: its dfa, ids and the rest's trie)."""
 
     trie: tuple
     context: tuple
     pure: tuple
     la: tuple
     sorted_ids: np.ndarray
+    slice: tuple
 
 
 class EntryWork(NamedTuple):
     """The builder's own arrays: scratch (ClassifyScratch), outs (ClassifyOutputs), pure
-    (PureBuild), queue (int64[N_QUEUE], the batch in progress), merged (int32[n]: a pool hit's
-    accepted tokens), records (PoolRecords: what the pool is owed)."""
+    (PureBuild), queue (int64[N_QUEUE], the batch in progress), merged (int32[n]: accepted
+    tokens joined from two lists: a pool hit's acc0, a slice), records (PoolRecords: what the
+    pool is owed), pairs (int64[2 * MAX_SLICE_PAIRS]: `slice_contained`'s scratch)."""
 
     scratch: tuple
     outs: tuple
@@ -145,6 +149,7 @@ class EntryWork(NamedTuple):
     queue: np.ndarray
     merged: np.ndarray
     records: PoolRecords
+    pairs: np.ndarray
 
 
 @njit(cache=True, _nrt=False)
@@ -297,12 +302,16 @@ def build_entries(fsm, chart, ctx_chart, inputs, work, cache, classes, jobs):
             if status != OK:
                 return status, CHART_MAIN
             clear_outputs(outs)
+            # SLICE (kernels/slices.py): a state that reads the whole slice walks only the rest
+            q[Q_SLICE] = 1 if not hit and slice_contained(inputs.slice.dfa, inputs.pure.pure_row,
+                                                          inputs.pure.pure_next, state, work.pairs) else 0
             q[Q_TOKEN] = 0
             q[Q_PHASE] = PHASE_CLASSIFY
         if q[Q_PHASE] == PHASE_CLASSIFY:
             marked = hits.marked[hits.marked_ptr[c]:hits.marked_ptr[c + 1]] if hit else hits.marked[:0]
             task = ClassifyTask(state, q[Q_TOKEN], hit, records_lists(mode), False, marked)
-            status, j, which = classify_tokens(fsm, chart, ctx_chart, inputs.trie, inputs.context, inputs.pure,
+            trie = inputs.slice.rest if q[Q_SLICE] == 1 else inputs.trie
+            status, j, which = classify_tokens(fsm, chart, ctx_chart, trie, inputs.context, inputs.pure,
                                                inputs.la, work.scratch, outs, task)
             if status != OK:
                 q[Q_TOKEN] = j
@@ -311,12 +320,17 @@ def build_entries(fsm, chart, ctx_chart, inputs, work, cache, classes, jobs):
                 return status, which
             q[Q_PHASE] = PHASE_STORE if mode == POOL_NONE else PHASE_RECORD
         if q[Q_PHASE] == PHASE_RECORD:
-            if not record_build(work.records, c, mode, outs):
+            acc0 = outs.rec_acc0[:outs.n_list[N_ACC0]]
+            if q[Q_SLICE] == 1:  # the slice's tokens are read inside the rule too
+                acc0 = work.merged[:merge_sorted(inputs.slice.ids, acc0, work.merged)]
+            if not record_build(work.records, c, mode, outs, acc0):
                 return NEED_RECORD, CHART_MAIN
             q[Q_PHASE] = PHASE_STORE
         accepted = outs.acc_idx[:outs.n_list[N_ACCEPTED]]
         if hit:  # acc0 (read inside the rule, from the pool) and what this grammar's context accepted
             accepted = work.merged[:merge_acc0(hits, c, accepted, work.merged)]
+        elif q[Q_SLICE] == 1:
+            accepted = work.merged[:merge_sorted(inputs.slice.ids, accepted, work.merged)]
         members = classes.members_flat[classes.members_ptr[c]:classes.members_ptr[c + 1]]
         e = store_entry(cache, accepted, outs.unc_idx[:outs.n_list[N_UNCERTAIN]], inputs.sorted_ids, members, state)
         if e < 0:

@@ -5,8 +5,10 @@ one module per mechanism, in pipeline order:
   observation; d-step bisimilarity, the rounds in kernels/state_classes.py).
 - `classifier`: `Classifier`, which runs the classify kernel (ACCEPT / REJECT / UNCERTAIN,
   kernels/classify.py, with context expansion of XGrammar §3.2) for one state after another.
+- `slices`: the JSON-string slice of each vocabulary and the trie of the other tokens.
 - `cross_grammar`: the cross-grammar cache (XGrammar-2 §3.3, Fig. 4: PERFECT / PARTIAL / MISS).
-- `entries`: how entries are stored (accepted / rejected / bitset, XGrammar §3.1 Fig. 5).
+- `entries`: how entries are stored (accepted / rejected / bitset, XGrammar §3.1 Fig. 5), held at
+  capacity in `EntryStore` for kernels/entry_build.py to append to.
 - `jit`: which entries are built when (XGrammar-2 §3.5: UNBUILT, ensure_entries, the cost model).
 - `counted`: a counted repetition's entries per zone of counts (XGrammar-2 §3.6, run-time half).
 - `cache`: `AdaptiveTokenMaskCache`, building entries and the run-time fill (XGrammar Alg. 1,

@@ -20,10 +20,12 @@ from ..kernels import cross_grammar as KX
 from ..kernels import earley as K
 from ..kernels import entry_build as EB
 from ..kernels import pure_walk as PW
+from ..kernels import slices as KS
 from ..kernels import trie_walk as TW
 from ..lookahead import LookaheadArrays, no_lookahead
 from ..tokenizer_info import VocabArrays
 from ..util import bound_kernel, fixed_layout
+from .slices import json_string_slice
 
 # States given a row of the pure-state DFA table while building entries (1 KiB each).
 MAX_PURE_ROWS = 16384
@@ -114,14 +116,19 @@ class Classifier:
                                      np.zeros(n_rules * (longest + 1) + 1, dtype=np.int64),
                                      np.zeros(256, dtype=np.bool_), np.zeros(longest + 2, dtype=np.int32))
         self.work = EB.EntryWork(scratch, self._outs, self._pure_build, np.zeros(EB.N_QUEUE, dtype=np.int64),
-                                 np.zeros(r, dtype=np.int32),
+                                 np.zeros(m, dtype=np.int32),
                                  KX.PoolRecords(np.zeros((4 if records else 1, KX.EV_COLUMNS), dtype=np.int64),
                                                 np.zeros(256 if records else 1, dtype=np.int32),
-                                                np.zeros(4, dtype=np.int64)))
+                                                np.zeros(4, dtype=np.int64)),
+                                 np.zeros(2 * KS.MAX_SLICE_PAIRS, dtype=np.int64))
         trie = TW.TrieArrays(vocab.sorted_bytes, vocab.sorted_offsets, self.identity, vocab.sorted_lcp,
                              self.subtree_end)
-        self.inputs = EB.EntryInputs(trie, CX.ContextArrays(self.occ_indptr, self.occ_dst, self.follow1), self._pure,
-                                     self.lookahead, vocab.sorted_ids)
+        memo = CX.MEMO_SLOTS  # the answers of context expansion, asked once per grammar
+        context = CX.ContextArrays(self.occ_indptr, self.occ_dst, self.follow1, np.full(memo, -1, dtype=np.int64),
+                                   np.zeros(memo, dtype=np.int64), np.zeros(memo, dtype=np.int32),
+                                   np.zeros(memo, dtype=np.int64))
+        self.inputs = EB.EntryInputs(trie, context, self._pure, self.lookahead, vocab.sorted_ids,
+                                     json_string_slice(vocab))
         self.loops = self.exits = None
         self._no_marks = np.zeros(0, dtype=np.int32)
         self._kernel = None  # classify_tokens' entry for these argument types (util.bound_kernel)
