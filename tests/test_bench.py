@@ -207,13 +207,21 @@ def test_targets_bench_reports_every_row_on_the_default_path():
     from xg2ref.tools.bench.targets import bench_targets
 
     lines = []
-    assert bench_targets("../shared/data", requests=2, items=2, cliff_tokens=120, out=lines.append) == 0
+    assert bench_targets("../shared/data", requests=2, items=2, cliff_tokens=120, forward_ms=0.5, chain_rules=40,
+                         out=lines.append) == 0
     text = "\n".join(lines)
     for row in ("50 tools: mean time to first mask", "50 tools: the first request",
-                "json-mode-eval schemas: median time to first mask", "builtin JSON grammar: time to first mask",
+                "json-mode-eval schema: median time to first mask",
+                "json-mode-eval schema, cache_enabled=False: median time to first mask",
+                "builtin JSON grammar: time to first mask",
                 "builtin JSON along gold completions: time between masks p99", "schema along gold completions",
+                "schema, cache_enabled=False along gold completions: time between masks p90",
+                "forward pass: mask on the critical path p99",
+                "builtin JSON, every entry at compile: compile time", "llama.cpp c, every entry at compile",
+                "llama.cpp arithmetic, every entry at compile", "json-mode-eval schemas, every entry at compile",
                 "string maxLength 100: time to first mask", "string maxLength 100000", "string minLength 200",
-                "text without X then X", "must not grow"):
+                "text without X then X", "must not grow", "cache_enabled=False / xg2ref defaults",
+                "40 rules each referencing the next twice, xg2ref", "40-rule chain: compile to first mask"):
         assert row in text, row
     assert "GrammarCompiler(info)" in text
 

@@ -112,10 +112,15 @@ class GrammarMatcher:
             self._regular, self._regular_lcp = _sorted_regular_tokens(self._vocab, self._is_stop)
         self._mask = np.zeros(self._vocab_size, dtype=np.bool_)
         self._words = np.zeros((self._vocab_size + 31) // 32, dtype=np.int32)
-        # regular tokens that the cache does not know about / must not allow (overridden stops)
-        base_stop = self._vocab.is_stop
-        self._extra_regular = np.flatnonzero(base_stop & ~self._is_stop & (np.diff(self._vocab.token_offsets) > 0))
-        self._not_regular = np.flatnonzero(self._is_stop & ~base_stop)
+        # regular tokens that the cache does not know about / must not allow (overridden stops; none
+        # when the stops are the vocabulary's own: then no pass over the vocabulary per matcher)
+        if override_stop_tokens is None:
+            self._extra_regular = self._not_regular = np.zeros(0, dtype=np.int64)
+        else:
+            base_stop = self._vocab.is_stop
+            lengths = np.diff(self._vocab.token_offsets)
+            self._extra_regular = np.flatnonzero(base_stop & ~self._is_stop & (lengths > 0))
+            self._not_regular = np.flatnonzero(self._is_stop & ~base_stop)
         self._stop_array = np.array(stops, dtype=np.int64)
         self._token_member, self._token_words = _token_set_tables(
             compiled_grammar.fsms.token_sets, self._vocab, self._is_stop, self._vocab_size)

@@ -14,7 +14,7 @@
     xg2ref bench tagdispatch                          Aho-Corasick sizes and plain-EBNF sizes (Table 2)
     xg2ref bench dynamic [--requests N]               static vs dynamic tool sets: reuse, compile time (Table 1, Fig. 6)
     xg2ref bench ablation [--sample N]                Baseline, +JIT, +cross-grammar cache, +repetition compression (Table 4)
-    xg2ref bench targets [--requests N]               time to first mask (50 tools, dynamic; maxLength 100) vs xgrammar
+    xg2ref bench targets [--requests N]               the default path vs xgrammar: first masks, masks p50-max, cliffs
     xg2ref bench kernels                              bitmask applied to logits: each backend vs xgrammar's, GPU when present
     xg2ref bench maskbench [--sample N]               time to first mask and between masks: xg2ref, xgrammar, llguidance
     xg2ref cases                                      the bundled suite
@@ -533,8 +533,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "kernels", "maskbench"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
-                        "Table 1 and Figure 6; ablation: Table 4; targets: dynamic 50-tool time to first mask and "
-                        "the maxLength-100 string schema, as ratios to xgrammar; kernels: the bitmask applied to "
+                        "Table 1 and Figure 6; ablation: Table 4; targets: the default path's time to first mask and "
+                        "between masks (p50 to max, cache on and off, a simulated forward pass), compile with "
+                        "every entry, and the cliffs, as ratios to xgrammar; kernels: the bitmask applied to "
                         "logits by each backend, beside xgrammar's and the bandwidth bound on a GPU; maskbench: "
                         "time to first mask and between masks on a JSONSchemaBench and json-mode-eval sample, "
                         "beside xgrammar and llguidance")

@@ -7,22 +7,33 @@ gets fresh compilers on both sides. Masks are compared before anything is report
 masks of every request, and every mask along the texts (modulo specs/05's difference 3, see
 `bench_maskbench.compare_masks`).
 
-Rows (each with the ratio xg2ref / xgrammar and the issue's target):
+Rows (each with the ratio xg2ref / xgrammar and the target where one is set):
 
 - time to first mask: 50 BFCL tools sampled per request (mean over the requests, and the first
   request alone), the json-mode-eval schemas (median), the `maxLength: 100` string schema, the
   builtin JSON grammar;
 - time between masks (accept a token, fill the next mask) along the json-mode-eval gold
-  completions, for the builtin JSON grammar and for each item's own schema: p50, p99, p99.9, max;
+  completions, for each item's own schema compiled by one kept `GrammarCompiler(info)` and by
+  one with `cache_enabled=False`, and for the builtin JSON grammar compiled per document (cache
+  off): p50, p90, p99, p99.9, max;
+- a decoding loop whose forward pass takes `forward_ms` (a sleep, the GIL released): the mask
+  time on the critical path, p50 and p99, for each item's own schema;
+- every entry built at compile time (`jit=False`; xgrammar always builds them): compile time of
+  the builtin JSON grammar, the json-mode-eval schemas (median) and llama.cpp's json, c and
+  arithmetic grammars;
 - cliffs production engines are known for: a string of `maxLength: 100000` (time to first mask,
   mask p50), an unbounded string of `minLength: 200` (the same), and "any text without X, then X"
   with X one token of the vocabulary, over 5,000 tokens (mask time of the first and the last 500
-  steps: it must not grow with the text).
+  steps: it must not grow with the text); no configuration a cliff: the `maxLength: 100` string
+  with `cache_enabled=False` beside the defaults (xg2ref against itself), and a grammar of 2,000
+  rules each referencing the next twice (compile time or error, each engine in a process of its
+  own stopped after `CHAIN_SECONDS`).
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import random
 import time
@@ -34,6 +45,9 @@ from .dynamic import load_tools, request_tools
 from .maskbench import difference_kind, documented_keywords
 
 MARKER = "```"  # the cliff grammar's X (one token of the vocabulary: checked)
+CHAIN_RULES = 2000  # the rule-chain cliff: root ::= r1 r1, r1 ::= r2 r2, ..., the last a literal
+CHAIN_SECONDS = 120.0
+LLAMA_CPP = ("llama_json", "c", "arithmetic")  # llama.cpp's grammars as the bundled suite holds them
 FREE_TEXT_WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "then", "some", "more")
 
 
@@ -56,13 +70,19 @@ class _Side:
         return self.info.vocab_size
 
 
-def _steps(side: _Side, matcher, bitmask, tokens: list, masks: Optional[list] = None) -> list:
-    """Seconds of accept + fill for each token (the masks kept in `masks` when given)."""
+def _steps(side: _Side, matcher, bitmask, tokens: list, masks: Optional[list] = None,
+           forward_s: float = 0.0) -> list:
+    """Seconds of accept + fill for each token (the masks kept in `masks` when given); with
+    `forward_s`, a forward pass that long (a sleep) sits between accepting and filling, and only
+    the fill, the mask's time on the critical path, is counted."""
     times = []
     for k, t in enumerate(tokens):
         start = time.perf_counter()
         if not matcher.accept_token(t):
             raise AssertionError(f"{side.name} refused token {k} ({t}) of a text its grammar accepts")
+        if forward_s:
+            time.sleep(forward_s)
+            start = time.perf_counter()
         matcher.fill_next_token_bitmask(bitmask)
         times.append(time.perf_counter() - start)
         if masks is not None:
@@ -113,7 +133,8 @@ class Report:
 
 
 def bench_targets(data_dir: str, vocab: str = "llama3", requests: int = 100, fmt: str = "llama",
-                  out: Callable[[str], None] = print, items: Optional[int] = None, cliff_tokens: int = 5000) -> int:
+                  out: Callable[[str], None] = print, items: Optional[int] = None, cliff_tokens: int = 5000,
+                  forward_ms: float = 5.0, chain_rules: int = CHAIN_RULES) -> int:
     """Run every workload of the module docstring; 0 when the masks agreed (targets are reported,
     not enforced: a benchmark measures)."""
     try:
@@ -129,8 +150,10 @@ def bench_targets(data_dir: str, vocab: str = "llama3", requests: int = 100, fmt
     info = xg2ref.TokenizerInfo.from_quicktok(vocab)
     xinfo = _xgrammar_info(xgrammar, info)
     encode = quicktok_encoder(vocab)
-    ours = _Side("xg2ref", xg2ref, info, lambda: xg2ref.GrammarCompiler(info))
-    theirs = _Side("xgrammar", xgrammar, info, lambda: xgrammar.GrammarCompiler(xinfo, max_threads=1))
+    ours = _Side("xg2ref", xg2ref, info, lambda **kw: xg2ref.GrammarCompiler(info, **kw))
+    theirs = _Side("xgrammar", xgrammar, info,  # (it has no JIT switch: it builds every entry at compile)
+                   lambda **kw: xgrammar.GrammarCompiler(xinfo, max_threads=1,
+                                                         **{k: v for k, v in kw.items() if k != "jit"}))
     sides = (ours, theirs)
     for side in sides:  # one process-level warm-up of the kernels
         c = side.new_compiler()
@@ -159,10 +182,12 @@ def bench_targets(data_dir: str, vocab: str = "llama3", requests: int = 100, fmt
         evals = [json.loads(line) for line in f if line.strip()][:items]
     texts = [encode(json.dumps(e["completion"]).encode()) for e in evals]
     out(f"json-mode-eval: {len(evals)} schemas and their gold completions ({sum(map(len, texts))} tokens)")
-    for grammar in ("schema", "builtin JSON"):
+    workloads = (("schema", "schema", {}), ("schema, cache_enabled=False", "schema", {"cache_enabled": False}),
+                 ("builtin JSON", "builtin JSON", {"cache_enabled": False}))
+    for label, grammar, options in workloads:
         first, steps, masks = {}, {}, {}
         for side in sides:
-            compiler = side.new_compiler()
+            compiler = side.new_compiler(**options)  # kept across the documents
             first[side.name], steps[side.name], masks[side.name] = [], [], []
             for e, tokens in zip(evals, texts):
                 call = (lambda: compiler.compile_json_schema(json.dumps(e["schema"]))) if grammar == "schema" \
@@ -176,17 +201,59 @@ def bench_targets(data_dir: str, vocab: str = "llama3", requests: int = 100, fmt
                     pass  # a gold completion its schema refuses (both engines agree: compared below)
                 masks[side.name].append(kept)
         for e, tokens, a, b in zip(evals, texts, masks["xg2ref"], masks["xgrammar"]):
-            _same_masks(a, b, info, f"json-mode-eval {e['id']}, {grammar}",
+            _same_masks(a, b, info, f"json-mode-eval {e['id']}, {label}",
                         e["schema"] if grammar == "schema" else None, tokens)
         if grammar == "schema":
-            report.add("json-mode-eval schemas: median time to first mask", np.median(first["xg2ref"]),
-                       np.median(first["xgrammar"]), "ms", 1.0)
+            report.add(f"json-mode-eval {label}: median time to first mask", np.median(first["xg2ref"]),
+                       np.median(first["xgrammar"]), "ms", 0.8)
         else:
             report.add("builtin JSON grammar: time to first mask", first["xg2ref"][0], first["xgrammar"][0], "ms", 1.5)
-        for p, target in ((50, 1.0), (99, 1.5), (99.9, None), (100, None)):
+        p50, p99 = (0.5, 1.5) if grammar == "schema" else (1.0, 1.5)
+        for p, target in ((50, p50), (90, None), (99, p99), (99.9, None), (100, None)):
             name = "max" if p == 100 else f"p{p:g}"
-            report.add(f"{grammar} along gold completions: time between masks {name}", _pct(steps["xg2ref"], p),
+            report.add(f"{label} along gold completions: time between masks {name}", _pct(steps["xg2ref"], p),
                        _pct(steps["xgrammar"], p), "us", target)
+
+    out(f"a decoding loop with a {forward_ms:g} ms forward pass: the mask on the critical path")
+    critical = {}
+    for side in sides:
+        compiler = side.new_compiler()
+        critical[side.name] = []
+        for e, tokens in zip(evals, texts):
+            _, matcher, bitmask = side.first_mask(lambda: compiler.compile_json_schema(json.dumps(e["schema"])))
+            try:
+                critical[side.name] += _steps(side, matcher, bitmask, tokens, forward_s=forward_ms / 1e3)
+            except AssertionError:
+                pass
+    for p, target in ((50, None), (99, 1.0)):
+        report.add(f"schema, {forward_ms:g} ms forward pass: mask on the critical path p{p}",
+                   _pct(critical["xg2ref"], p), _pct(critical["xgrammar"], p), "us", target)
+
+    out("every entry at compile time (xg2ref jit=False; xgrammar builds them all)")
+    eager = {"jit": False, "cache_enabled": False}
+    from ...suite import load_cases
+
+    sources = [("builtin JSON", None)] + [(f"llama.cpp {case.name.replace('llama_', '')}", case)
+                                          for case in load_cases(list(LLAMA_CPP))]
+    for what, case in sources:
+        took = {}
+        for side in sides:
+            compiler = side.new_compiler(**eager)
+            start = time.perf_counter()
+            compiler.compile_grammar(case.text, root_rule_name=case.root) if case else compiler.compile_builtin_json_grammar()
+            took[side.name] = time.perf_counter() - start
+        report.add(f"{what}, every entry at compile: compile time", took["xg2ref"], took["xgrammar"], "ms", 1.0)
+    took = {}
+    for side in sides:
+        compiler = side.new_compiler(**eager)
+        times = []
+        for e in evals:
+            start = time.perf_counter()
+            compiler.compile_json_schema(json.dumps(e["schema"]))
+            times.append(time.perf_counter() - start)
+        took[side.name] = float(np.median(times))
+    report.add("json-mode-eval schemas, every entry at compile: median compile time", took["xg2ref"],
+               took["xgrammar"], "ms", 1.0)
 
     out("strings and cliffs")
     string_100 = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 100}}, "required": ["s"]}
@@ -198,6 +265,8 @@ def bench_targets(data_dir: str, vocab: str = "llama3", requests: int = 100, fmt
     _schema_row(report, sides, info, {"type": "object", "properties": {"s": {"type": "string", "minLength": 200}},
                                       "required": ["s"]}, long_text, "minLength 200", None)
     _cliff_row(report, sides, info, encode, cliff_tokens)
+    _configuration_row(report, info, string_100)
+    _chain_row(report, vocab, chain_rules)
     out("")
     out(report.table())
     out("(xg2ref: GrammarCompiler(info); xgrammar 0.2.8: GrammarCompiler(info, max_threads=1); one process, "
@@ -242,3 +311,70 @@ def _cliff_row(report: Report, sides, info, encode, n_tokens: int) -> None:
     what = f"text without X then X: mask p50, first {window} steps"
     report.add(what, rows["xg2ref"][0], rows["xgrammar"][0], "us")
     report.add(f"... last {window} of {len(words)} steps (must not grow)", rows["xg2ref"][1], rows["xgrammar"][1], "us")
+
+
+def _configuration_row(report: Report, info, schema: dict) -> None:
+    """No configuration is a cliff: the `maxLength: 100` string's first mask with
+    `cache_enabled=False` beside the defaults' (xg2ref against itself)."""
+    import xg2ref
+
+    took = {}
+    for label, options in (("defaults", {}), ("cache_enabled=False", {"cache_enabled": False})):
+        compiler = xg2ref.GrammarCompiler(info, **options)
+        start = time.perf_counter()
+        matcher = xg2ref.GrammarMatcher(compiler.compile_json_schema(json.dumps(schema)))
+        matcher.fill_next_token_bitmask(xg2ref.allocate_token_bitmask(1, info.vocab_size))
+        took[label] = time.perf_counter() - start
+    report.add("string maxLength 100, xg2ref cache_enabled=False / xg2ref defaults: first mask",
+               took["cache_enabled=False"], took["defaults"], "ms", 2.0)
+
+
+def _chain_compile(engine: str, vocab: str, n: int, queue) -> None:
+    """Compile the rule chain in this (child) process; put the seconds taken, or the error."""
+    try:
+        import xg2ref
+
+        info = xg2ref.TokenizerInfo.from_quicktok(vocab)
+        text = "\n".join(["root ::= r1 r1"] + [f"r{k} ::= r{k + 1} r{k + 1}" for k in range(1, n - 1)]
+                          + [f'r{n - 1} ::= "a"'])
+        start = time.perf_counter()
+        if engine == "xg2ref":
+            matcher = xg2ref.GrammarMatcher(xg2ref.GrammarCompiler(info).compile_grammar(text))
+            matcher.fill_next_token_bitmask(xg2ref.allocate_token_bitmask(1, info.vocab_size))
+        else:
+            import xgrammar
+
+            from .mask import _xgrammar_info
+
+            compiler = xgrammar.GrammarCompiler(_xgrammar_info(xgrammar, info), max_threads=1)
+            matcher = xgrammar.GrammarMatcher(compiler.compile_grammar(text))
+            matcher.fill_next_token_bitmask(xgrammar.allocate_token_bitmask(1, info.vocab_size))
+        queue.put(("seconds", time.perf_counter() - start))
+    except Exception as err:  # noqa: BLE001  (a clean error is an answer: reported)
+        queue.put(("error", f"{type(err).__name__}: {err}".splitlines()[0][:100]))
+
+
+def _chain_row(report: Report, vocab: str, n: int) -> None:
+    """The grammar of n rules, each referencing the next twice: it must end in seconds or with a
+    clean error; each engine in a process of its own, stopped after CHAIN_SECONDS."""
+    answers = {}
+    spawn = multiprocessing.get_context("spawn")
+    for engine in ("xg2ref", "xgrammar"):
+        queue = spawn.Queue()
+        child = spawn.Process(target=_chain_compile, args=(engine, vocab, n, queue))
+        start = time.perf_counter()
+        child.start()
+        child.join(CHAIN_SECONDS)
+        if child.is_alive():
+            child.kill()
+            child.join()
+            answer = ("timeout", f"still running after {CHAIN_SECONDS:g} s")
+        else:
+            answer = queue.get(timeout=5) if child.exitcode == 0 else ("error", f"exit code {child.exitcode}")
+        answers[engine] = answer + (time.perf_counter() - start,)
+    for engine, (kind, value, wall) in answers.items():
+        said = f"first mask after {value * 1e3:.1f} ms" if kind == "seconds" else value
+        report.out(f"  {n:,} rules each referencing the next twice, {engine}: {said} "
+                   f"({wall:.1f} s with its process)")
+    if answers["xg2ref"][0] == "seconds" and answers["xgrammar"][0] == "seconds":
+        report.add(f"{n:,}-rule chain: compile to first mask", answers["xg2ref"][1], answers["xgrammar"][1], "ms")
