@@ -209,5 +209,8 @@ print("cached == every-token == oracle along", prefix)
 # %% [markdown]
 # Actual code: `xg2ref.mask.cache.AdaptiveTokenMaskCache` (entries and their forms),
 # `xg2ref.kernels.classify.classify_tokens` (accepted / rejected / uncertain),
+# `xg2ref.kernels.entry_build.build_entries` (seed, classify, store and publish a batch of entries in one
+# call), `xg2ref.kernels.entry_build.store_entry` (the smallest of the three forms),
+# `xg2ref.kernels.slices.slice_contained` (a string state takes the JSON-string slice whole),
 # `xg2ref.kernels.mask_fill.fill_mask` (Table 6 right half, Algorithm 1),
 # `xg2ref.matcher.GrammarMatcher.fill_next_token_bitmask`.

@@ -203,7 +203,9 @@ for seed in range(2):
     print(f"walk {seed}: masks equal the oracle's along {step['prefix']!r}")
 
 # %% [markdown]
-# Actual code: `xg2ref.mask.jit.JitEntries.ensure_entries`, `xg2ref.mask.cache.AdaptiveTokenMaskCache.fill`,
+# Actual code: `xg2ref.kernels.entry_build.fill_mask_building` (the fill kernel builds the entries it
+# misses, a batch per step), `xg2ref.mask.cache.AdaptiveTokenMaskCache.fill`,
+# `xg2ref.mask.jit.JitEntries.ensure_entries` (the entries built from Python: counted zones, unordered rules),
 # `xg2ref.mask.jit.JitEntries.estimated_costs`, `xg2ref.mask.jit.JitEntries.auto_eager`,
 # `xg2ref.kernels.mask_fill.fill_mask` (its `NEED_ENTRY` status), `xg2ref.compiler.GrammarCompiler` (`jit`,
 # `jit_eager_entries`).
