@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from .classify import N_ACCEPTED, N_ENDS, N_PASS, N_UNCERTAIN
+from .slices import merge_sorted, merge_step
 
 # EntryClasses' pool mode of a class
 POOL_NONE = 0       # not through the pool (no pool, or its rule has no hash)
@@ -145,33 +146,18 @@ def merge_acc0(hits, c, accepted, merged):
     """merged[:k] = acc0 of class c's hit ∪ `accepted` (both ascending sorted indices, disjoint:
     acc0 is read inside the rule, the candidates are tokens it may end inside). Returns k."""
     lo, hi = hits.acc0_start[c], hits.acc0_end[c]
-    k = 0
-    a = 0
     if hits.acc0_kind[c] == ACC0_LIST:
-        for q in range(lo, hi):
-            j = hits.acc0_list[q]
-            while a < accepted.shape[0] and accepted[a] < j:
-                merged[k] = accepted[a]
-                k += 1
-                a += 1
-            merged[k] = j
-            k += 1
-    else:
-        for q in range(lo, hi):
-            byte = hits.acc0_bits[q]
-            if byte == 0:
-                continue
-            for bit in range(8):
-                if byte & (128 >> bit):
-                    j = 8 * (q - lo) + bit
-                    while a < accepted.shape[0] and accepted[a] < j:
-                        merged[k] = accepted[a]
-                        k += 1
-                        a += 1
-                    merged[k] = j
-                    k += 1
-    while a < accepted.shape[0]:
-        merged[k] = accepted[a]
+        return merge_sorted(accepted, hits.acc0_list[lo:hi], merged)
+    a = 0
+    k = 0
+    for q in range(lo, hi):
+        byte = hits.acc0_bits[q]
+        if byte == 0:
+            continue
+        for bit in range(8):
+            if byte & (128 >> bit):
+                a, k = merge_step(accepted, a, 8 * (q - lo) + bit, merged, k)
+    for q in range(a, accepted.shape[0]):
+        merged[k] = accepted[q]
         k += 1
-        a += 1
     return k

@@ -80,19 +80,25 @@ def slice_contained(next_state, pure_row, pure_next, state, pairs):
 
 
 @njit(cache=True, _nrt=False)
+def merge_step(a, i, x, out, k):
+    """One step of merging ascending lists: out[k:] takes a[i:]'s items below x, then x.
+    Returns the new (i, k)."""
+    while i < a.shape[0] and a[i] < x:
+        out[k] = a[i]
+        k += 1
+        i += 1
+    out[k] = x
+    return i, k + 1
+
+
+@njit(cache=True, _nrt=False)
 def merge_sorted(a, b, out):
     """out[:len(a) + len(b)] = the ascending lists a and b merged. Returns the length."""
     i = 0
     k = 0
     for x in b:
-        while i < a.shape[0] and a[i] < x:
-            out[k] = a[i]
-            k += 1
-            i += 1
-        out[k] = x
+        i, k = merge_step(a, i, x, out, k)
+    for q in range(i, a.shape[0]):
+        out[k] = a[q]
         k += 1
-    while i < a.shape[0]:
-        out[k] = a[i]
-        k += 1
-        i += 1
     return k
