@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import xg2ref as xgr
 import xg2ref.analysis as C
 from xg2ref.compiler import compile_ir_grammar
+from xg2ref.mask import background
 from xg2ref.mask.cross_grammar import CrossGrammarCache, IndexSet
 from xg2ref.fsm.hashing import RuleHashes
 from xg2ref.grammar.grammar import Grammar
@@ -75,6 +76,7 @@ def test_perfect_and_partial_hits():
     for text in (g1, g2, g3):
         shared = compiler.compile_grammar(text)
         alone = xgr.GrammarCompiler(info, cache_enabled=False, cross_grammar_cache=True).compile_grammar(text)
+        assert background.BUILDER.wait_idle()  # both built ahead as far as the builder goes (mask/background.py)
         assert entries(shared, info.vocab_size) == entries(alone, info.vocab_size)
     # "!}" after "[a!": s may end after "!", and its lookahead "]" rejects the "}"
     m = xgr.GrammarMatcher(compiler.compile_grammar(g1))

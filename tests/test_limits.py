@@ -35,9 +35,11 @@ def test_eager_entries_past_the_bound_raise_at_compile_time():
 
 @pytest.mark.jit_only
 def test_jit_entries_past_the_bound_raise_when_a_mask_needs_them():
-    # no entry at compile time (jit_eager_entries=0; the cost model's choice depends on the clock);
+    # no entry at compile time (jit_eager_entries=0; the cost model's choice depends on the clock) and
+    # none built beside decoding (background_builds=False): the fill builds, and raises;
     # the walk builds about 25 kB of entries by its fifth step
-    compiled = xgr.GrammarCompiler(LLAMA, jit_eager_entries=0, max_grammar_bytes=20_000).compile_json_schema(SIX_STRINGS)
+    compiled = xgr.GrammarCompiler(LLAMA, jit_eager_entries=0, max_grammar_bytes=20_000,
+                                   background_builds=False).compile_json_schema(SIX_STRINGS)
     assert compiled.mask_cache.stats.entries == 0
     matcher = xgr.GrammarMatcher(compiled)
     bitmask = xgr.allocate_token_bitmask(1, LLAMA.vocab_size)

@@ -22,6 +22,7 @@ from collections import OrderedDict
 from typing import Optional, Union
 
 from .analysis import analyse
+from .mask.background import background_default
 from .mask.cross_grammar import CrossGrammarCache
 from .exceptions import GrammarLimitError
 from .fsm.build import FSMArrays, GrammarFSMs
@@ -163,7 +164,9 @@ class GrammarCompiler:
     two thirds for grammars and one third for entries.
 
     Switches, for the ablation (XGrammar-2 Table 4; masks are the same in every configuration):
-    `jit=False` builds every entry at compile time; `jit_eager_entries=K` builds the K estimated
+    `jit=False` builds every entry at compile time; `background_builds=False` keeps JIT entries
+    to the fills that need them (by default a builder thread builds them beside decoding, nearest
+    to the matchers' positions first: mask/background.py); `jit_eager_entries=K` builds the K estimated
     to cost most instead of the cost model's choice; `cross_grammar_cache=False` keeps entries per
     grammar (it follows `cache_enabled` otherwise); `repetition_compression=False` unrolls every
     repetition instead of counting those of more than `repetition_threshold` copies.
@@ -177,7 +180,8 @@ class GrammarCompiler:
     def __init__(self, tokenizer_info: TokenizerInfo, *, max_threads: int = 8, cache_enabled: bool = True,
                  cache_limit_bytes: int = -1, jit: bool = True, jit_eager_entries: Optional[int] = None,
                  cross_grammar_cache: Optional[bool] = None, repetition_compression: bool = True,
-                 repetition_threshold: int = REPETITION_THRESHOLD, max_grammar_bytes: Optional[int] = None):
+                 repetition_threshold: int = REPETITION_THRESHOLD, max_grammar_bytes: Optional[int] = None,
+                 background_builds: Optional[bool] = None):
         if max_grammar_bytes is None:
             max_grammar_bytes = DEFAULT_MAX_GRAMMAR_BYTES
         if not isinstance(tokenizer_info, TokenizerInfo):
@@ -191,6 +195,8 @@ class GrammarCompiler:
         self.cache_enabled = cache_enabled
         self.cache_limit_bytes = cache_limit_bytes
         self.jit = jit  # build mask-cache entries on first use (XGrammar-2 §3.5)
+        # ... and on the builder thread beside decoding (mask/background.py)
+        self.background_builds = background_default() if background_builds is None else bool(background_builds)
         self.jit_eager_entries = jit_eager_entries
         self.repetition_threshold = repetition_threshold if repetition_compression else None
         self.max_grammar_bytes = max_grammar_bytes
@@ -203,6 +209,12 @@ class GrammarCompiler:
         self.parts = PartCache() if use_pool else None
 
     def _compile(self, grammar: Grammar) -> CompiledGrammar:
+        compiled = self._compile_now(grammar)
+        if self.jit and self.background_builds:
+            compiled.mask_cache.build_in_background()
+        return compiled
+
+    def _compile_now(self, grammar: Grammar) -> CompiledGrammar:
         if grammar.parts is not None and self.parts is not None:
             return compile_linked_grammar(grammar, self.tokenizer_info, self.parts, jit=self.jit,
                                           eager_entries=self.jit_eager_entries, pool=self.pool,

@@ -182,10 +182,14 @@ class EarleyParser:
 
     def advance(self, data: bytes) -> bool:
         """Read `data`; all or nothing: on rejection nothing is consumed and False returned."""
-        if self.chart.set_start[self.position + 1] == self.chart.set_start[self.position]:
+        return self.read(np.frombuffer(bytearray(data), dtype=np.uint8))  # (writable, as `read` is bound)
+
+    def read(self, buf: np.ndarray) -> bool:
+        """`advance` over a uint8 array (a token's bytes in the vocabulary's arrays: no copy)."""
+        chart = self.chart
+        start = chart.meta[K.META_N_SETS]
+        if chart.set_start[start] == chart.set_start[start - 1]:
             return False  # the current set is empty: only an empty language gets here
-        start = self.chart.meta[K.META_N_SETS]
-        buf = np.frombuffer(bytes(data), dtype=np.uint8)
         if self._advance_bytes is None:  # the dispatcher would type the two NamedTuples on every call
             self._advance_bytes = bound_kernel(T.advance_bytes, self.arrays, self.chart, buf)
         done = 0

@@ -125,6 +125,7 @@ class GrammarMatcher:
         self._token_member, self._token_words = _token_set_tables(
             compiled_grammar.fsms.token_sets, self._vocab, self._is_stop, self._vocab_size)
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
+        self._mask_cache = compiled_grammar.mask_cache
         # rule options `capture` / `temperature` (xg2ref/rule_options.py): None for grammars without
         # them; with captures, the accepted bytes (the spans are cut out of them)
         fsms = compiled_grammar.fsms
@@ -138,6 +139,10 @@ class GrammarMatcher:
         self._stop_accepted = False
         self._row_key: Optional[tuple] = None  # (bitmask, index, data pointer, shape) of _row
         self._row: Optional[np.ndarray] = None
+        # a grammar without token sets, budgets or captures, and the vocabulary's own stops: a
+        # token is its bytes read by the parser, a mask the cache's fill (the fast paths below)
+        self._plain = not (len(self._token_member) or self._budgets or self._char_budgets or self._options
+                           or self._accepted is not None or len(self._extra_regular) or len(self._token_words))
 
     # ---- state --------------------------------------------------------------------------
 
@@ -207,6 +212,15 @@ class GrammarMatcher:
         if self._stop_accepted or not 0 <= token_id < self._vocab_size:
             return False
         token_id = int(token_id)
+        if self._plain and not self._is_stop[token_id]:  # the common case, in few steps
+            v = self._vocab
+            begin, end = v.token_offsets[token_id], v.token_offsets[token_id + 1]
+            if begin == end or not self._parser.read(v.token_bytes[begin:end]):
+                return False  # a special token, or one the grammar rejects
+            self._history.append(int(end - begin))
+            self._enforce_pending = False
+            self._mask_cache.after_token(self._parser.chart)
+            return True
         if self._is_stop[token_id]:
             if self._terminate_without_stop_token or not self._parser.is_completed():
                 return False
@@ -232,6 +246,7 @@ class GrammarMatcher:
         self._enforce_pending = False
         if self._accepted is not None:
             self._accepted += data
+        self._mask_cache.after_token(self._parser.chart)  # (the background builder's hint)
         return True
 
     def accept_string(self, input_str: Union[str, bytes], *, debug_print: bool = False) -> bool:
@@ -299,6 +314,8 @@ class GrammarMatcher:
         every id is allowed."""
         if words is None:
             words = self._words
+        if self._plain:
+            return self._mask_cache.fill(self._parser, words, self._not_regular, self._stop_array)[1]
         enforced = self._budget_mask()
         if enforced is None and self._char_budgets:
             enforced = self._every_token_mask()
@@ -326,10 +343,12 @@ class GrammarMatcher:
         may write them in place (the layout of `self._words`; else None). Remembered for the last
         bitmask while it keeps its memory and shape (a decoding loop passes the same one at every
         step)."""
+        last = self._row_key
+        if (last is not None and last[0] is bitmask and last[1] == index and last[2] == bitmask.data_ptr()
+                and last[3] == bitmask.shape):
+            return self._row
         torch_like = hasattr(bitmask, "data_ptr")
         key = (bitmask, index, bitmask.data_ptr(), tuple(bitmask.shape)) if torch_like else None
-        if key is not None and self._row_key is not None and self._row_key[0] is bitmask and self._row_key[1:] == key[1:]:
-            return self._row
         row = bitmask_row_view(bitmask, index, self._vocab_size)
         head = row[:len(self._words)]
         direct = head if layout_key(head) == layout_key(self._words) else None

@@ -15,6 +15,8 @@
 - `cross_grammar`: XGrammar-2 §3.3 inside the entry kernel: a hit's acc0 merged, a miss's record.
 - `entry_build`: whole entries in one call per batch (seed, classify, store in the smallest form
   of XGrammar §3.1, publish), and the fill that builds the entries it misses (XGrammar-2 §3.5).
+- `build_order`: which entries the background builder builds first (breadth first from where
+  the matcher stands, XGrammar-2 §3.5).
 - `apply_bitmask`: the bitmask applied to logits.
 
 Under the module names xgrammar 0.2.8 uses, its per-backend bitmask entry points

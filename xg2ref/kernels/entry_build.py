@@ -37,8 +37,8 @@ from .context_expansion import init_chart_at_state
 from .cross_grammar import (NEED_RECORD, POOL_NONE, POOL_PARTIAL, POOL_PERFECT, PoolHits, PoolRecords, merge_acc0,
                             record_build, records_lists)
 from .earley import META_N_SETS, OK
-from .mask_fill import (KIND_ACCEPTED, KIND_BITSET, KIND_REJECTED, MISSING_ENTRIES, NEED_ENTRY, UNBUILT,
-                        check_and_finish, gather_cached_mask, item_entry)
+from .mask_fill import (KIND_ACCEPTED, KIND_BITSET, KIND_REJECTED, MISSING_ENTRIES, NEED_ENTRY, SIZE_ENTRIES,
+                        UNBUILT, check_and_finish, gather_cached_mask, item_entry)
 from .pure_walk import fill_pure_next, mark_pure_states
 from .slices import merge_sorted, slice_contained
 
@@ -49,7 +49,7 @@ NEED_BUILD = 19  # fill_mask_building: a batch stopped, queue[Q_STATUS] says why
 NEED_SCRATCH = 20  # fill_mask_building: the fill's scratch is too small for the entries now built
 
 # slots of MaskCacheArrays.sizes: what is filled, tallies, and what a NEED_STORE asks for
-SIZE_ENTRIES = 0
+# (SIZE_ENTRIES, slot 0, is mask_fill.py's: the fill reads it)
 SIZE_LIST = 1
 SIZE_WORDS = 2
 SIZE_UNC = 3
@@ -71,7 +71,9 @@ Q_TOKEN = 3   # the sorted token classify_tokens resumes from
 Q_STATUS = 4  # the status a stopped batch returned (the fill kernel hands it on)
 Q_WHICH = 5   # and the chart it is about (classify.CHART_MAIN / CHART_CONTEXT)
 Q_SLICE = 6   # 1: the job's state contains the vocabulary slice, only the rest is walked
-N_QUEUE = 7
+Q_YIELDS = 7  # 1: the batch gives way to waiting fills between classes (the background builder's)
+Q_WAITING = 8  # fills waiting for the cache's lock (written by them without it: mask/cache.py)
+N_QUEUE = 9
 PHASE_SEED = 0
 PHASE_CLASSIFY = 1
 PHASE_RECORD = 2
@@ -173,7 +175,7 @@ def ensure_pure(fsm, pure, build, rule):
     return OK
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def store_entry(cache, acc, unc, sorted_ids, members, state):
     """STORE and PUBLISH: append the entry of accepted `acc` and uncertain `unc` (sorted
     indices, ascending) to `cache` (a MaskCacheArrays at capacity) in the smallest form, built
@@ -268,7 +270,7 @@ def clear_outputs(outs):
     n_list[:] = 0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def build_entries(fsm, chart, ctx_chart, inputs, work, cache, classes, jobs):
     """SEED, CLASSIFY, STORE and PUBLISH the FREE-zone entry of every class of
     jobs[queue[Q_NEXT]:queue[Q_END]] that is still UNBUILT, resuming a stopped batch where it
@@ -282,6 +284,9 @@ def build_entries(fsm, chart, ctx_chart, inputs, work, cache, classes, jobs):
     Returns (status, which): OK when the batch is done; a chart's NEED_* (`which` says which
     chart), NEED_PURE, NEED_RECORD or NEED_STORE when the caller must grow something and call
     again.
+
+    A batch with queue[Q_YIELDS] set gives way between two classes when a fill waits for the
+    cache (queue[Q_WAITING] > 0): it drops the classes left (Q_END = Q_NEXT) and returns OK.
     """
     hits = classes.hits
     q = work.queue
@@ -338,6 +343,8 @@ def build_entries(fsm, chart, ctx_chart, inputs, work, cache, classes, jobs):
         clear_outputs(outs)
         q[Q_PHASE] = PHASE_SEED
         q[Q_NEXT] += 1
+        if q[Q_YIELDS] == 1 and q[Q_WAITING] > 0:
+            q[Q_END] = q[Q_NEXT]
     return OK, CHART_MAIN
 
 
@@ -380,10 +387,11 @@ def queue_missing(fsm, chart, cache, classes, jobs, queue):
     queue[Q_NEXT] = 0
     queue[Q_END] = n
     queue[Q_PHASE] = PHASE_SEED
+    queue[Q_YIELDS] = 0
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def fill_mask_building(fsm, chart, cache, vocab, scratch, not_regular, stop_ids, words, builder):
     """`mask_fill.fill_mask` that builds the entries it misses itself (JIT, XGrammar-2 §3.5):
 

@@ -35,6 +35,7 @@ ZONE_NOEXIT = -2
 # fill_mask's status when an item of the current set needs an entry not built yet (JIT, or a
 # counted repetition's zone met for the first time): the caller builds it and calls again.
 NEED_ENTRY = 16
+SIZE_ENTRIES = 0  # slot of MaskCacheArrays.sizes: the number of entries stored (entry_build.py)
 UNBUILT = -2  # state_entry / item_entry of a state whose entry is not built yet
 NO_ENTRY = -1  # state_entry / item_entry of a state without byte edges (it needs no entry)
 # how an entry stores its accepted tokens (MaskCacheArrays.entry_kind, XGrammar §3.1 Fig. 5)
@@ -140,14 +141,20 @@ def gather_cached_mask(fsm, chart, cache, sorted_ids, scratch, words):
     unc_sorted = cache.unc_sorted
     entry_mark = scratch.entry_mark
     cand = scratch.cand
+    # entries another thread publishes while this runs (the background builder): an entry is
+    # used only when these arrays and this scratch hold it; the count is written after the
+    # entry's arrays and before its number is published (entry_build.store_entry)
+    n_valid = min(cache.sizes[SIZE_ENTRIES], entry_mark.shape[0] - 1)
     k = chart.meta[META_N_SETS] - 1
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
-        if state_entry[s] == UNBUILT:
+        e = state_entry[s]
+        if e == UNBUILT or e >= n_valid:
             return MISSING_ENTRIES
-        if fsm.rule_rep_lo[fsm.state_rule[s]] >= 0 and state_entry[s] >= 0 and item_entry(
-                fsm, cache, s, chart.item_count[p]) == UNBUILT:
-            return MISSING_ENTRIES
+        if fsm.rule_rep_lo[fsm.state_rule[s]] >= 0 and e >= 0:
+            e = item_entry(fsm, cache, s, chart.item_count[p])
+            if e == UNBUILT or e >= n_valid:
+                return MISSING_ENTRIES
     last = entry_mark.shape[0] - 1
     gen = entry_mark[last] + 1
     entry_mark[last] = gen
@@ -212,7 +219,7 @@ def gather_cached_mask(fsm, chart, cache, sorted_ids, scratch, words):
     return out
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def check_candidates(fsm, chart, token_bytes, token_offsets, sorted_ids, cand, n_cand, j_start, words):
     """Algorithm 1, second half: run each candidate (sorted indices, ascending) through the full
     chart, reusing the sets of the prefix shared with the previous candidate; set the bit of
@@ -239,7 +246,7 @@ def check_candidates(fsm, chart, token_bytes, token_offsets, sorted_ids, cand, n
     return OK, n_cand
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def finish_mask(fsm, chart, not_regular, stop_ids, words):
     """Clear the bits of `not_regular` (ids the cache treats as regular that must not be
     allowed: overriding stop tokens), then set those of `stop_ids` when the input so far is a
@@ -251,7 +258,7 @@ def finish_mask(fsm, chart, not_regular, stop_ids, words):
             words[t >> 5] |= np.int32(1) << np.int32(t & 31)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def all_allowed(words, vocab_size):
     """Every id below vocab_size has its bit set (nothing is masked out)."""
     full = vocab_size >> 5
@@ -265,7 +272,7 @@ def all_allowed(words, vocab_size):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def fill_mask(fsm, chart, cache, vocab, scratch, not_regular, stop_ids, words):
     """Algorithm 1 in one call: `gather_cached_mask`, then `check_and_finish`.
 

@@ -10,6 +10,8 @@ one module per mechanism, in pipeline order:
 - `entries`: how entries are stored (accepted / rejected / bitset, XGrammar §3.1 Fig. 5), held at
   capacity in `EntryStore` for kernels/entry_build.py to append to.
 - `jit`: which entries are built when (XGrammar-2 §3.5: UNBUILT, ensure_entries, the cost model).
+- `background`: the entries built beside decoding, on the process's builder thread (§3.5), and
+  the contract between that writer and the fills that read without locking.
 - `counted`: a counted repetition's entries per zone of counts (XGrammar-2 §3.6, run-time half).
 - `cache`: `AdaptiveTokenMaskCache`, building entries and the run-time fill (XGrammar Alg. 1,
   kernels/mask_fill.py).

@@ -40,7 +40,9 @@ Python grows buffers and charts when a kernel asks.
 
 from __future__ import annotations
 
+import threading
 import time
+import weakref
 from typing import Callable, Optional
 
 import numpy as np
@@ -55,6 +57,7 @@ from ..kernels import mask_fill as MF
 from ..lookahead import LookaheadArrays
 from ..tokenizer_info import VocabArrays
 from ..util import bound_kernel, fixed_layout
+from . import background
 from .classifier import Classifier, vocab_facts
 from .counted import CountedEntries, shallow_counted_rules
 from .entries import UNBUILT, EntryStore, MaskCacheArrays, pack_ids
@@ -62,6 +65,8 @@ from .jit import AUTO_EAGER_SHARE, JitEntries
 from .state_classes import shareable_rules, state_classes
 
 fixed_layout(MF.FillScratch)
+
+AHEAD_YIELD = 50e-6  # seconds the background builder steps aside while a fill builds
 
 
 class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
@@ -138,6 +143,12 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
                                             np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32))
         self._kernels: dict = {}  # bound entries (util.bound_kernel), by kernel
         self._owing = False  # records of kernel builds wait in the pool's `owed` list
+        # writers (builds, growth, publication) hold the lock; plain fills never take it
+        # (mask/background.py: the contract with the background builder)
+        self.lock = threading.RLock()
+        self._fills_waiting: list = []  # one element per fill waiting for or holding the lock
+        self._ahead: Optional[background.AheadState] = None  # set by `build_in_background`
+        self.ahead_ref = weakref.ref(self)
         self.build_seconds = time.perf_counter() - start  # grows with every entry built
         if not jit:
             self._build(range(n_classes), progress)
@@ -157,6 +168,10 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         """Build the entries of `classes` (class numbers, or (class, zone) pairs for a counted
         repetition's other zones: ZONE_NOEXIT or a count): the plain ones in one kernel batch,
         the others one by one."""
+        with self.lock:
+            self._build_locked(classes, progress)
+
+    def _build_locked(self, classes, progress) -> None:
         start = time.perf_counter()
         classes = list(classes)
         batch = [c for c in classes if not isinstance(c, tuple) and self._classes.in_kernel[c]]
@@ -207,13 +222,14 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         self._ensure_scratch()
         self.build_seconds += time.perf_counter() - start
 
-    def _run_batch(self, jobs: np.ndarray) -> None:
+    def _run_batch(self, jobs: np.ndarray, yields: bool = False) -> None:
         """Build the FREE entries of the in-kernel classes `jobs` in `build_entries` calls,
-        growing what the kernel asks for."""
+        growing what the kernel asks for; with `yields`, stop between two classes when a fill
+        waits for the cache (the background builder's batches)."""
         clf = self._classifier
         q = clf.work.queue
         self._jobs[:len(jobs)] = jobs
-        q[EB.Q_NEXT], q[EB.Q_END], q[EB.Q_PHASE] = 0, len(jobs), EB.PHASE_SEED
+        q[EB.Q_NEXT], q[EB.Q_END], q[EB.Q_PHASE], q[EB.Q_YIELDS] = 0, len(jobs), EB.PHASE_SEED, int(yields)
         while True:
             args = (self._fsm, clf.chart, clf.ctx_chart, clf.inputs, clf.work, self._store.kernel_arrays,
                     self._classes, self._jobs)
@@ -225,9 +241,61 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
 
     def _take_records(self) -> None:
         """Move what kernel builds owe the cross-grammar cache into it (kernels/cross_grammar.py)."""
-        self._owing = False
-        if self._pool is not None and self._classifier.work.records.sizes[0]:
-            self._pool.take(self._classifier.work.records, self._class_rep, self._members)
+        with self.lock:
+            self._owing = False
+            if self._pool is not None and self._classifier.work.records.sizes[0]:
+                self._pool.take(self._classifier.work.records, self._class_rep, self._members)
+
+    def _owe_records(self) -> None:
+        """Leave what kernel builds owe the cross-grammar cache for its next read (off the
+        token's path, and never from the background builder)."""
+        if self._pool is not None and self._classifier.work.records.sizes[0] and not self._owing:
+            self._owing = True
+            self._pool.pool.owed(self._take_records)
+
+    # ---- building ahead (mask/background.py) ----------------------------------------------
+
+    def build_in_background(self) -> None:
+        """Build the missing entries on the process's builder thread from now on, nearest to
+        the matchers' positions first (XGrammar-2 §3.5)."""
+        if self._ahead is None and self.unbuilt_entries:
+            self._ahead = background.AheadState(self._fsm, len(self._class_rep))
+            background.BUILDER.submit(self)
+
+    @property
+    def building_ahead(self) -> bool:
+        """The builder thread still has entries to build for this cache."""
+        return self._ahead is not None and self._ahead.pending
+
+    def stop_building_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead.pending = False
+
+    def after_token(self, chart) -> None:
+        """A matcher of this grammar accepted a token and stands at `chart`'s last set: the
+        builder builds what is nearest to it next."""
+        ahead = self._ahead
+        if ahead is not None and ahead.pending:
+            k = chart.meta[K.META_N_SETS] - 1
+            ahead.hint = chart.item_state[chart.set_start[k]:chart.set_start[k + 1]].copy()
+            background.BUILDER.touch(self.ahead_ref)
+
+    def build_ahead(self) -> None:
+        """One step of the builder thread: build the entries of the classes nearest to the last
+        hint, in one kernel call that gives way to a waiting fill after the entry it is building
+        (so a fill waits at most for one entry)."""
+        if self._fills_waiting:
+            time.sleep(AHEAD_YIELD)
+            return
+        with self.lock:
+            listed = self._ahead.next_classes(self._fsm, self._state_entry, self._classes)
+            if not listed:
+                return
+            start = time.perf_counter()
+            self._run_batch(np.array(listed, dtype=np.int64), yields=True)
+            self._ensure_scratch()
+            self._owe_records()
+            self.build_seconds += time.perf_counter() - start
 
     def _store_entry(self, acc: np.ndarray, unc: np.ndarray, members: np.ndarray, state: int) -> int:
         """Store an entry classified from Python (kernels/entry_build.py `store_entry`)."""
@@ -290,12 +358,14 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
     @property
     def arrays(self) -> MaskCacheArrays:
         """The entries' flat arrays, the filled part (`EntryStore.arrays`)."""
-        return self._store.arrays
+        with self.lock:
+            return self._store.arrays
 
     @property
     def stats(self):
         """`CacheStats`: what the cache holds now."""
-        return self._store.stats(self.build_seconds)
+        with self.lock:
+            return self._store.stats(self.build_seconds)
 
     @property
     def classifier(self) -> Classifier:
@@ -321,6 +391,19 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
                        stop_ids: np.ndarray) -> tuple:
         """`fill_mask_building` until it has built what the current set needs and filled the mask
         (plain entries in the kernel, the others here); returns its (status, j, n_cand, full)."""
+        # the builder gives way (Python's locks are not fair): its batch stops after the class
+        # it is building (Q_WAITING, read by build_entries) and it waits before the next one
+        waiting, q = self._fills_waiting, self._classifier.work.queue
+        waiting.append(None)
+        q[EB.Q_WAITING] = len(waiting)
+        try:
+            with self.lock:
+                return self._fill_building_locked(parser, words, not_regular, stop_ids)
+        finally:
+            waiting.pop()
+            q[EB.Q_WAITING] = len(waiting)
+
+    def _fill_building_locked(self, parser, words, not_regular, stop_ids) -> tuple:
         start = time.perf_counter()
         clf = self._classifier
         while True:
@@ -339,9 +422,7 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
                 self.ensure_entries(c.item_state[items], c.item_count[items])
             else:
                 self._ensure_scratch()
-                if self._pool is not None and self._classifier.work.records.sizes[0] and not self._owing:
-                    self._owing = True
-                    self._pool.pool.owed(self._take_records)  # taken before the pool is next read
+                self._owe_records()  # taken before the pool is next read
                 self.build_seconds += time.perf_counter() - start
                 return status, j, n_cand, full
 

@@ -229,8 +229,12 @@ class CrossGrammarCache:
 
     def settle(self) -> None:
         """Take every record still owed (`owed`)."""
-        while self._owed:
-            self._owed.pop(0)()
+        while True:
+            try:  # (another thread may take the last one between a test and a pop)
+                take = self._owed.pop(0)
+            except IndexError:
+                return
+            take()
 
     def observe(self, callback) -> None:
         """Call `callback(view, state, count, outcome, candidates, accepted, uncertain)` on every

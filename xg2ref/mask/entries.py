@@ -97,7 +97,11 @@ def pack_ids(ids: np.ndarray, words: np.ndarray) -> None:
 class EntryStore:
     """The entries of one cache in flat arrays held at capacity: `kernel_arrays` is what the
     kernels append to (kernels/entry_build.py `store_entry`) and read, `arrays` the filled part.
-    Python only grows the arrays when a kernel answers NEED_STORE (`grow`), doubling them."""
+    Python only grows the arrays when a kernel answers NEED_STORE (`grow`), doubling them.
+
+    Threads: one writer at a time (the cache's lock); readers take `kernel_arrays` once per
+    fill and never lock. A grown version is a new tuple of new arrays, sizes included; the
+    old version is never written again, so a reader that holds it sees a consistent store."""
 
     def __init__(self, n_states: int, regular_words: np.ndarray, count_slack: int):
         self.state_entry = np.full(n_states, MF.NO_ENTRY, dtype=np.int32)
@@ -138,6 +142,9 @@ class EntryStore:
         self.list_ids = grown(self.list_ids, z[EB.SIZE_NEED_LIST])
         self.bitset_words = grown(self.bitset_words, z[EB.SIZE_NEED_WORDS])
         self.unc_sorted = grown(self.unc_sorted, z[EB.SIZE_NEED_UNC])
+        # a new version with sizes of its own: the old arrays keep the count they were grown at,
+        # so a reader still holding them never takes an entry stored after (mask_fill.py)
+        self.sizes = self.sizes.copy()
         self._publish()
 
     def set_exact(self, ex_key: np.ndarray, ex_entry: np.ndarray) -> None:

@@ -1,0 +1,180 @@
+"""XGrammar-2 §3.5: JIT entries built off the token's path, beside decoding.
+
+§3.5 hides the building of mask-cache entries behind the model's own work (prefill, forward
+passes). Here one daemon thread per process, `BackgroundBuilder`, builds the entries that
+JIT caches still lack while their matchers decode: right after compile from the root rule's
+start, and after each accepted token from the matcher's last Earley set (`AheadState.hint`),
+nearest states first (kernels/build_order.py `reach_order`). Its build kernels release the
+GIL, so on a second core they run beside the matcher's fills. A fill that meets a state
+whose entry is missing builds it itself, as before: it waits at most for the one entry the
+builder holds the cache's lock for.
+
+The contract between the two (specs/04-mask-cache.md, "Threads"):
+
+    a writer (build, grow, publish)  holds the cache's lock, one at a time
+    a reader (the plain fill)        never locks: it takes the store's arrays once, and uses
+                                     an entry only when those arrays hold it (mask_fill.py)
+    growing                          publishes new arrays; old ones are never written again
+    what a build owes the pool       is taken when the pool is next read, never by the builder
+
+Only entries built whole by one kernel call (`EntryClasses.in_kernel`) are built here; the
+others (counted zones, unordered rules) are built by the fill that needs them. A build that
+crosses the grammar's byte limit (`max_grammar_bytes`) stops the builder for that cache; the
+next fill that builds raises GrammarLimitError, as it would have without the builder. Masks
+are the same with the builder on or off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import weakref
+from typing import Optional
+
+import numpy as np
+from numba.core import config as numba_config
+
+from ..kernels import build_order as BO
+from ..util import bound_kernel
+
+# classes listed per walk of the grammar, built in one kernel call that gives way to a waiting
+# fill after the class it is building
+AHEAD_BATCH = 16
+
+
+def background_default() -> bool:
+    """Whether GrammarCompiler builds ahead unless told: yes, except with XG2REF_BACKGROUND_BUILDS=0
+    and under NUMBA_DISABLE_JIT (pure-Python kernels hold the GIL: a second thread only slows
+    the first)."""
+    return os.environ.get("XG2REF_BACKGROUND_BUILDS", "1") != "0" and not numba_config.DISABLE_JIT
+
+
+class AheadState:
+    """What one cache's builder walk needs: the hint (states to walk from), whether anything is
+    left, and the walk's scratch."""
+
+    def __init__(self, fsm, n_classes: int):
+        self.callers_ptr, self.callers_dst = BO.callers_of(fsm)
+        n_states = len(fsm.state_rule)
+        self.root = np.array([fsm.rule_start[fsm.root_rule[0]]], dtype=np.int32)
+        self.hint = self.root  # the states of a matcher's last Earley set (`after_token`)
+        self.pending = True  # False once nothing reachable from the root lacks an entry
+        self.seen = np.zeros(n_states, dtype=np.bool_)
+        self.class_seen = np.zeros(max(n_classes, 1), dtype=np.bool_)
+        self.queue = np.zeros(max(n_states, 1), dtype=np.int32)
+        self.out = np.zeros(AHEAD_BATCH, dtype=np.int32)
+
+    def walk(self, fsm, starts: np.ndarray, state_entry: np.ndarray, classes) -> list:
+        """The classes without an entry nearest to `starts` (at most AHEAD_BATCH)."""
+        args = (fsm, self.callers_ptr, self.callers_dst, starts, state_entry, classes.state_class,
+                classes.in_kernel, self.seen, self.class_seen, self.queue, self.out)
+        n = bound_kernel(BO.reach_order, *args)(*args)
+        return self.out[:n].tolist()
+
+    def next_classes(self, fsm, state_entry: np.ndarray, classes) -> list:
+        """What to build next: the classes nearest to the latest hint, else to the root; []
+        when nothing reachable lacks an entry (and `pending` turns False)."""
+        listed = self.walk(fsm, self.hint, state_entry, classes)
+        if not listed and self.hint is not self.root:
+            self.hint = self.root
+            listed = self.walk(fsm, self.root, state_entry, classes)
+        if not listed:
+            self.pending = False
+        return listed
+
+
+class BackgroundBuilder:
+    """The process's builder thread: it builds ahead for the cache hinted last, else for the
+    newest cache with work left (caches are held weakly: a dropped grammar is dropped here)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._caches: list = []  # weak references, oldest first
+        self._latest: Optional[weakref.ref] = None
+        self._thread: Optional[threading.Thread] = None
+        self._stopping = False
+        self.idle = True
+
+    def submit(self, cache) -> None:
+        """Build ahead for `cache` (right after its compile)."""
+        if cache is None:
+            return
+        ref = cache.ahead_ref
+        with self._lock:
+            self._caches.append(ref)
+            self._latest = ref
+            if self._thread is None or not self._thread.is_alive():
+                self._stopping = False
+                self._thread = threading.Thread(target=self._run, name="xg2ref-entry-builder", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def touch(self, ref: weakref.ref) -> None:
+        """`ref`'s cache has a new hint: build for it first (after each accepted token, so this
+        costs attribute reads unless the thread sleeps)."""
+        self._latest = ref
+        if self.idle:
+            if self._thread is None:  # (a forked child's builder starts on the first hint)
+                self.submit(ref())
+            self._wake.set()
+
+    def _pick(self):
+        latest = self._latest() if self._latest is not None else None
+        if latest is not None and latest.building_ahead:
+            return latest
+        with self._lock:
+            while self._caches:
+                cache = self._caches[-1]()
+                if cache is not None and cache.building_ahead:
+                    return cache
+                self._caches.pop()
+        return None
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            cache = self._pick()
+            if cache is None:
+                self.idle = True  # announced before looking again: a hint after this wakes it
+                if self._pick() is None:
+                    self._wake.wait()
+                self.idle = False
+                continue
+            try:
+                cache.build_ahead()
+            except Exception:  # (GrammarLimitError) the next fill that builds raises it for itself
+                cache.stop_building_ahead()
+            del cache
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread (at exit): it finishes the entry it is building."""
+        self._stopping = True
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            thread.join(timeout)
+
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """Wait until no cache has work left (tests, benchmarks); False on timeout."""
+        import time
+
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.idle and self._pick() is None:
+                return True
+            time.sleep(0.001)
+        return False
+
+
+BUILDER = BackgroundBuilder()
+atexit.register(BUILDER.stop)
+
+
+def _after_fork() -> None:  # a forked child has no builder thread: it starts its own
+    global BUILDER
+    BUILDER = BackgroundBuilder()
+
+
+os.register_at_fork(after_in_child=_after_fork)
