@@ -16,7 +16,12 @@
 # | eager (`jit=False`) | every entry | lookups | lookups |
 # | JIT, K = 0 (`jit_eager_entries=0`) | no entry | builds the entries it meets | build what is new |
 # | JIT, K = k | the k costliest | as above, minus those | as above |
-# | JIT with the cost model (the default) | the few the model picks | ... | ... |
+# | JIT with the cost model | the few the model picks | ... | ... |
+# | the default: the cost model and the builder thread | the few the model picks | builds what no one built yet | what the builder has not reached |
+#
+# In the default configuration a builder thread builds the missing entries beside decoding,
+# nearest to where the matcher stands first, its kernels outside the GIL (`background_builds`;
+# specs/04, "Threads"); the other JIT rows switch it off to show when the fills themselves build.
 #
 # The workload: the first eight json-mode-eval schemas with their gold answers, on the first
 # 16,000 tokens of Llama-3 (`XG2REF_NOTEBOOK_FULL=1`: all 100 schemas on the full vocabulary).
@@ -50,9 +55,10 @@ print(items[0]["completion"])
 # %%
 configs = {
     "eager": dict(jit=False),
-    "JIT, K=0": dict(jit_eager_entries=0),
-    "JIT, K=4": dict(jit_eager_entries=4),
-    "JIT, cost model": dict(),
+    "JIT, K=0": dict(jit_eager_entries=0, background_builds=False),
+    "JIT, K=4": dict(jit_eager_entries=4, background_builds=False),
+    "JIT, cost model": dict(background_builds=False),
+    "default (builder)": dict(),
 }
 for options in configs.values():  # load the kernels before timing anything
     warm = xgr.GrammarCompiler(info, **options).compile_json_schema({"type": "object"})
@@ -100,7 +106,9 @@ for name in results:
 # well under half of them: the rest are never paid for. The rest of the compile (normalizing the
 # grammar and building its FSMs, in Python here) is the same in every configuration, and on this
 # 16,000-token vocabulary it is most of it; the entries' share grows with the vocabulary
-# (an entry classifies every token), which is what §3.5 is about.
+# (an entry classifies every token), which is what §3.5 is about. In the default row the builder
+# thread starts as soon as the cache exists: its "at compile" count is what it had built when
+# the compile returned, and its answers cost about what the eager ones do, with JIT's compile.
 
 # %%
 fig, ax = plt.subplots(figsize=(7.5, 3.2))
@@ -122,12 +130,14 @@ plt.show()
 # ## 2. Step by step
 #
 # One schema, mask after mask: with JIT a step that meets new states builds their entries (the
-# spikes), and a step that meets none costs what it costs eagerly.
+# spikes), and a step that meets none costs what it costs eagerly. With the builder thread some
+# of those entries are already there when the matcher arrives (this loop has no forward pass to
+# hide them behind, so the fills still meet many first).
 
 # %%
 k = int(np.argmax([len(r["steps"]) for r in results["eager"]]))
 fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 4.5), sharex=True)
-for name in ("eager", "JIT, K=0"):
+for name in ("eager", "JIT, K=0", "default (builder)"):
     steps = results[name][k]["steps"]
     top.plot([s["seconds"] * 1e6 for s in steps], marker=".", label=name)
 top.set_yscale("log")
@@ -152,7 +162,7 @@ plt.show()
 # fifth of the vocabulary) whose predicted time fits in half of the grammar's own compile time.
 
 # %%
-compiled = xgr.GrammarCompiler(info).compile_json_schema(items[k]["schema"])
+compiled = xgr.GrammarCompiler(info, background_builds=False).compile_json_schema(items[k]["schema"])
 costs = rt.entry_costs(compiled)
 print(f"{'class':>5}  {'rule':<28}{'state':>6}{'estimated cost':>16}  built by the cost model")
 for row in costs[:8]:
@@ -205,7 +215,8 @@ for seed in range(2):
 # %% [markdown]
 # Actual code: `xg2ref.kernels.entry_build.fill_mask_building` (the fill kernel builds the entries it
 # misses, a batch per step), `xg2ref.mask.cache.AdaptiveTokenMaskCache.fill`,
-# `xg2ref.mask.jit.JitEntries.ensure_entries` (the entries built from Python: counted zones, unordered rules),
-# `xg2ref.mask.jit.JitEntries.estimated_costs`, `xg2ref.mask.jit.JitEntries.auto_eager`,
+# `xg2ref.mask.cache.AdaptiveTokenMaskCache.ensure_entries` (the entries built from Python: counted zones, unordered rules),
+# `xg2ref.mask.jit.JitSchedule.estimated_costs`, `xg2ref.mask.jit.JitSchedule.auto_eager`,
 # `xg2ref.kernels.mask_fill.fill_mask` (its `NEED_ENTRY` status), `xg2ref.compiler.GrammarCompiler` (`jit`,
-# `jit_eager_entries`).
+# `jit_eager_entries`, `background_builds`), `xg2ref.mask.background.BackgroundBuilder` and
+# `xg2ref.kernels.build_order.reach_order` (the builder thread and its order).

@@ -213,4 +213,4 @@ for k in (4, 5, 11, 12):
 # %% [markdown]
 # Actual code: `xg2ref.grammar.repetition.compress_repetitions`, `xg2ref.kernels.earley.close_set` (LOOP and
 # END of counted rules), `xg2ref.kernels.mask_fill.count_zone`, `xg2ref.kernels.mask_fill.item_entry`,
-# `xg2ref.mask.jit.JitEntries.ensure_entries` (entries per zone).
+# `xg2ref.mask.cache.AdaptiveTokenMaskCache.ensure_entries` (entries per zone).

@@ -46,7 +46,7 @@ def test_reach_order_is_breadth_first_over_unbuilt_classes(grammar):
         want = sorted(fsm.ref_dst[fsm.ref_rule == r].tolist())
         assert sorted(dst[ptr[r]:ptr[r + 1]].tolist()) == want
     ahead = background.AheadState(fsm, len(mc._class_rep))
-    ahead.out = np.zeros(len(mc._class_rep) + 1, dtype=np.int32)  # room for every class
+    room = len(mc._class_rep) + 1  # room for every class
     for start in range(0, len(fsm.state_rule), 7):
         starts = np.array([start], dtype=np.int32)
         dist = {start: 0}
@@ -62,11 +62,11 @@ def test_reach_order_is_breadth_first_over_unbuilt_classes(grammar):
             c = int(mc._state_class[s])
             if mc.state_entry[s] == UNBUILT and classes.in_kernel[c]:
                 class_dist[c] = min(d, class_dist.get(c, d))
-        listed = ahead.walk(fsm, starts, mc.state_entry, classes)
+        listed = ahead.walk(fsm, starts, mc.state_entry, classes, room)
         assert sorted(listed) == sorted(class_dist)  # every reachable class without an entry, once
         assert [class_dist[c] for c in listed] == sorted(class_dist[c] for c in listed)  # nearest first
     mc.ensure_entries(np.arange(len(fsm.state_rule), dtype=np.int32))
-    assert ahead.walk(fsm, ahead.root, mc.state_entry, classes) == []  # nothing left: nothing listed
+    assert ahead.walk(fsm, ahead.root, mc.state_entry, classes, room) == []  # nothing left: nothing listed
 
 
 def test_a_fill_never_takes_an_entry_its_view_of_the_store_lacks():

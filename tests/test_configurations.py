@@ -70,17 +70,18 @@ def test_the_cost_model_builds_the_costliest_entries_that_fit_its_budget():
     info = xgr.TokenizerInfo.from_quicktok("llama3")
     schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
               "required": ["a", "b"]}
-    cache = xgr.GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema).mask_cache
+    # (no builder thread: this is about what is built at compile time)
+    cache = xgr.GrammarCompiler(info, cache_enabled=False, background_builds=False).compile_json_schema(schema).mask_cache
     assert cache.stats.entries <= AUTO_EAGER_MAX and cache.unbuilt_entries > 10  # the rest waits for JIT
-    costs = cache.estimated_costs(cache._fsm)
+    costs = cache.schedule.estimated_costs()
     order = np.argsort(-costs, kind="stable")
-    assert cache.auto_eager(cache._fsm, None, 0.0) == []
+    assert cache.schedule.auto_eager(0.0) == []
     # room for the costliest (a string's content, which reads almost every token) and no more
     room = costs[order[0]] * SECONDS_PER_COST
-    assert cache.auto_eager(cache._fsm, None, room * 1.001) == [int(order[0])]
+    assert cache.schedule.auto_eager(room * 1.001) == [int(order[0])]
     assert costs[order[0]] >= 0.2 * len(info.vocab_arrays().sorted_ids)
     # a generous budget: the AUTO_EAGER_MAX costliest, costliest first
-    assert cache.auto_eager(cache._fsm, None, 1e9) == [int(c) for c in order[:AUTO_EAGER_MAX]]
+    assert cache.schedule.auto_eager(1e9) == [int(c) for c in order[:AUTO_EAGER_MAX]]
 
 
 def test_estimated_costs_are_the_per_state_sums():
@@ -101,7 +102,7 @@ def test_estimated_costs_are_the_per_state_sums():
             data = v.token_bytes[v.token_offsets[t]:v.token_offsets[t + 1]]
             if len(data):
                 heads[data[0]] += 1
-        first, follow = cache._first, compiled.mask_cache._classifier.follow1 != 0
+        first, follow = cache.schedule.first, compiled.mask_cache._classifier.follow1 != 0
         pure = np.full(len(fsm.state_rule), -1, dtype=np.int32)
         PW.mark_pure_states(fsm, 0, len(pure), 0, len(pure), pure)
         want = []
@@ -114,4 +115,4 @@ def test_estimated_costs_are_the_per_state_sums():
             if fsm.is_final[s]:
                 readable |= follow[fsm.state_rule[s]]
             want.append(heads[readable].sum() * (0.25 if pure[s] >= 0 else 1.0))
-        assert np.allclose(cache.estimated_costs(fsm, follow), want)
+        assert np.allclose(cache.schedule.estimated_costs(follow), want)

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 import xg2ref as xgr
 import xg2ref.analysis as C
 from xg2ref.compiler import compile_ir_grammar
-from xg2ref.mask import background
 from xg2ref.mask.cross_grammar import CrossGrammarCache, IndexSet
 from xg2ref.fsm.hashing import RuleHashes
 from xg2ref.grammar.grammar import Grammar
@@ -61,7 +60,8 @@ VOCAB = ["a", "b", "ab", "!", "]", "}", "a!", "!]", "!}", "!a", "</s>"]
 
 def test_perfect_and_partial_hits():
     info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[10])
-    compiler = xgr.GrammarCompiler(info)
+    # (no builder thread: what the pool holds when the next grammar compiles is what compiling put there)
+    compiler = xgr.GrammarCompiler(info, background_builds=False)
     g1, g2, g3 = lookahead_grammars()
     compiler.compile_grammar(g1)
     first = compiler.cache_stats
@@ -75,8 +75,8 @@ def test_perfect_and_partial_hits():
     assert third.rules_seen == 6 and third.rules_known == 2  # s = t = u; the roots differ
     for text in (g1, g2, g3):
         shared = compiler.compile_grammar(text)
-        alone = xgr.GrammarCompiler(info, cache_enabled=False, cross_grammar_cache=True).compile_grammar(text)
-        assert background.BUILDER.wait_idle()  # both built ahead as far as the builder goes (mask/background.py)
+        alone = xgr.GrammarCompiler(info, cache_enabled=False, cross_grammar_cache=True,
+                                    background_builds=False).compile_grammar(text)
         assert entries(shared, info.vocab_size) == entries(alone, info.vocab_size)
     # "!}" after "[a!": s may end after "!", and its lookahead "]" rejects the "}"
     m = xgr.GrammarMatcher(compiler.compile_grammar(g1))
@@ -160,10 +160,10 @@ def test_jit_with_eager_entries_and_the_pool_gives_the_eager_masks(ir, vocab_spe
 
 def test_the_eager_entries_are_the_costliest():
     info = xgr.TokenizerInfo.from_quicktok("llama3")
-    compiled = xgr.GrammarCompiler(info, jit=True, jit_eager_entries=2).compile_json_schema(
+    compiled = xgr.GrammarCompiler(info, jit=True, jit_eager_entries=2, background_builds=False).compile_json_schema(
         {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}}, "required": ["a", "b"]})
     cache = compiled.mask_cache
-    costs = cache.estimated_costs(compiled.arrays)
+    costs = cache.schedule.estimated_costs()
     built = sorted(cache.arrays.entry_state.tolist())
     top = sorted(int(cache._class_rep[c]) for c in np.argsort(-costs, kind="stable")[:2])
     assert built == top

@@ -92,7 +92,9 @@ def small_info():
 
 def test_the_fill_kernel_builds_missing_entries_itself(small_info, monkeypatch):
     eager = _masks(xgr.GrammarCompiler(small_info, jit=False, cache_enabled=False), SCHEMA, TEXT)
-    compiler = xgr.GrammarCompiler(small_info, jit=True, cache_enabled=True, cross_grammar_cache=False)
+    # (no builder thread: the entries are the fills' to build)
+    compiler = xgr.GrammarCompiler(small_info, jit=True, cache_enabled=True, cross_grammar_cache=False,
+                                   background_builds=False)
     compiled = compiler.compile_json_schema(SCHEMA)
     assert compiled.mask_cache.unbuilt_entries > 0
 

@@ -113,10 +113,10 @@ def test_a_ref_that_is_not_a_string_is_invalid_json_schema(schema):
 
 
 def test_a_chart_past_its_limit_is_a_clear_error(monkeypatch):
-    """The Earley chart grows on demand up to `earley.MAX_CHART_ITEMS`; a parse that needs more
+    """The Earley chart grows on demand up to `kernels.earley.MAX_CHART_ITEMS`; a parse that needs more
     raises GrammarLimitError (never takes the machine's memory). The matcher is unchanged by
     the refused input."""
-    from xg2ref import earley
+    from xg2ref.kernels import earley
 
     monkeypatch.setattr(earley, "MAX_CHART_ITEMS", 1 << 12)
     # every split of a run of a's into s's: the sets hold items from every earlier position

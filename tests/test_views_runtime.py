@@ -89,7 +89,7 @@ def test_jit_builds_entries_on_first_use_and_the_cost_model_ranks_them():
     vocab = ["[", "]", ",", "a", "ab", "b,", "a]", "</s>"]
     ti = xgr.TokenizerInfo(vocab, stop_token_ids=[7])
     eager = xgr.GrammarCompiler(ti, jit=False).compile_grammar(text)
-    jit = xgr.GrammarCompiler(ti, jit_eager_entries=0).compile_grammar(text)
+    jit = xgr.GrammarCompiler(ti, jit_eager_entries=0, background_builds=False).compile_grammar(text)
     assert V.entry_summary(eager)["built"] == V.entry_summary(eager)["classes"]
     assert V.entry_summary(jit)["built"] == 0
     costs = V.entry_costs(jit)

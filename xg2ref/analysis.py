@@ -15,11 +15,11 @@ way up.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
-from .fsm.build import GrammarFSMs, build_grammar_fsms
+from .fsm.build import FSMArrays, GrammarFSMs, build_grammar_fsms
 from .fsm.hashing import RuleHashes, hash_rules
 from .grammar.ir import GrammarIR
 from .grammar.passes import normalize
@@ -38,6 +38,26 @@ class Analysis(NamedTuple):
     lookahead: LookaheadArrays
     report: LookaheadReport
     hashes: Optional[RuleHashes]  # with `hashed`
+
+    def analysed(self) -> "AnalysedGrammar":
+        """The handoff to the mask cache (the machines flattened)."""
+        return AnalysedGrammar(self.fsms, self.fsms.to_arrays(), self.first, self.follow, self.lookahead, self.report,
+                               self.hashes)
+
+
+class AnalysedGrammar(NamedTuple):
+    """What compiling hands the mask cache (xg2ref/compiler.py `_assemble`): the machines, flat,
+    and what the analyses found. A linked grammar (xg2ref/linking.py) gives its state classes
+    from its pieces (`state_classes(steps)`); a whole grammar leaves them to the cache."""
+
+    fsms: GrammarFSMs
+    arrays: FSMArrays
+    first: np.ndarray  # bool[R, 256]
+    follow: np.ndarray  # bool[R, 256]
+    lookahead: LookaheadArrays
+    report: LookaheadReport
+    hashes: Optional[RuleHashes]
+    state_classes: Optional[Callable[[int], np.ndarray]] = None
 
 
 def analyse(ir: GrammarIR, *, shapes=None, repetition_threshold: Optional[int] = REPETITION_THRESHOLD,

@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from typing import Optional, Union
 
-from .analysis import analyse
+from .analysis import AnalysedGrammar, analyse
 from .mask.background import background_default
 from .mask.cross_grammar import CrossGrammarCache
 from .exceptions import GrammarLimitError
@@ -98,8 +98,7 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
     start = time.perf_counter()
     a = analyse(grammar.ir, shapes=pool.shapes if pool is not None else None,
                 repetition_threshold=repetition_threshold, hashed=pool is not None)
-    return _assemble(grammar, tokenizer_info, a.fsms, a.fsms.to_arrays(), a.first, a.follow, a.lookahead, a.report,
-                     a.hashes, jit, eager_entries, pool, None, max_bytes, start)
+    return _assemble(grammar, tokenizer_info, a.analysed(), jit, eager_entries, pool, max_bytes, start)
 
 
 def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, parts: PartCache, *, jit: bool = False,
@@ -120,15 +119,15 @@ def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, part
                 stand_ins={name: (p.hashes.hashes[p.root], p.hashes.kinds[p.root]) for name, (_, p) in compiled.items()})
     stubs = {r: compiled[name][1] for r, name in enumerate(a.fsms.rule_names) if name in compiled}
     linked = link(a.fsms, a.first, a.follow, a.lookahead, a.report, a.hashes, stubs)
-    return _assemble(grammar, tokenizer_info, linked.fsms, linked.arrays, linked.first, linked.follow, linked.lookahead,
-                     linked.report, linked.hashes, jit, eager_entries, pool, linked.state_classes, max_bytes, start)
+    return _assemble(grammar, tokenizer_info, linked.analysed(), jit, eager_entries, pool, max_bytes, start)
 
 
-def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, report, hashes, jit, eager_entries,
-              pool, classes, max_bytes=-1, start=None) -> CompiledGrammar:
-    """The mask cache over analysed machines, and the compiled grammar holding both (`classes`:
-    the state classes of a linked grammar, from its pieces; `start`: when compiling began, for
-    the cost model's budget)."""
+def _assemble(grammar: Grammar, tokenizer_info: TokenizerInfo, analysed: AnalysedGrammar, jit: bool,
+              eager_entries: Optional[int], pool: Optional[CrossGrammarCache], max_bytes: int = -1,
+              start: Optional[float] = None) -> CompiledGrammar:
+    """The mask cache over the analysed machines, and the compiled grammar holding both
+    (`start`: when compiling began, for the cost model's budget)."""
+    fsms, arrays, hashes, lookahead = analysed.fsms, analysed.arrays, analysed.hashes, analysed.lookahead
     for token_set in fsms.token_sets:
         for t in token_set.ids:
             if t >= tokenizer_info.vocab_size:
@@ -143,11 +142,12 @@ def _assemble(grammar, tokenizer_info, fsms, arrays, first, follow, lookahead, r
         pool.note_rules(hashes)
         view = pool.view(fsms, hashes, lookahead, len(tokenizer_info.vocab_arrays().sorted_ids))
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
-                                   lookahead=lookahead, follow=follow, jit=jit, pool=view,
-                                   eager_entries=eager_entries, first_rows=first, classes=classes,
+                                   lookahead=lookahead, follow=analysed.follow, jit=jit, pool=view,
+                                   eager_entries=eager_entries, first_rows=analysed.first,
+                                   classes=analysed.state_classes,
                                    max_bytes=max_bytes - fsm_bytes if max_bytes >= 0 else -1,
                                    compile_seconds=time.perf_counter() - start if start is not None else 0.0)
-    compiled = CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, report)
+    compiled = CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, analysed.report)
     compiled.rule_hashes = hashes
     return compiled
 

@@ -96,48 +96,6 @@ class ItemPrinter:
         return f"{lhs}{before + ' ' if before else ''}• {nxt}  @{item.origin}"
 
 
-# A chart never grows past this many items (about 20 bytes each) or dedup-table slots (24
-# bytes each): a parse that needs more raises GrammarLimitError instead of taking the machine's
-# memory (the grammar's ambiguity or an input far longer than any generation).
-MAX_CHART_ITEMS = 1 << 25
-
-
-def grown_chart(c: K.Chart, status: int) -> K.Chart:
-    """A copy of chart `c` with room for what a kernel's NEED_TABLE / NEED_ITEMS asked for."""
-    needed = len(c.tbl_key) * 4 if status == K.NEED_TABLE else len(c.item_state) * 2
-    if needed > MAX_CHART_ITEMS:
-        raise GrammarLimitError(f"the Earley chart needs more than {MAX_CHART_ITEMS:,} "
-                                f"{'dedup-table slots' if status == K.NEED_TABLE else 'items'} (MAX_CHART_ITEMS)")
-    if status == K.NEED_TABLE:
-        return c._replace(tbl_key=np.zeros(needed, np.int64), tbl_gen=np.zeros(needed, np.int64),
-                          tbl_cnt=np.zeros(needed, np.int64))
-    if status != K.NEED_ITEMS:
-        raise AssertionError(f"unexpected kernel status {status}")
-    cap, sets = len(c.item_state) * 2, len(c.set_start) * 2
-    item_state = np.zeros(cap, np.int32)
-    item_origin = np.zeros(cap, np.int32)
-    item_deadline = np.full(cap, K.NO_DEADLINE, np.int32)
-    item_char_deadline = np.full(cap, K.NO_DEADLINE, np.int32)
-    item_count = np.zeros(cap, np.int32)
-    set_start = np.zeros(sets, np.int64)
-    set_chars = np.zeros(sets, np.int32)
-    item_state[: len(c.item_state)] = c.item_state
-    item_origin[: len(c.item_origin)] = c.item_origin
-    item_deadline[: len(c.item_deadline)] = c.item_deadline
-    item_char_deadline[: len(c.item_char_deadline)] = c.item_char_deadline
-    item_count[: len(c.item_count)] = c.item_count
-    set_start[: len(c.set_start)] = c.set_start
-    set_chars[: len(c.set_chars)] = c.set_chars
-    pool_parent, pool_member = np.zeros(cap, np.int32), np.zeros(cap, np.int32)  # member sets (unordered rules)
-    pool_parent[: len(c.pool_parent)] = c.pool_parent
-    pool_member[: len(c.pool_member)] = c.pool_member
-    set_pool = np.ones(sets, np.int64)
-    set_pool[: len(c.set_pool)] = c.set_pool
-    return c._replace(item_state=item_state, item_origin=item_origin, item_deadline=item_deadline,
-                      item_char_deadline=item_char_deadline, item_count=item_count, set_start=set_start,
-                      set_chars=set_chars, pool_parent=pool_parent, pool_member=pool_member, set_pool=set_pool)
-
-
 class EarleyParser:
     """An Earley recognizer over a grammar's FSM arrays, with exact byte-level rollback."""
 
@@ -151,8 +109,10 @@ class EarleyParser:
 
     # ---- chart management ---------------------------------------------------------------
 
-    def _grow(self, status: int) -> None:
-        self.chart = grown_chart(self.chart, status)
+    def grow(self, status: int) -> None:
+        """Room in the chart for what a kernel's NEED_TABLE / NEED_ITEMS asked for
+        (kernels/earley.py `grown_chart`)."""
+        self.chart = K.grown_chart(self.chart, status)
 
     def reset(self) -> None:
         """Back to set 0 (nothing read).
@@ -161,7 +121,7 @@ class EarleyParser:
         is emptied too: no string, not even the empty one, is then a viable prefix.
         """
         while (status := K.init_chart(self.arrays, self.chart)) != K.OK:
-            self._grow(status)
+            self.grow(status)
         if not self.fsms.productive[self.fsms.root]:
             self.chart.set_start[1] = self.chart.set_start[0]
 
@@ -202,7 +162,7 @@ class EarleyParser:
                 self.chart.meta[K.META_N_SETS] = start
                 return False
             try:
-                self._grow(status)
+                self.grow(status)
             except GrammarLimitError:  # all or nothing: the sets read so far are dropped
                 self.chart.meta[K.META_N_SETS] = start
                 raise
@@ -226,7 +186,7 @@ class EarleyParser:
         fresh = not self.advance(data)
         nchars = sum(1 for b in data if b & 0xC0 != 0x80)
         while (status := T.join_token_items(self.arrays, self.chart, k0, len(data), nchars, items, n, fresh)) != K.OK:
-            self._grow(status)
+            self.grow(status)
         return True
 
     # ---- token budgets (kernels/earley.py docstring) ------------------------------------
@@ -288,7 +248,7 @@ class EarleyParser:
                                           sorted_ids, sorted_lcp, j, out)
             if status == K.OK:
                 return
-            self._grow(status)
+            self.grow(status)
 
     # ---- for people ---------------------------------------------------------------------
 

@@ -52,7 +52,7 @@ from typing import Optional
 
 import numpy as np
 
-from .analysis import analyse
+from .analysis import AnalysedGrammar, analyse
 from .fsm.build import FSMArrays, GrammarFSMs
 from .fsm.fsm import FSM
 from .fsm.hashing import KIND_UNHASHED, RuleHashes
@@ -156,6 +156,11 @@ class Linked:
     hashes: Optional[RuleHashes]
     top_states: int  # the top's states come first, then each part's in `parts` order
     parts: tuple
+
+    def analysed(self) -> AnalysedGrammar:
+        """The handoff to the mask cache, with the state classes taken from the pieces."""
+        return AnalysedGrammar(self.fsms, self.arrays, self.first, self.follow, self.lookahead, self.report,
+                               self.hashes, self.state_classes)
 
     def state_classes(self, steps: int) -> np.ndarray:
         """`state_classes(arrays, steps, shareable_rules(arrays))` up to renaming: the top's

@@ -73,6 +73,7 @@ from .earley import EarleyParser
 from .exceptions import BitmaskError, MatcherError
 from .kernels import mask_fill as MF
 from .rule_options import RuleOptionTables, active_temperature, captures
+from .tokenizer_info import sorted_regular_tokens
 from .util import layout_key
 
 _STOP_STEP = -1  # history marker: a stop token (no bytes)
@@ -109,7 +110,7 @@ class GrammarMatcher:
         if override_stop_tokens is None:
             self._regular, self._regular_lcp = self._vocab.sorted_ids, self._vocab.sorted_lcp
         else:
-            self._regular, self._regular_lcp = _sorted_regular_tokens(self._vocab, self._is_stop)
+            self._regular, self._regular_lcp = sorted_regular_tokens(self._vocab, self._is_stop)
         self._mask = np.zeros(self._vocab_size, dtype=np.bool_)
         self._words = np.zeros((self._vocab_size + 31) // 32, dtype=np.int32)
         # regular tokens that the cache does not know about / must not allow (overridden stops; none
@@ -567,26 +568,6 @@ def _token_set_tables(token_sets, vocab, is_stop: np.ndarray, vocab_size: int) -
     for g in range(len(token_sets)):
         pack_bool_mask(member[g], out[g])
     return member, out
-
-
-def _sorted_regular_tokens(vocab, is_stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Ids with non-empty bytes that are neither special nor stop tokens, sorted by bytes,
-    with the common-prefix length of each and its predecessor (for overridden stop tokens)."""
-    tokens = []
-    for t in range(len(vocab.token_offsets) - 1):
-        data = vocab.token_bytes[vocab.token_offsets[t]: vocab.token_offsets[t + 1]].tobytes()
-        if data and not is_stop[t] and not vocab.is_special[t]:
-            tokens.append((data, t))
-    tokens.sort()
-    ids = np.array([t for _, t in tokens], dtype=np.int32)
-    lcp = np.zeros(len(ids), dtype=np.int32)
-    for j in range(1, len(tokens)):
-        a, b = tokens[j - 1][0], tokens[j][0]
-        n = 0
-        while n < min(len(a), len(b)) and a[n] == b[n]:
-            n += 1
-        lcp[j] = n
-    return ids, lcp
 
 
 # ---- BatchGrammarMatcher ----------------------------------------------------------------------

@@ -112,6 +112,18 @@ def _sorted_lcp(token_bytes: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -
     return lcp
 
 
+def sorted_regular_tokens(vocab: VocabArrays, is_stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The regular tokens for a matcher with stop tokens of its own (`is_stop`): ids with
+    non-empty bytes, neither special nor stop, sorted by bytes, and each one's common prefix
+    with its predecessor (`VocabArrays.sorted_ids` and `sorted_lcp` for other stops)."""
+    n = len(vocab.token_offsets) - 1
+    lengths = np.diff(vocab.token_offsets)
+    ids = np.flatnonzero((lengths > 0) & ~is_stop[:n] & ~vocab.is_special[:n])
+    data = [vocab.token_bytes[vocab.token_offsets[t]:vocab.token_offsets[t + 1]].tobytes() for t in ids.tolist()]
+    ids = ids[np.array(sorted(range(len(ids)), key=data.__getitem__), dtype=np.int64)].astype(np.int32)
+    return ids, _sorted_lcp(vocab.token_bytes, vocab.token_offsets, ids.astype(np.int64))
+
+
 class TokenizerInfo:
     """A vocabulary decoded to bytes, with its stop and special tokens (xgrammar's class).
 

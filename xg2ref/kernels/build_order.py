@@ -20,6 +20,8 @@ item, then item's state after a letter, and lists their classes in that order.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -58,12 +60,35 @@ def _visit(t, seen, queue, tail):
     return tail
 
 
+class ReachArrays(NamedTuple):
+    """What `reach_order` reads and writes besides the machines (S states, C classes, R rules).
+
+    callers_ptr : int64[R + 1]   where each rule returns to (`rule_callers`)
+    callers_dst : int32[F]
+    seen : bool[S]               scratch: states met
+    class_seen : bool[C]         scratch: classes listed
+    queue : int32[S]             scratch: the breadth-first queue
+    out : int32[K]               the classes listed, nearest first (at most K)
+    """
+
+    callers_ptr: np.ndarray
+    callers_dst: np.ndarray
+    seen: np.ndarray
+    class_seen: np.ndarray
+    queue: np.ndarray
+    out: np.ndarray
+
+
 @njit(cache=True, nogil=True, _nrt=False)
-def reach_order(fsm, callers_ptr, callers_dst, starts, state_entry, state_class, in_kernel, seen, class_seen,
-                queue, out):
+def reach_order(fsm, reach, starts, state_entry, state_class, in_kernel):
     """The classes (in_kernel only) of states without an entry, breadth first from `starts`;
-    at most out.shape[0] of them are written to `out`. Returns how many. `seen` (bool[S]),
-    `class_seen` (bool[C]) and `queue` (int32[S]) are scratch."""
+    at most reach.out.shape[0] of them are written to reach.out. Returns how many."""
+    callers_ptr = reach.callers_ptr
+    callers_dst = reach.callers_dst
+    seen = reach.seen
+    class_seen = reach.class_seen
+    queue = reach.queue
+    out = reach.out
     seen[:] = False
     class_seen[:] = False
     tail = 0

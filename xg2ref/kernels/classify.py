@@ -174,6 +174,120 @@ def _reject(outs, sorted_ids, subtree_end, j, length, fail_len, only_marked, rec
 
 
 @njit(cache=True, _nrt=False)
+def _self_loop_bytes(fsm, state, loop):
+    """SELF-LOOP: loop[b] when state has an edge s -b-> s (a token made of such bytes is
+    accepted: the item stays in s)."""
+    loop[:] = False
+    for e in range(fsm.byte_indptr[state], fsm.byte_indptr[state + 1]):
+        if fsm.byte_dst[e] == state:
+            for b in range(fsm.byte_lo[e], fsm.byte_hi[e] + 1):
+                loop[b] = True
+
+
+@njit(cache=True, _nrt=False)
+def _accept(outs, tid, record):
+    """Token tid is accepted: written, listed, and (`record`) owed to A's machine alone."""
+    outs.out[tid] = ACCEPTED
+    if record:
+        _record(outs, tid, D_ACCEPTED)
+    outs.acc_idx[outs.n_list[N_ACCEPTED]] = tid
+    outs.n_list[N_ACCEPTED] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _may_exit(follow1, rule, comp, token_bytes, begin, length, where_comp):
+    """`track`'s exits: 1 when A may end before a byte of the token that may follow A (at every
+    byte, or with `where_comp` only where comp[d] says A may end)."""
+    for d in range(length):
+        if (not where_comp or comp[d] == 1) and follow1[rule, token_bytes[begin + d]] != FOLLOW_NEVER:
+            return 1
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def _decide_by_context(fsm, ctx_chart, context, la, scratch, token_bytes, rule, begin, length, reached):
+    """The class of token t = token_bytes[begin:begin + length] that A's machine alone does not
+    decide: it leaves A's machine after `reached` bytes, and A may end at the places d <=
+    reached with scratch.comp[d] == 1. Returns (status, class, fail_len, agrees): `fail_len`
+    bytes of t decide a rejection (every token sharing them is rejected too), `agrees` is False
+    when A's lookahead already rejected every rest.
+
+        no rest t[d:] agrees with FILTER(A's lookahead)              |-  REJECTED  (LOOKAHEAD)
+        no byte t[d] may follow A at all                              |-  REJECTED  (FOLLOW1)
+        no parent reads a rest t[d:] (CONTEXT, each (A, t[d:]) once)  |-  REJECTED
+        some parent reads one, and every parent reads it (ACCEPT-CTX) |-  ACCEPTED
+        some parent reads one                                         |-  UNCERTAIN
+    """
+    comp = scratch.comp
+    work = scratch.work
+    seen = scratch.seen
+    follow1 = context.follow1
+    la_start = la.la_start
+    la_next = la.la_next
+    la_final = la.la_final
+    fail_len = reached + 1
+    cls = REJECTED
+    agrees = True
+    if la_start[rule] >= 0:
+        # LOOKAHEAD: A's assertion L holds (inferred or verified), so when no rest t[d:]
+        # after a place where A may end agrees with FILTER(L)  |-  t rejected
+        agrees = False
+        for d in range(reached + 1):
+            if comp[d] == 1 and d < length:
+                agrees, stop = filter_walk(la_next, la_final, la_start[rule], token_bytes, begin + d,
+                                            begin + length)
+                if agrees:
+                    break
+                fail_len = stop - begin if stop - begin > fail_len else fail_len
+    for d in range(reached + 1):
+        if not agrees:
+            break
+        if comp[d] == 1 and d < length:
+            b = token_bytes[begin + d]
+            if follow1[rule, b] == FOLLOW_UNKNOWN:  # FOLLOW1: can byte b follow the rule at all?
+                work[WORK_N] = 1
+                work[WORK_PAIRS] = rule
+                work[WORK_PAIRS + 1] = begin + d
+                seen[seen.shape[0] - 1] += 1
+                status, ok, _ = context_allows(fsm, ctx_chart, context, work, seen,
+                                                token_bytes, begin, begin + d + 1)
+                if status != OK:
+                    return status, cls, fail_len, agrees
+                follow1[rule, b] = FOLLOW_MAY if ok else FOLLOW_NEVER
+    # CONTEXT over every place d where A may end: allowed when some parent reads t[d:]; each
+    # (A, t[d:]) is asked once per grammar (`query_context`: memoised, FOLLOW2 first)
+    asked = False
+    ok = False
+    far = begin
+    for d in range(reached + 1):
+        if agrees and comp[d] == 1 and d < length and follow1[rule, token_bytes[begin + d]] == FOLLOW_MAY:
+            asked = True
+            status, ok, far_d = query_context(fsm, ctx_chart, context, work, seen, token_bytes, rule,
+                                              begin + d, begin + length)
+            if status != OK:
+                return status, cls, fail_len, agrees
+            if ok:
+                break
+            far = far_d if far_d > far else far
+    if asked:
+        if ok:
+            cls = UNCERTAIN
+            if rule != fsm.root_rule[0]:
+                for d in range(reached + 1):
+                    if comp[d] == 1 and d < length:
+                        status, every = query_every_parent(fsm, ctx_chart, context, rule,
+                                                           token_bytes, begin + d, begin + length)
+                        if status != OK:
+                            return status, cls, fail_len, agrees
+                        if every:
+                            cls = ACCEPTED
+                            break
+        elif far - begin > fail_len:
+            fail_len = far - begin  # every token sharing the bytes looked at is rejected too
+    return OK, cls, fail_len, agrees
+
+
+@njit(cache=True, _nrt=False)
 def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, outs, task):
     """outs.out[t] = REJECTED / ACCEPTED / UNCERTAIN for each token t = trie.sorted_ids[j] of the
     trie, for the FSM state `task.state` (the whole sorted vocabulary, t = j; or a slice's rest,
@@ -199,6 +313,14 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
     the rule completes (-1 for the others), exits[tid] = 1 when the rule may also end inside it
     before a byte that may follow the rule (see `copies_completed`).
     Returns (status, j, which).
+
+    The steps, for each token t in byte order (the rules sit above the code performing them):
+
+        SKIP       t under the last rejected prefix                  |-  rejected, with its subtree
+        PURE WALK  s pure: the DFA walk reads t whole / dies at d    |-  accepted / t[:d+1] rejected
+        SELF-LOOP  every byte of t loops on s (`_self_loop_bytes`)   |-  accepted
+        PARSE      the chart from s reads t whole                    |-  accepted
+        CONTEXT    A may end inside t: FOLLOW1, CONTEXT, ACCEPT-CTX  |-  `_decide_by_context`
     """
     state = task.state
     j_start = task.j_start
@@ -212,12 +334,7 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
     follow1 = context.follow1
     pure_row = pure.pure_row
     pure_next = pure.pure_next
-    la_start = la.la_start
-    la_next = la.la_next
-    la_final = la.la_final
     comp = scratch.comp
-    work = scratch.work
-    seen = scratch.seen
     loop = scratch.loop
     path = scratch.path
     out = outs.out
@@ -242,12 +359,7 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
         chart.meta[META_N_SETS] = n0
     comp[0] = 1 if start_rule_may_end(fsm, chart) else 0
     track = task.track and fsm.rule_rep_lo[rule] >= 0
-    # SELF-LOOP: every byte of t has an edge s -b-> s  |-  t accepted (the item stays in s)
-    loop[:] = False
-    for e in range(fsm.byte_indptr[state], fsm.byte_indptr[state + 1]):
-        if fsm.byte_dst[e] == state:
-            for b in range(fsm.byte_lo[e], fsm.byte_hi[e] + 1):
-                loop[b] = True
+    _self_loop_bytes(fsm, state, loop)
     fail_len = NO_FAIL
     fail_class = REJECTED
     fail_detail = D_REJECTED  # what the tokens under the rejected prefix owe (`record`)
@@ -303,19 +415,12 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
                     inside = False
                     break
         if inside:
-            out[tid] = ACCEPTED
-            if record:
-                _record(outs, tid, D_ACCEPTED)
+            _accept(outs, tid, record)
             if track:  # a walk that stays in pure states or loops on s completes no copy
                 loops[tid] = 0
                 exits[tid] = 0
                 if pure_row[state] < 0 and comp[0] == 1:
-                    for d in range(length):
-                        if follow1[rule, token_bytes[begin + d]] != FOLLOW_NEVER:
-                            exits[tid] = 1
-                            break
-            acc_idx[n_list[N_ACCEPTED]] = tid
-            n_list[N_ACCEPTED] += 1
+                    exits[tid] = _may_exit(follow1, rule, comp, token_bytes, begin, length, False)
             fail_len = NO_FAIL
             reuse_sets(chart, n0, lcp)  # keep only the sets this token shares with the last parsed one
             j += 1
@@ -334,83 +439,19 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
                 return status, j, CHART_MAIN
             comp[d + 1] = 1 if start_rule_may_end(fsm, chart) else 0
         if reached == length:
-            out[tid] = ACCEPTED
-            if record:
-                _record(outs, tid, D_ACCEPTED)
+            _accept(outs, tid, record)
             if track:
                 loops[tid] = copies_completed(fsm, chart, rule)
-                exits[tid] = 0
-                for d in range(length):
-                    if comp[d] == 1 and follow1[rule, token_bytes[begin + d]] != FOLLOW_NEVER:
-                        exits[tid] = 1
-                        break
-            acc_idx[n_list[N_ACCEPTED]] = tid
-            n_list[N_ACCEPTED] += 1
+                exits[tid] = _may_exit(follow1, rule, comp, token_bytes, begin, length, True)
             fail_len = NO_FAIL
             j += 1
             continue
-        fail_len = reached + 1
-        cls = REJECTED
-        agrees = True
-        if la_start[rule] >= 0:
-            # LOOKAHEAD: A's assertion L holds (inferred or verified), so when no rest t[d:]
-            # after a place where A may end agrees with FILTER(L)  |-  t rejected
-            agrees = False
-            for d in range(reached + 1):
-                if comp[d] == 1 and d < length:
-                    agrees, stop = filter_walk(la_next, la_final, la_start[rule], token_bytes, begin + d,
-                                                begin + length)
-                    if agrees:
-                        break
-                    fail_len = stop - begin if stop - begin > fail_len else fail_len
-        for d in range(reached + 1):
-            if not agrees:
-                break
-            if comp[d] == 1 and d < length:
-                b = token_bytes[begin + d]
-                if follow1[rule, b] == FOLLOW_UNKNOWN:  # FOLLOW1: can byte b follow the rule at all?
-                    work[WORK_N] = 1
-                    work[WORK_PAIRS] = rule
-                    work[WORK_PAIRS + 1] = begin + d
-                    seen[seen.shape[0] - 1] += 1
-                    status, ok, _ = context_allows(fsm, ctx_chart, context, work, seen,
-                                                    token_bytes, begin, begin + d + 1)
-                    if status != OK:
-                        chart.meta[META_N_SETS] = n0
-                        return status, j, CHART_CONTEXT
-                    follow1[rule, b] = FOLLOW_MAY if ok else FOLLOW_NEVER
-        # CONTEXT over every place d where A may end: allowed when some parent reads t[d:]; each
-        # (A, t[d:]) is asked once per grammar (`query_context`: memoised, FOLLOW2 first)
-        asked = False
-        ok = False
-        far = begin
-        for d in range(reached + 1):
-            if agrees and comp[d] == 1 and d < length and follow1[rule, token_bytes[begin + d]] == FOLLOW_MAY:
-                asked = True
-                status, ok, far_d = query_context(fsm, ctx_chart, context, work, seen, token_bytes, rule,
-                                                  begin + d, begin + length)
-                if status != OK:
-                    chart.meta[META_N_SETS] = n0
-                    return status, j, CHART_CONTEXT
-                if ok:
-                    break
-                far = far_d if far_d > far else far
-        if asked:
-            if ok:
-                cls = UNCERTAIN
-                if rule != fsm.root_rule[0]:
-                    for d in range(reached + 1):
-                        if comp[d] == 1 and d < length:
-                            status, every = query_every_parent(fsm, ctx_chart, context, rule,
-                                                               token_bytes, begin + d, begin + length)
-                            if status != OK:
-                                chart.meta[META_N_SETS] = n0
-                                return status, j, CHART_CONTEXT
-                            if every:
-                                cls = ACCEPTED
-                                break
-            elif far - begin > fail_len:
-                fail_len = far - begin  # every token sharing the bytes looked at is rejected too
+        # A may end inside t (at the places d with comp[d] == 1): what follows A decides
+        status, cls, fail_len, agrees = _decide_by_context(fsm, ctx_chart, context, la, scratch, token_bytes, rule,
+                                                            begin, length, reached)
+        if status != OK:
+            chart.meta[META_N_SETS] = n0
+            return status, j, CHART_CONTEXT
         fail_class = cls  # only a rejected prefix lets the tokens under it be skipped
         fail_detail = D_REJECTED
         if record:

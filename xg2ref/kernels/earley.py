@@ -95,6 +95,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..exceptions import GrammarLimitError
+
 
 OK = 0
 EMPTY = 1
@@ -176,6 +178,48 @@ def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int =
         pool_member=np.zeros(item_capacity, dtype=np.int32),
         set_pool=np.ones(max_sets + 1, dtype=np.int64),
     )
+
+
+# A chart never grows past this many items (about 20 bytes each) or dedup-table slots (24
+# bytes each): a parse that needs more raises GrammarLimitError instead of taking the machine's
+# memory (the grammar's ambiguity or an input far longer than any generation).
+MAX_CHART_ITEMS = 1 << 25
+
+
+def grown_chart(c: Chart, status: int) -> Chart:
+    """A copy of chart `c` with room for what a kernel's NEED_TABLE / NEED_ITEMS asked for."""
+    needed = len(c.tbl_key) * 4 if status == NEED_TABLE else len(c.item_state) * 2
+    if needed > MAX_CHART_ITEMS:
+        raise GrammarLimitError(f"the Earley chart needs more than {MAX_CHART_ITEMS:,} "
+                                f"{'dedup-table slots' if status == NEED_TABLE else 'items'} (MAX_CHART_ITEMS)")
+    if status == NEED_TABLE:
+        return c._replace(tbl_key=np.zeros(needed, np.int64), tbl_gen=np.zeros(needed, np.int64),
+                          tbl_cnt=np.zeros(needed, np.int64))
+    if status != NEED_ITEMS:
+        raise AssertionError(f"unexpected kernel status {status}")
+    cap, sets = len(c.item_state) * 2, len(c.set_start) * 2
+    item_state = np.zeros(cap, np.int32)
+    item_origin = np.zeros(cap, np.int32)
+    item_deadline = np.full(cap, NO_DEADLINE, np.int32)
+    item_char_deadline = np.full(cap, NO_DEADLINE, np.int32)
+    item_count = np.zeros(cap, np.int32)
+    set_start = np.zeros(sets, np.int64)
+    set_chars = np.zeros(sets, np.int32)
+    item_state[: len(c.item_state)] = c.item_state
+    item_origin[: len(c.item_origin)] = c.item_origin
+    item_deadline[: len(c.item_deadline)] = c.item_deadline
+    item_char_deadline[: len(c.item_char_deadline)] = c.item_char_deadline
+    item_count[: len(c.item_count)] = c.item_count
+    set_start[: len(c.set_start)] = c.set_start
+    set_chars[: len(c.set_chars)] = c.set_chars
+    pool_parent, pool_member = np.zeros(cap, np.int32), np.zeros(cap, np.int32)  # member sets (unordered rules)
+    pool_parent[: len(c.pool_parent)] = c.pool_parent
+    pool_member[: len(c.pool_member)] = c.pool_member
+    set_pool = np.ones(sets, np.int64)
+    set_pool[: len(c.set_pool)] = c.set_pool
+    return c._replace(item_state=item_state, item_origin=item_origin, item_deadline=item_deadline,
+                      item_char_deadline=item_char_deadline, item_count=item_count, set_start=set_start,
+                      set_chars=set_chars, pool_parent=pool_parent, pool_member=pool_member, set_pool=set_pool)
 
 
 @njit(cache=True, _nrt=False)

@@ -36,11 +36,14 @@ import numpy as np
 from numba.core import config as numba_config
 
 from ..kernels import build_order as BO
-from ..util import bound_kernel
+from ..util import bound_kernel, fixed_layout
 
 # classes listed per walk of the grammar, built in one kernel call that gives way to a waiting
 # fill after the class it is building
 AHEAD_BATCH = 16
+
+
+fixed_layout(BO.ReachArrays)
 
 
 def background_default() -> bool:
@@ -55,22 +58,21 @@ class AheadState:
     left, and the walk's scratch."""
 
     def __init__(self, fsm, n_classes: int):
-        self.callers_ptr, self.callers_dst = BO.callers_of(fsm)
         n_states = len(fsm.state_rule)
         self.root = np.array([fsm.rule_start[fsm.root_rule[0]]], dtype=np.int32)
         self.hint = self.root  # the states of a matcher's last Earley set (`after_token`)
         self.pending = True  # False once nothing reachable from the root lacks an entry
-        self.seen = np.zeros(n_states, dtype=np.bool_)
-        self.class_seen = np.zeros(max(n_classes, 1), dtype=np.bool_)
-        self.queue = np.zeros(max(n_states, 1), dtype=np.int32)
-        self.out = np.zeros(AHEAD_BATCH, dtype=np.int32)
+        self.reach = BO.ReachArrays(*BO.callers_of(fsm), np.zeros(n_states, dtype=np.bool_),
+                                    np.zeros(max(n_classes, 1), dtype=np.bool_),
+                                    np.zeros(max(n_states, 1), dtype=np.int32), np.zeros(AHEAD_BATCH, dtype=np.int32))
 
-    def walk(self, fsm, starts: np.ndarray, state_entry: np.ndarray, classes) -> list:
-        """The classes without an entry nearest to `starts` (at most AHEAD_BATCH)."""
-        args = (fsm, self.callers_ptr, self.callers_dst, starts, state_entry, classes.state_class,
-                classes.in_kernel, self.seen, self.class_seen, self.queue, self.out)
+    def walk(self, fsm, starts: np.ndarray, state_entry: np.ndarray, classes, room: int = AHEAD_BATCH) -> list:
+        """The classes without an entry nearest to `starts` (at most `room`)."""
+        if room != len(self.reach.out):
+            self.reach = self.reach._replace(out=np.zeros(room, dtype=np.int32))
+        args = (fsm, self.reach, starts, state_entry, classes.state_class, classes.in_kernel)
         n = bound_kernel(BO.reach_order, *args)(*args)
-        return self.out[:n].tolist()
+        return self.reach.out[:n].tolist()
 
     def next_classes(self, fsm, state_entry: np.ndarray, classes) -> list:
         """What to build next: the classes nearest to the latest hint, else to the root; []

@@ -36,6 +36,12 @@ by one kernel call per batch of classes (kernels/entry_build.py: seed, classify,
 publish), at compile time or by the fill kernel itself when it meets a state without one; the
 others are classified from Python (`Classifier.classify`) and stored by the same `store_entry`.
 Python grows buffers and charts when a kernel asks.
+
+The cache is a composition, each part owning its state: `EntryStore` (entries.py: the flat
+arrays), `JitSchedule` (jit.py: what is built when), `CountedZones` (counted.py: the other zones
+of counted repetitions), `Classifier` (classifier.py: the charts and buffers of a build) and,
+beside decoding, the builder thread's `AheadState` (background.py). What the compiler hands it
+is one `AnalysedGrammar` (xg2ref/analysis.py).
 """
 
 from __future__ import annotations
@@ -47,7 +53,6 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..earley import EarleyParser
 from ..exceptions import GrammarLimitError
 from ..fsm.build import FSMArrays
 from ..kernels import earley as K
@@ -59,9 +64,9 @@ from ..tokenizer_info import VocabArrays
 from ..util import bound_kernel, fixed_layout
 from . import background
 from .classifier import Classifier, vocab_facts
-from .counted import CountedEntries, shallow_counted_rules
+from .counted import CountedZones
 from .entries import UNBUILT, EntryStore, MaskCacheArrays, pack_ids
-from .jit import AUTO_EAGER_SHARE, JitEntries
+from .jit import JitSchedule
 from .state_classes import shareable_rules, state_classes
 
 fixed_layout(MF.FillScratch)
@@ -69,7 +74,7 @@ fixed_layout(MF.FillScratch)
 AHEAD_YIELD = 50e-6  # seconds the background builder steps aside while a fill builds
 
 
-class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
+class AdaptiveTokenMaskCache:
     """The cache of one compiled grammar: an entry per class of scannable states, and the
     run-time fill.
 
@@ -115,26 +120,22 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         self._store = EntryStore(len(fsm.state_rule), regular_words, longest)
         self._state_entry = self._store.state_entry  # (fixed size: the store never replaces it)
         self._state_entry[scannable] = UNBUILT
-        # counted repetitions (§3.6): a seed count per class for the FREE zone, other zones apart
-        self._fsm, self._slack = fsm, longest
-        counted_rule = fsm.rule_rep_lo >= 0
-        self._counted = bool(counted_rule.any())
-        self._class_counted = counted_rule[fsm.state_rule[self._class_rep]]
-        self._class_unordered = (fsm.rule_required >= 0)[fsm.state_rule[self._class_rep]]
-        self._noexit_entry = self._store.noexit_entry
-        self._noexit_entry[scannable[counted_rule[fsm.state_rule[scannable]]]] = UNBUILT
-        self._exact: dict = {}  # state << 32 | count -> entry
-        self._shallow = shallow_counted_rules(fsm)
-        self._records: dict = {}  # class -> (loops, exits, FREE classes): entries near a bound derived
+        self._fsm = fsm
         self._classifier = Classifier(fsm, vocab, lookahead, follow, records=pool is not None)
         self._pool = pool  # a cross_grammar.PoolView, or None
-        self._first = first_rows  # FIRST(r) as bool[R, 256], for cost estimates (lookahead.first_bytes)
         self._state_class = np.full(len(fsm.state_rule), -1, dtype=np.int64)  # class of each state
         self._state_class[scannable] = member_class
+        # counted repetitions (§3.6): a seed count per class for the FREE zone, other zones apart
+        self.zones = CountedZones(fsm, self._class_rep, self._members, self._store, longest, scannable)
+        # which entries are built when (§3.5)
+        self.schedule = JitSchedule(fsm, vocab, self._class_rep, self._state_class, self._state_entry, first_rows,
+                                    follow)
+        self._class_unordered = (fsm.rule_required >= 0)[fsm.state_rule[self._class_rep]]
         # most classes are built whole by kernels/entry_build.py, the fill kernel included; the
         # cross-grammar cache is looked up for them once, now (kernels/cross_grammar.py)
-        in_kernel = ~(self._class_unordered | (self._class_counted & self._shallow[fsm.state_rule[self._class_rep]]))
-        seed = np.where(self._class_counted, K.FREE_BASE, 0).astype(np.int64)
+        shallow = self.zones.class_counted & self.zones.shallow[fsm.state_rule[self._class_rep]]
+        in_kernel = ~(self._class_unordered | shallow)
+        seed = np.where(self.zones.class_counted, K.FREE_BASE, 0).astype(np.int64)
         hits = pool.resolve(self._class_rep, seed, in_kernel) if pool is not None else _no_hits(n_classes)
         self._classes = EB.EntryClasses(self._class_rep, seed, in_kernel, self._members_ptr.astype(np.int64),
                                         self._members_flat, self._state_class, hits)
@@ -150,12 +151,7 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         self._ahead: Optional[background.AheadState] = None  # set by `build_in_background`
         self.ahead_ref = weakref.ref(self)
         self.build_seconds = time.perf_counter() - start  # grows with every entry built
-        if not jit:
-            self._build(range(n_classes), progress)
-        elif eager_entries is None:  # K chosen by the cost model
-            self._build(self.auto_eager(fsm, follow, AUTO_EAGER_SHARE * compile_seconds), progress)
-        else:  # the K entries estimated to cost most are built now, the others when first met
-            self._build(self.costliest(eager_entries, fsm, follow) if eager_entries > 0 else [], progress)
+        self._build(self.schedule.at_compile(jit, eager_entries, compile_seconds), progress)
 
     def _kernel(self, kernel, *args):
         """`kernel`'s entry bound to these argument types (once per cache, found per process)."""
@@ -186,22 +182,22 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
             job = others.pop(0)
             done += 1
             c, zone = job if isinstance(job, tuple) else (job, MF.ZONE_FREE)
-            if zone != MF.ZONE_FREE and self._has_zone(c, zone):
+            zones = self.zones
+            if zone != MF.ZONE_FREE and zones.has_zone(c, zone):
                 continue
             s = int(self._class_rep[c])
             if zone == MF.ZONE_FREE and self._state_entry[s] != UNBUILT:
                 continue
-            seed = 0 if not self._class_counted[c] else (
-                K.FREE_BASE if zone == MF.ZONE_FREE else K.NOEXIT_BASE if zone == MF.ZONE_NOEXIT else int(zone))
+            seed = zones.seed(c, zone)
             if self._class_unordered[c]:
                 acc, unc = self._unordered_entry(s)
-            elif c in self._records and zone != MF.ZONE_FREE:
-                acc, unc = self._derived(c, zone)
-            elif self._class_counted[c] and zone == MF.ZONE_FREE and self._shallow[self._fsm.state_rule[s]]:
+            elif c in zones.records and zone != MF.ZONE_FREE:
+                acc, unc = zones.derived(c, zone)
+            elif zone == MF.ZONE_FREE and zones.class_shallow(c):
                 cls = self._classifier.classify(s, record=True, count=seed).copy()
                 acc, unc = self._classifier.accepted().copy(), self._classifier.uncertain().copy()
-                self._records[c] = (self._classifier.loops, self._classifier.exits.astype(np.bool_), cls)
-                others.extend((c, z) for z in self._bound_zones(c))  # cheap now: all in this call
+                zones.records[c] = (self._classifier.loops, self._classifier.exits.astype(np.bool_), cls)
+                others.extend((c, z) for z in zones.bound_zones(c))  # cheap now: all in this call
             elif self._pool is not None:  # through the cross-grammar cache (mask/cross_grammar.py)
                 acc, unc = self._pool.build(s, self._members(c), self._classifier, seed)
             else:
@@ -209,18 +205,28 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
                 acc, unc = self._classifier.accepted(), self._classifier.uncertain()
             members = self._members(c) if zone == MF.ZONE_FREE else self._members(c)[:0]
             e = self._store_entry(acc, unc, members, s)
-            if zone == MF.ZONE_NOEXIT:
-                self._noexit_entry[self._members(c)] = e
-            elif zone != MF.ZONE_FREE:
-                for m in self._members(c).tolist():
-                    self._exact[(m << 32) | int(zone)] = e
-                order = sorted(self._exact)
-                self._store.set_exact(np.array(order, dtype=np.int64),
-                                      np.array([self._exact[k] for k in order], dtype=np.int32))
+            if zone != MF.ZONE_FREE:
+                zones.publish(c, zone, e)
             if progress is not None:
                 progress(done, len(classes) + len(others))
         self._ensure_scratch()
         self.build_seconds += time.perf_counter() - start
+
+    @property
+    def unbuilt_entries(self) -> int:
+        """Entries not built yet (JIT); 0 once every class has one."""
+        return self.schedule.unbuilt
+
+    def ensure_entries(self, states: np.ndarray, counts: Optional[np.ndarray] = None) -> int:
+        """Build the entries that items in `states` (with `counts`, for counted repetitions)
+        lack (JIT, and a counted repetition's other zones). Returns how many were built."""
+        jobs = self.schedule.missing(states)
+        if self.zones.any and counts is not None:
+            jobs |= self.zones.missing(states, counts, self._state_class)
+        if not jobs:
+            return 0
+        self._build(sorted(jobs, key=lambda j: j if isinstance(j, tuple) else (j, -3)))
+        return len(jobs)
 
     def _run_batch(self, jobs: np.ndarray, yields: bool = False) -> None:
         """Build the FREE entries of the in-kernel classes `jobs` in `build_entries` calls,
@@ -387,7 +393,7 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         """Bytes of the entries (every array of `MaskCacheArrays`)."""
         return self._store.memory_size_bytes
 
-    def _fill_building(self, parser: EarleyParser, words: np.ndarray, not_regular: np.ndarray,
+    def _fill_building(self, parser, words: np.ndarray, not_regular: np.ndarray,
                        stop_ids: np.ndarray) -> tuple:
         """`fill_mask_building` until it has built what the current set needs and filled the mask
         (plain entries in the kernel, the others here); returns its (status, j, n_cand, full)."""
@@ -426,10 +432,12 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
                 self.build_seconds += time.perf_counter() - start
                 return status, j, n_cand, full
 
-    def fill(self, parser: EarleyParser, words: np.ndarray, not_regular: np.ndarray,
+    def fill(self, parser, words: np.ndarray, not_regular: np.ndarray,
              stop_ids: np.ndarray) -> tuple[int, bool]:
         """Write the tokens allowed now into int32 `words` (cleared first): the regular tokens
         allowed by the grammar less `not_regular`, plus `stop_ids` when the input is a sentence.
+        `parser` is the matcher's EarleyParser (xg2ref/earley.py): its `arrays`, its `chart`,
+        and `grow` when a check needs a larger chart.
 
         Callers pass the same arrays on every call (the kernel entry is bound to their types).
         Missing plain entries are built by the fill kernel itself (kernels/entry_build.py
@@ -444,7 +452,7 @@ class AdaptiveTokenMaskCache(JitEntries, CountedEntries):
         if status != K.OK:
             v = self.vocab
             while status != K.OK:
-                parser._grow(status)
+                parser.grow(status)
                 status, j = MF.check_candidates(parser.arrays, parser.chart, v.token_bytes, v.token_offsets,
                                                 v.sorted_ids, self._fill_scratch.cand, n_cand, j, words)
             MF.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)

@@ -12,7 +12,6 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ..earley import grown_chart
 from ..fsm.build import FSMArrays
 from ..kernels import classify as KC
 from ..kernels import context_expansion as CX
@@ -162,9 +161,9 @@ class Classifier:
             self._pure = self._pure._replace(pure_next=grown)
             self.inputs = self.inputs._replace(pure=self._pure)
         elif which == KC.CHART_MAIN:
-            self.chart = grown_chart(self.chart, status)
+            self.chart = K.grown_chart(self.chart, status)
         else:
-            self.ctx_chart = grown_chart(self.ctx_chart, status)
+            self.ctx_chart = K.grown_chart(self.ctx_chart, status)
 
     def classify(self, state: int, marked: Optional[np.ndarray] = None, record: bool = False,
                  count: int = 0) -> np.ndarray:
@@ -195,7 +194,7 @@ class Classifier:
         if track:
             outs = outs._replace(loops=self.loops, exits=self.exits)
         while (status := CX.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
-            self.chart = grown_chart(self.chart, status)
+            self.chart = K.grown_chart(self.chart, status)
         j = 0
         while True:
             args = (self.fsm, self.chart, self.ctx_chart, self.inputs.trie, self.inputs.context, self._pure,
@@ -209,7 +208,7 @@ class Classifier:
             self.grow(status, which)
             if j == 0 and which == KC.CHART_MAIN:  # the kernel restarts from the state's own sets
                 while (st := CX.init_chart_at_state(self.fsm, self.chart, state, count)) != K.OK:
-                    self.chart = grown_chart(self.chart, st)
+                    self.chart = K.grown_chart(self.chart, st)
 
     def recorded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """After a `record` classification: (acc0, ends, passes), the sorted indices with

@@ -1,12 +1,14 @@
 """XGrammar-2 §3.5, JIT entries: which entries of the mask cache are built when.
 
 With JIT, an entry is built on the first visit of one of its states (when a mask is filled
-there and the fill kernel answers NEED_ENTRY: `ensure_entries`), except the K classes of
+there and the fill kernel answers NEED_ENTRY: the cache's `ensure_entries` asks `missing`), except the K classes of
 highest estimated cost (`estimated_costs`, `costliest`), built at compile time; with no K
 named, the cost model picks them (`auto_eager`). `UNBUILT` marks the states whose entry is not
 built yet. Masks are the same either way.
 
-`JitEntries` is a part of `AdaptiveTokenMaskCache` (cache.py), which holds the state it reads.
+`JitSchedule` owns what the schedule reads (the classes, the states' entries, FIRST and FOLLOW
+for the estimates); the cache asks it what to build and when. Building beside decoding, after
+compile, is mask/background.py's.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from typing import Optional
 import numpy as np
 
 from ..fsm.build import FSMArrays
-from ..kernels import mask_fill as MF
 from ..kernels import pure_walk as PW
 from .classifier import vocab_facts
 from .entries import UNBUILT
@@ -35,18 +36,43 @@ SECONDS_PER_COST = 4e-7
 MIN_EAGER_COST = 0.2
 
 
-class JitEntries:
-    """Estimated costs and on-demand building of the entries (a part of AdaptiveTokenMaskCache)."""
+class JitSchedule:
+    """Which entries of one cache are built when (XGrammar-2 §3.5): estimated costs, the
+    classes built at compile time, and the classes a set of states still lacks.
 
-    def estimated_costs(self, fsm: FSMArrays, follow: Optional[np.ndarray] = None) -> np.ndarray:
+    fsm, vocab      the grammar's machines and the vocabulary (its first bytes, for the costs)
+    class_rep       the first state of each class, state_class the class of each state
+    state_entry     the entry of each state (the store's array: UNBUILT until built)
+    first, follow   FIRST(r) and FOLLOW(r) as bool[R, 256] (None: unknown)
+    """
+
+    def __init__(self, fsm: FSMArrays, vocab, class_rep: np.ndarray, state_class: np.ndarray,
+                 state_entry: np.ndarray, first: Optional[np.ndarray], follow: Optional[np.ndarray]):
+        self.fsm, self.vocab = fsm, vocab
+        self.class_rep, self.state_class, self.state_entry = class_rep, state_class, state_entry
+        self.first, self.follow = first, follow
+
+    def at_compile(self, jit: bool, eager_entries: Optional[int], compile_seconds: float) -> list:
+        """The classes built with the cache: all without JIT, else the cost model's choice
+        (`eager_entries` None) or the K costliest."""
+        if not jit:
+            return list(range(len(self.class_rep)))
+        if eager_entries is None:
+            return self.auto_eager(AUTO_EAGER_SHARE * compile_seconds)
+        return self.costliest(eager_entries) if eager_entries > 0 else []
+
+    def estimated_costs(self, follow: Optional[np.ndarray] = None) -> np.ndarray:
         """The estimated cost of each class's entry (XGrammar-2 §3.5): the regular tokens whose
         first byte its state may read (its byte edges, FIRST of its rule edges, and what may
-        follow its rule when the state is final), a quarter for a pure state (a table walk)."""
+        follow its rule when the state is final: `follow`, else the schedule's), a quarter for a
+        pure state (a table walk)."""
+        fsm = self.fsm
+        follow = self.follow if follow is None else follow
         per_byte = vocab_facts(self.vocab).heads
-        first = self._first if self._first is not None else np.zeros((len(fsm.rule_start), 256), dtype=np.bool_)
+        first = self.first if self.first is not None else np.zeros((len(fsm.rule_start), 256), dtype=np.bool_)
         pure = np.full(len(fsm.state_rule), -1, dtype=np.int32)
         PW.mark_pure_states(fsm, 0, len(pure), 0, len(pure), pure)
-        reps = self._class_rep.astype(np.int64)
+        reps = self.class_rep.astype(np.int64)
         n = len(reps)
         # byte edges: +1 at lo, -1 after hi, per class row; a running sum > 0 marks the bytes read
         starts, ends = fsm.byte_indptr[reps], fsm.byte_indptr[reps + 1]
@@ -69,19 +95,18 @@ class JitEntries:
         costs[pure[reps] >= 0] *= 0.25
         return costs
 
-    def costliest(self, k: int, fsm: FSMArrays, follow: Optional[np.ndarray] = None) -> list:
+    def costliest(self, k: int) -> list:
         """The k classes of highest estimated cost, most expensive first."""
-        costs = self.estimated_costs(fsm, follow)
-        return np.argsort(-costs, kind="stable")[:k].tolist()
+        return np.argsort(-self.estimated_costs(), kind="stable")[:k].tolist()
 
-    def auto_eager(self, fsm: FSMArrays, follow: Optional[np.ndarray], budget: float) -> list:
+    def auto_eager(self, budget: float) -> list:
         """The classes the cost model builds at compile time: costliest first, at most
         AUTO_EAGER_MAX, each estimated at MIN_EAGER_COST of the vocabulary or more, while their
         predicted build time fits in `budget` seconds."""
         floor = MIN_EAGER_COST * len(self.vocab.sorted_ids)
-        if not len(self._class_rep) or budget < floor * SECONDS_PER_COST:
+        if not len(self.class_rep) or budget < floor * SECONDS_PER_COST:
             return []
-        costs = self.estimated_costs(fsm, follow)
+        costs = self.estimated_costs()
         chosen = []
         for c in np.argsort(-costs, kind="stable")[:AUTO_EAGER_MAX].tolist():
             predicted = costs[c] * SECONDS_PER_COST
@@ -91,27 +116,10 @@ class JitEntries:
         return chosen
 
     @property
-    def unbuilt_entries(self) -> int:
-        """Entries not built yet (JIT); 0 once every class has one."""
-        return int(np.count_nonzero(self._state_entry[self._class_rep] == UNBUILT))
+    def unbuilt(self) -> int:
+        """Classes whose entry is not built yet (JIT); 0 once every class has one."""
+        return int(np.count_nonzero(self.state_entry[self.class_rep] == UNBUILT))
 
-    def ensure_entries(self, states: np.ndarray, counts: Optional[np.ndarray] = None) -> int:
-        """Build the entries that items in `states` (with `counts`, for counted repetitions)
-        lack (JIT, and a counted repetition's other zones). Returns how many were built."""
-        jobs = set(self._state_class[states[self._state_entry[states] == UNBUILT]].tolist())
-        if self._counted and counts is not None:
-            fsm = self._fsm
-            for s, k in zip(states.tolist(), counts.tolist()):
-                rule = fsm.state_rule[s]
-                if fsm.rule_rep_lo[rule] < 0 or self._state_entry[s] == MF.NO_ENTRY:
-                    continue
-                zone = int(MF.count_zone(fsm.rule_rep_lo[rule], fsm.rule_rep_hi[rule], k, self._slack))
-                c = int(self._state_class[s])
-                if zone != MF.ZONE_FREE and not self._has_zone(c, zone):
-                    jobs.add((c, zone))
-                    if self._shallow[rule] and c not in self._records:
-                        jobs.add(c)  # its FREE entry first: the others derive from its record
-        if not jobs:
-            return 0
-        self._build(sorted(jobs, key=lambda j: j if isinstance(j, tuple) else (j, -3)))
-        return len(jobs)
+    def missing(self, states: np.ndarray) -> set:
+        """The classes of `states` whose (FREE-zone) entry is not built."""
+        return set(self.state_class[states[self.state_entry[states] == UNBUILT]].tolist())

@@ -152,7 +152,7 @@ def entry_costs(compiled: CompiledGrammar) -> list:
     cache = compiled.mask_cache
     fsm = compiled.arrays
     follow1 = cache.classifier.follow1
-    costs = cache.estimated_costs(fsm, follow1 != 0)
+    costs = cache.schedule.estimated_costs(follow1 != 0)
     starts = np.concatenate([[0], np.cumsum([f.num_states for f in compiled.fsms.fsms])])
     rows = []
     for c in np.argsort(-costs, kind="stable").tolist():
