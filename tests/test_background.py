@@ -5,6 +5,8 @@ masks of a serial run, and a byte limit crossed by the builder is raised by the 
 
 import collections
 import json
+import os
+import signal
 import time
 
 import numpy as np
@@ -166,3 +168,38 @@ def test_a_byte_limit_crossed_by_the_builder_is_raised_by_the_next_build():
         for text in ['{', '"a"', ':', ' "', 'xx', '",', '"b": "', 'x', '", "c', '":', ' 1']:
             matcher.fill_next_token_bitmask(bitmask)
             matcher.accept_string(text)
+
+
+@pytest.mark.jit_only
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_child_forked_while_the_builder_runs_fills_its_masks():
+    """A fork waits for the builder thread to be between two steps (holding no cache's lock and
+    none of Numba's, which the child, without that thread, could never take): the child builds
+    for itself, with a builder of its own, and its masks are exact."""
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    schema = {"type": "object", "properties": {k: {"type": "string"} for k in "abcdefgh"}}
+    text = json.dumps({k: "x" * 3 for k in "abcdefgh"})
+    from xg2ref.tools.diff.checks import quicktok_encoder
+
+    tokens = quicktok_encoder("llama3")(text.encode())
+    want = _walk(xgr.GrammarCompiler(info, jit=False, cache_enabled=False), schema, tokens, info)
+    for _ in range(3):
+        compiler = xgr.GrammarCompiler(info, cache_enabled=False)
+        compiled = compiler.compile_json_schema(json.dumps(schema))  # the builder starts on it now
+        pid = os.fork()
+        if pid == 0:  # the child: a hang ends in SIGALRM, a wrong mask in exit status 1
+            signal.alarm(60)
+            try:
+                matcher = xgr.GrammarMatcher(compiled)
+                bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
+                ok = True
+                for k, t in enumerate([None] + tokens):
+                    if t is not None:
+                        ok = ok and matcher.accept_token(t)
+                    matcher.fill_next_token_bitmask(bitmask)
+                    ok = ok and np.array_equal(np.asarray(bitmask), want[k])
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

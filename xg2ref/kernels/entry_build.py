@@ -411,8 +411,7 @@ def fill_mask_building(fsm, chart, cache, vocab, scratch, not_regular, stop_ids,
                 q[Q_STATUS] = status
                 q[Q_WHICH] = which
                 return NEED_BUILD, 0, 0, False
-        if (scratch.entry_mark.shape[0] < cache.sizes[SIZE_ENTRIES] + 1
-                or scratch.cand.shape[0] < cache.sizes[SIZE_UNC]):
+        if scratch.sized[0] < cache.sizes[SIZE_ENTRIES]:
             q[Q_STATUS] = NEED_SCRATCH
             return NEED_BUILD, 0, 0, False
         n_cand = gather_cached_mask(fsm, chart, cache, vocab.sorted_ids, scratch, words)

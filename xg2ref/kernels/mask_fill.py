@@ -54,12 +54,15 @@ class FillScratch(NamedTuple):
     or_words : int32[W]         an entry's accepted set before it is OR-ed into the mask
     cand : int32[C]             the uncertain candidates (sorted indices); room for each once
     cand_tmp : int32[C]         merge buffer, like `cand`
+    sized : int64[1]            the entries it has room for: entries 0 .. sized[0] - 1 (marks, and
+                                every uncertain token of theirs in `cand`); a fill uses no other
     """
 
     entry_mark: np.ndarray
     or_words: np.ndarray
     cand: np.ndarray
     cand_tmp: np.ndarray
+    sized: np.ndarray
 
 
 @njit(cache=True, _nrt=False)
@@ -144,7 +147,7 @@ def gather_cached_mask(fsm, chart, cache, sorted_ids, scratch, words):
     # entries another thread publishes while this runs (the background builder): an entry is
     # used only when these arrays and this scratch hold it; the count is written after the
     # entry's arrays and before its number is published (entry_build.store_entry)
-    n_valid = min(cache.sizes[SIZE_ENTRIES], entry_mark.shape[0] - 1)
+    n_valid = min(cache.sizes[SIZE_ENTRIES], scratch.sized[0])
     k = chart.meta[META_N_SETS] - 1
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]

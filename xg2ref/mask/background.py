@@ -16,6 +16,7 @@ The contract between the two (specs/04-mask-cache.md, "Threads"):
                                      an entry only when those arrays hold it (mask_fill.py)
     growing                          publishes new arrays; old ones are never written again
     what a build owes the pool       is taken when the pool is next read, never by the builder
+    a fork                           waits for the builder to be between two steps (`gate`)
 
 Only entries built whole by one kernel call (`EntryClasses.in_kernel`) are built here; the
 others (counted zones, unordered rules) are built by the fill that needs them. A build that
@@ -98,6 +99,7 @@ class BackgroundBuilder:
         self._thread: Optional[threading.Thread] = None
         self._stopping = False
         self.idle = True
+        self.gate = threading.Lock()  # held by the thread while it builds
 
     def submit(self, cache) -> None:
         """Build ahead for `cache` (right after its compile)."""
@@ -137,18 +139,19 @@ class BackgroundBuilder:
     def _run(self) -> None:
         while not self._stopping:
             self._wake.clear()
-            cache = self._pick()
-            if cache is None:
-                self.idle = True  # announced before looking again: a hint after this wakes it
-                if self._pick() is None:
-                    self._wake.wait()
-                self.idle = False
-                continue
-            try:
-                cache.build_ahead()
-            except Exception:  # (GrammarLimitError) the next fill that builds raises it for itself
-                cache.stop_building_ahead()
-            del cache
+            with self.gate:  # (held for one step: a fork waits for it, see `_before_fork`)
+                cache = self._pick()
+                if cache is not None:
+                    try:
+                        cache.build_ahead()
+                    except Exception:  # (GrammarLimitError) the next fill that builds raises it for itself
+                        cache.stop_building_ahead()
+                    del cache
+                    continue
+            self.idle = True  # announced before looking again: a hint after this wakes it
+            if self._pick() is None:
+                self._wake.wait()
+            self.idle = False
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the thread (at exit): it finishes the entry it is building."""
@@ -174,9 +177,20 @@ BUILDER = BackgroundBuilder()
 atexit.register(BUILDER.stop)
 
 
-def _after_fork() -> None:  # a forked child has no builder thread: it starts its own
+def _before_fork() -> None:
+    """A fork waits until the builder is between two steps: it then holds no cache's lock and
+    no lock of Numba's, which the child, without this thread, could never take again."""
+    BUILDER.gate.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    BUILDER.gate.release()
+
+
+def _after_fork_in_child() -> None:  # no builder thread here: the child starts its own on demand
     global BUILDER
     BUILDER = BackgroundBuilder()
 
 
-os.register_at_fork(after_in_child=_after_fork)
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)

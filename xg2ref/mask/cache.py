@@ -141,7 +141,8 @@ class AdaptiveTokenMaskCache:
                                         self._members_flat, self._state_class, hits)
         self._jobs = np.zeros(max(n_classes, 1), dtype=np.int64)
         self._fill_scratch = MF.FillScratch(np.zeros(1, dtype=np.int64), np.zeros(self._words, dtype=np.int32),
-                                            np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32))
+                                            np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32),
+                                            np.zeros(1, dtype=np.int64))
         self._kernels: dict = {}  # bound entries (util.bound_kernel), by kernel
         self._owing = False  # records of kernel builds wait in the pool's `owed` list
         # writers (builds, growth, publication) hold the lock; plain fills never take it
@@ -328,7 +329,9 @@ class AdaptiveTokenMaskCache:
 
     def _ensure_scratch(self) -> None:
         """The fill's scratch sized for the entries built so far: a mark per entry (the
-        generation counter last) and room for every uncertain id once."""
+        generation counter last) and room for every uncertain id once. A scratch that must grow
+        is a new one (a fill on another thread may hold the old: it uses only the entries that
+        one was sized for, `FillScratch.sized`)."""
         n, unc = self._store.n_entries, int(self._store.sizes[EB.SIZE_UNC])
         s = self._fill_scratch
         marks, cand, tmp = s.entry_mark, s.cand, s.cand_tmp
@@ -339,7 +342,9 @@ class AdaptiveTokenMaskCache:
             cand = np.zeros(max(unc, 2 * len(cand)), dtype=np.int32)
             tmp = np.zeros_like(cand)
         if marks is not s.entry_mark or cand is not s.cand:
-            self._fill_scratch = MF.FillScratch(marks, s.or_words, cand, tmp)
+            self._fill_scratch = MF.FillScratch(marks, s.or_words, cand, tmp, np.array([n], dtype=np.int64))
+        else:
+            s.sized[0] = n  # (room for them all already: a fill holding it may use them now)
 
     def _check_bytes(self) -> None:
         if 0 <= self.max_bytes < self._store.sizes[EB.SIZE_BYTES]:
