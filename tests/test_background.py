@@ -81,7 +81,7 @@ def test_a_fill_never_takes_an_entry_its_view_of_the_store_lacks():
     matcher, reference = xgr.GrammarMatcher(compiled), xgr.GrammarMatcher(whole)
     for m in (matcher, reference):
         assert m.accept_string("[1")
-    old, old_scratch = mc._store.kernel_arrays, mc._fill_scratch
+    old, old_scratch = mc._store.kernel_arrays, mc.new_scratch()
     store = mc._store
     store.sizes[EB.SIZE_NEED_ENTRIES] = len(store.entry_kind) + 1  # a growth, as a NEED_STORE asks
     store.grow()
@@ -92,10 +92,11 @@ def test_a_fill_never_takes_an_entry_its_view_of_the_store_lacks():
     assert mc.ensure_entries(c.item_state[c.set_start[k]:c.set_start[k + 1]]) > 0  # stored in the new arrays
     words = np.zeros((info.vocab_size + 31) // 32, dtype=np.int32)
     args = (matcher._not_regular, matcher._stop_array, words)
-    for arrays, scratch in ((old, old_scratch), (old, mc._fill_scratch), (store.kernel_arrays, old_scratch)):
+    new_scratch = mc.fit_scratch(old_scratch)
+    for arrays, scratch in ((old, old_scratch), (old, new_scratch), (store.kernel_arrays, old_scratch)):
         status = MF.fill_mask(parser.arrays, c, arrays, mc.vocab, scratch, *args)[0]
         assert status == MF.NEED_ENTRY
-    status = MF.fill_mask(parser.arrays, c, store.kernel_arrays, mc.vocab, mc._fill_scratch, *args)[0]
+    status = MF.fill_mask(parser.arrays, c, store.kernel_arrays, mc.vocab, new_scratch, *args)[0]
     assert status == MF.OK
     want = xgr.allocate_token_bitmask(1, info.vocab_size)
     reference.fill_next_token_bitmask(want)
@@ -203,3 +204,38 @@ def test_a_child_forked_while_the_builder_runs_fills_its_masks():
             os._exit(0 if ok else 1)
         _, status = os.waitpid(pid, 0)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+@pytest.mark.jit_only
+def test_matchers_of_one_grammar_filled_from_several_threads_give_the_serial_masks():
+    """Each matcher fills with a scratch of its own; builds (the fills' and the builder's) take
+    the cache's lock one at a time; plain fills read published entries without locking."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from xg2ref.tools.diff.checks import quicktok_encoder
+
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    encode = quicktok_encoder("llama3")
+    with open("../shared/data/json_mode_eval/json_mode_eval_from_maskbench.jsonl", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f if line.strip()][4:8]
+    serial = xgr.GrammarCompiler(info, jit=False, cache_enabled=False)
+    for e in docs:
+        tokens = encode(json.dumps(e["completion"]).encode())
+        want = _walk(serial, e["schema"], tokens, info)
+        for _ in range(2):
+            compiled = xgr.GrammarCompiler(info, cache_enabled=False).compile_json_schema(json.dumps(e["schema"]))
+
+            def walk(_):
+                matcher = xgr.GrammarMatcher(compiled)
+                bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
+                masks = []
+                for t in [None] + tokens:
+                    if t is not None:
+                        assert matcher.accept_token(t)
+                    matcher.fill_next_token_bitmask(bitmask)
+                    masks.append(np.asarray(bitmask).copy())
+                return masks
+
+            with ThreadPoolExecutor(8) as pool:
+                for got in pool.map(walk, range(8)):
+                    assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))

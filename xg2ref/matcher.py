@@ -127,6 +127,7 @@ class GrammarMatcher:
             compiled_grammar.fsms.token_sets, self._vocab, self._is_stop, self._vocab_size)
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
         self._mask_cache = compiled_grammar.mask_cache
+        self._scratch = self._mask_cache.new_scratch()  # the fill's own (no other thread's fill shares it)
         # rule options `capture` / `temperature` (xg2ref/rule_options.py): None for grammars without
         # them; with captures, the accepted bytes (the spans are cut out of them)
         fsms = compiled_grammar.fsms
@@ -196,7 +197,7 @@ class GrammarMatcher:
         """An independent matcher in the same state."""
         other = object.__new__(GrammarMatcher)
         other.__dict__.update(self.__dict__)
-        other._parser = self._parser.copy()
+        other._parser, other._scratch = self._parser.copy(), self._mask_cache.new_scratch()
         other._history = list(self._history)
         other._accepted = None if self._accepted is None else bytearray(self._accepted)
         other._mask = np.zeros_like(self._mask)
@@ -316,14 +317,17 @@ class GrammarMatcher:
         if words is None:
             words = self._words
         if self._plain:
-            return self._mask_cache.fill(self._parser, words, self._not_regular, self._stop_array)[1]
+            _, full, self._scratch = self._mask_cache.fill(self._parser, words, self._not_regular, self._stop_array,
+                                                           self._scratch)
+            return full
         enforced = self._budget_mask()
         if enforced is None and self._char_budgets:
             enforced = self._every_token_mask()
         if enforced is not None:
             pack_bool_mask(enforced, words)
             return bool(MF.all_allowed(words, self._vocab_size))
-        _, full = self.compiled_grammar.mask_cache.fill(self._parser, words, self._not_regular, self._stop_array)
+        _, full, self._scratch = self._mask_cache.fill(self._parser, words, self._not_regular, self._stop_array,
+                                                       self._scratch)
         if len(self._extra_regular):
             bits = words.view(np.uint32)
             for t in self._extra_regular:

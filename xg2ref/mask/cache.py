@@ -49,6 +49,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from contextlib import contextmanager
 from typing import Callable, Optional
 
 import numpy as np
@@ -140,19 +141,32 @@ class AdaptiveTokenMaskCache:
         self._classes = EB.EntryClasses(self._class_rep, seed, in_kernel, self._members_ptr.astype(np.int64),
                                         self._members_flat, self._state_class, hits)
         self._jobs = np.zeros(max(n_classes, 1), dtype=np.int64)
-        self._fill_scratch = MF.FillScratch(np.zeros(1, dtype=np.int64), np.zeros(self._words, dtype=np.int32),
-                                            np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32),
-                                            np.zeros(1, dtype=np.int64))
+        self._fill_scratch = self.new_scratch()  # (for callers that pass none: one thread at a time)
         self._kernels: dict = {}  # bound entries (util.bound_kernel), by kernel
         self._owing = False  # records of kernel builds wait in the pool's `owed` list
         # writers (builds, growth, publication) hold the lock; plain fills never take it
         # (mask/background.py: the contract with the background builder)
         self.lock = threading.RLock()
-        self._fills_waiting: list = []  # one element per fill waiting for or holding the lock
+        self._fills_waiting: list = []  # one element per thread waiting for or holding the lock, the builder's aside
         self._ahead: Optional[background.AheadState] = None  # set by `build_in_background`
         self.ahead_ref = weakref.ref(self)
         self.build_seconds = time.perf_counter() - start  # grows with every entry built
         self._build(self.schedule.at_compile(jit, eager_entries, compile_seconds), progress)
+
+    @contextmanager
+    def _first_in_line(self):
+        """The cache's lock, for a thread that must not wait behind the builder's batch: the
+        builder gives way after the entry it is building (Python's locks are not fair; its batch
+        reads Q_WAITING between two classes, kernels/entry_build.py) and waits before the next."""
+        waiting, q = self._fills_waiting, self._classifier.work.queue
+        waiting.append(None)
+        q[EB.Q_WAITING] = len(waiting)
+        try:
+            with self.lock:
+                yield
+        finally:
+            waiting.pop()
+            q[EB.Q_WAITING] = len(waiting)
 
     def _kernel(self, kernel, *args):
         """`kernel`'s entry bound to these argument types (once per cache, found per process)."""
@@ -165,7 +179,7 @@ class AdaptiveTokenMaskCache:
         """Build the entries of `classes` (class numbers, or (class, zone) pairs for a counted
         repetition's other zones: ZONE_NOEXIT or a count): the plain ones in one kernel batch,
         the others one by one."""
-        with self.lock:
+        with self._first_in_line():
             self._build_locked(classes, progress)
 
     def _build_locked(self, classes, progress) -> None:
@@ -210,7 +224,6 @@ class AdaptiveTokenMaskCache:
                 zones.publish(c, zone, e)
             if progress is not None:
                 progress(done, len(classes) + len(others))
-        self._ensure_scratch()
         self.build_seconds += time.perf_counter() - start
 
     @property
@@ -248,7 +261,7 @@ class AdaptiveTokenMaskCache:
 
     def _take_records(self) -> None:
         """Move what kernel builds owe the cross-grammar cache into it (kernels/cross_grammar.py)."""
-        with self.lock:
+        with self._first_in_line():
             self._owing = False
             if self._pool is not None and self._classifier.work.records.sizes[0]:
                 self._pool.take(self._classifier.work.records, self._class_rep, self._members)
@@ -300,7 +313,6 @@ class AdaptiveTokenMaskCache:
                 return
             start = time.perf_counter()
             self._run_batch(np.array(listed, dtype=np.int64), yields=True)
-            self._ensure_scratch()
             self._owe_records()
             self.build_seconds += time.perf_counter() - start
 
@@ -317,23 +329,28 @@ class AdaptiveTokenMaskCache:
         return int(e)
 
     def _grow(self, status: int, which: int) -> None:
-        """Room for what a build kernel asked: entry arrays, the fill's scratch, a chart or
-        the pure-state table."""
+        """Room for what a build kernel asked: entry arrays, a chart or the pure-state table."""
         if status == EB.NEED_STORE:
             self._store.grow()
             self._check_bytes()
-        elif status == EB.NEED_SCRATCH:
-            self._ensure_scratch()
         else:
             self._classifier.grow(status, which)
 
-    def _ensure_scratch(self) -> None:
-        """The fill's scratch sized for the entries built so far: a mark per entry (the
-        generation counter last) and room for every uncertain id once. A scratch that must grow
-        is a new one (a fill on another thread may hold the old: it uses only the entries that
-        one was sized for, `FillScratch.sized`)."""
+    def new_scratch(self) -> MF.FillScratch:
+        """A fill's scratch of its own (each matcher holds one: fills on several threads never
+        share one), sized for the entries built so far."""
+        empty = MF.FillScratch(np.zeros(1, dtype=np.int64), np.zeros(self._words, dtype=np.int32),
+                               np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int64))
+        return self.fit_scratch(empty)
+
+    def fit_scratch(self, s: MF.FillScratch) -> MF.FillScratch:
+        """Scratch `s`, or a larger copy, sized for the entries built so far: a mark per entry
+        (the generation counter last) and room for every uncertain id once. A fill uses only the
+        entries its scratch was sized for (`FillScratch.sized`), so one that another thread
+        publishes meanwhile sends it to the building path, which fits the scratch first."""
         n, unc = self._store.n_entries, int(self._store.sizes[EB.SIZE_UNC])
-        s = self._fill_scratch
+        if s.sized[0] >= n:
+            return s
         marks, cand, tmp = s.entry_mark, s.cand, s.cand_tmp
         if len(marks) < n + 1:
             marks = np.zeros(max(n + 1, 2 * len(marks)), dtype=np.int64)
@@ -341,10 +358,10 @@ class AdaptiveTokenMaskCache:
         if len(cand) < unc:
             cand = np.zeros(max(unc, 2 * len(cand)), dtype=np.int32)
             tmp = np.zeros_like(cand)
-        if marks is not s.entry_mark or cand is not s.cand:
-            self._fill_scratch = MF.FillScratch(marks, s.or_words, cand, tmp, np.array([n], dtype=np.int64))
-        else:
-            s.sized[0] = n  # (room for them all already: a fill holding it may use them now)
+        if marks is s.entry_mark and cand is s.cand:
+            s.sized[0] = n  # room for them all already
+            return s
+        return MF.FillScratch(marks, s.or_words, cand, tmp, np.array([n], dtype=np.int64))
 
     def _check_bytes(self) -> None:
         if 0 <= self.max_bytes < self._store.sizes[EB.SIZE_BYTES]:
@@ -369,13 +386,13 @@ class AdaptiveTokenMaskCache:
     @property
     def arrays(self) -> MaskCacheArrays:
         """The entries' flat arrays, the filled part (`EntryStore.arrays`)."""
-        with self.lock:
+        with self._first_in_line():
             return self._store.arrays
 
     @property
     def stats(self):
         """`CacheStats`: what the cache holds now."""
-        with self.lock:
+        with self._first_in_line():
             return self._store.stats(self.build_seconds)
 
     @property
@@ -398,71 +415,68 @@ class AdaptiveTokenMaskCache:
         """Bytes of the entries (every array of `MaskCacheArrays`)."""
         return self._store.memory_size_bytes
 
-    def _fill_building(self, parser, words: np.ndarray, not_regular: np.ndarray,
-                       stop_ids: np.ndarray) -> tuple:
+    def _fill_building(self, parser, words, not_regular, stop_ids, scratch) -> tuple:
         """`fill_mask_building` until it has built what the current set needs and filled the mask
-        (plain entries in the kernel, the others here); returns its (status, j, n_cand, full)."""
-        # the builder gives way (Python's locks are not fair): its batch stops after the class
-        # it is building (Q_WAITING, read by build_entries) and it waits before the next one
-        waiting, q = self._fills_waiting, self._classifier.work.queue
-        waiting.append(None)
-        q[EB.Q_WAITING] = len(waiting)
-        try:
-            with self.lock:
-                return self._fill_building_locked(parser, words, not_regular, stop_ids)
-        finally:
-            waiting.pop()
-            q[EB.Q_WAITING] = len(waiting)
+        (plain entries in the kernel, the others here); returns its (status, j, n_cand, full)
+        and the scratch, fitted to the entries now built."""
+        with self._first_in_line():
+            start = time.perf_counter()
+            clf = self._classifier
+            while True:
+                # (made anew each time: growing, from here or from Classifier.classify, replaces arrays)
+                builder = EB.EntryBuilder(clf.chart, clf.ctx_chart, clf.inputs, clf.work, self._classes, self._jobs)
+                args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
+                        stop_ids, words, builder)
+                status, j, n_cand, full = self._kernel(EB.fill_mask_building, *args)(*args)
+                if status == EB.NEED_BUILD:
+                    q = clf.work.queue
+                    if q[EB.Q_STATUS] == EB.NEED_SCRATCH:
+                        scratch = self.fit_scratch(scratch)
+                    else:
+                        self._grow(int(q[EB.Q_STATUS]), int(q[EB.Q_WHICH]))
+                elif status == MF.NEED_ENTRY:  # an entry the fill kernel does not build: build it here
+                    c = parser.chart
+                    k = int(c.meta[K.META_N_SETS]) - 1
+                    items = slice(c.set_start[k], c.set_start[k + 1])
+                    self.ensure_entries(c.item_state[items], c.item_count[items])
+                else:
+                    self._owe_records()  # taken before the pool is next read
+                    self.build_seconds += time.perf_counter() - start
+                    return status, j, n_cand, full, scratch
 
-    def _fill_building_locked(self, parser, words, not_regular, stop_ids) -> tuple:
-        start = time.perf_counter()
-        clf = self._classifier
-        while True:
-            # (made anew each time: growing, from here or from Classifier.classify, replaces arrays)
-            builder = EB.EntryBuilder(clf.chart, clf.ctx_chart, clf.inputs, clf.work, self._classes, self._jobs)
-            args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, self._fill_scratch,
-                    not_regular, stop_ids, words, builder)
-            status, j, n_cand, full = self._kernel(EB.fill_mask_building, *args)(*args)
-            if status == EB.NEED_BUILD:
-                q = self._classifier.work.queue
-                self._grow(int(q[EB.Q_STATUS]), int(q[EB.Q_WHICH]))
-            elif status == MF.NEED_ENTRY:  # an entry the fill kernel does not build: build it here
-                c = parser.chart
-                k = int(c.meta[K.META_N_SETS]) - 1
-                items = slice(c.set_start[k], c.set_start[k + 1])
-                self.ensure_entries(c.item_state[items], c.item_count[items])
-            else:
-                self._ensure_scratch()
-                self._owe_records()  # taken before the pool is next read
-                self.build_seconds += time.perf_counter() - start
-                return status, j, n_cand, full
-
-    def fill(self, parser, words: np.ndarray, not_regular: np.ndarray,
-             stop_ids: np.ndarray) -> tuple[int, bool]:
+    def fill(self, parser, words: np.ndarray, not_regular: np.ndarray, stop_ids: np.ndarray,
+             scratch: Optional[MF.FillScratch] = None) -> tuple[int, bool, MF.FillScratch]:
         """Write the tokens allowed now into int32 `words` (cleared first): the regular tokens
         allowed by the grammar less `not_regular`, plus `stop_ids` when the input is a sentence.
         `parser` is the matcher's EarleyParser (xg2ref/earley.py): its `arrays`, its `chart`,
         and `grow` when a check needs a larger chart.
 
-        Callers pass the same arrays on every call (the kernel entry is bound to their types).
-        Missing plain entries are built by the fill kernel itself (kernels/entry_build.py
-        `fill_mask_building`), the others here. Returns the number of uncertain tokens checked
-        against the full chart, and whether every id is allowed.
+        `scratch` is the caller's own (`new_scratch`; None: the cache's, for one thread at a
+        time); pass back the one returned, fitted to the entries built meanwhile. Callers pass
+        the same arrays on every call (the kernel entry is bound to their types). Missing plain
+        entries are built by the fill kernel itself (kernels/entry_build.py `fill_mask_building`),
+        the others here. Returns the number of uncertain tokens checked against the full chart,
+        whether every id is allowed, and the scratch.
         """
-        args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, self._fill_scratch, not_regular,
+        own = scratch is None
+        if own:
+            scratch = self._fill_scratch
+        args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
                 stop_ids, words)
         status, j, n_cand, full = self._kernel(MF.fill_mask, *args)(*args)
         if status == MF.NEED_ENTRY:  # JIT (§3.5): the building fill (its builder costs a step nothing otherwise)
-            status, j, n_cand, full = self._fill_building(parser, words, not_regular, stop_ids)
+            status, j, n_cand, full, scratch = self._fill_building(parser, words, not_regular, stop_ids, scratch)
+            if own:
+                self._fill_scratch = scratch
         if status != K.OK:
             v = self.vocab
             while status != K.OK:
                 parser.grow(status)
                 status, j = MF.check_candidates(parser.arrays, parser.chart, v.token_bytes, v.token_offsets,
-                                                v.sorted_ids, self._fill_scratch.cand, n_cand, j, words)
+                                                v.sorted_ids, scratch.cand, n_cand, j, words)
             MF.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)
             full = MF.all_allowed(words, self.vocab_size)
-        return n_cand, bool(full)
+        return n_cand, bool(full), scratch
 
 
 def _no_hits(n_classes: int) -> KX.PoolHits:
