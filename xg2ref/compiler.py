@@ -22,7 +22,7 @@ from collections import OrderedDict
 from typing import Optional, Union
 
 from .analysis import AnalysedGrammar, analyse
-from .mask.background import background_default
+from .mask.background import background_default, foreground
 from .mask.cross_grammar import CrossGrammarCache
 from .exceptions import GrammarLimitError
 from .fsm.build import FSMArrays, GrammarFSMs
@@ -209,9 +209,10 @@ class GrammarCompiler:
         self.parts = PartCache() if use_pool else None
 
     def _compile(self, grammar: Grammar) -> CompiledGrammar:
-        compiled = self._compile_now(grammar)
-        if self.jit and self.background_builds:
-            compiled.mask_cache.build_in_background()
+        with foreground():  # (the builder thread waits for a gap in the foreground's work)
+            compiled = self._compile_now(grammar)
+            if self.jit and self.background_builds:
+                compiled.mask_cache.build_in_background()
         return compiled
 
     def _compile_now(self, grammar: Grammar) -> CompiledGrammar:

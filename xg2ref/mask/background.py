@@ -4,8 +4,9 @@
 passes). Here one daemon thread per process, `BackgroundBuilder`, builds the entries that
 JIT caches still lack while their matchers decode: right after compile from the root rule's
 start, and after each accepted token from the matcher's last Earley set (`AheadState.hint`),
-nearest states first (kernels/build_order.py `reach_order`). Its build kernels release the
-GIL, so on a second core they run beside the matcher's fills. A fill that meets a state
+nearest states first (kernels/build_order.py `reach_order`). It works in the foreground's
+gaps (no fill, token or compile for IDLE_GAP: the forward pass), and its build kernels release
+the GIL, so on a second core a batch it started runs on beside the next fills. A fill that meets a state
 whose entry is missing builds it itself, as before: it waits at most for the one entry the
 builder holds the cache's lock for.
 
@@ -30,7 +31,9 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import time
 import weakref
+from contextlib import contextmanager
 from typing import Optional
 
 import numpy as np
@@ -41,10 +44,32 @@ from ..util import bound_kernel, fixed_layout
 
 # classes listed per walk of the grammar, built in one kernel call that gives way to a waiting
 # fill after the class it is building
-AHEAD_BATCH = 16
+AHEAD_BATCH = 8
+# The builder works in the gaps of the foreground (the model's forward pass, in a server): it
+# starts a step only when no fill, accepted token or compile has run for IDLE_GAP seconds. A
+# Python thread beside a busy Python thread slows it (the GIL, caches), so in a loop with no
+# gap it leaves the fills to build what they meet.
+IDLE_GAP = 300e-6
 
 
 fixed_layout(BO.ReachArrays)
+
+
+def note_activity() -> None:
+    """The foreground is busy now (a fill, an accepted token, a compile): the builder waits for
+    IDLE_GAP without one before its next step."""
+    BUILDER.active_at = time.perf_counter()
+
+
+@contextmanager
+def foreground():
+    """Work the builder does not run beside (a compile): it waits until IDLE_GAP after."""
+    BUILDER.busy += 1
+    try:
+        yield
+    finally:
+        BUILDER.busy -= 1
+        note_activity()
 
 
 def background_default() -> bool:
@@ -100,6 +125,8 @@ class BackgroundBuilder:
         self._stopping = False
         self.idle = True
         self.gate = threading.Lock()  # held by the thread while it builds
+        self.active_at = 0.0  # time.perf_counter() of the foreground's last fill, token or compile
+        self.busy = 0  # compiles running (`foreground`)
 
     def submit(self, cache) -> None:
         """Build ahead for `cache` (right after its compile)."""
@@ -138,6 +165,10 @@ class BackgroundBuilder:
 
     def _run(self) -> None:
         while not self._stopping:
+            quiet = time.perf_counter() - self.active_at
+            if quiet < IDLE_GAP or self.busy:  # the foreground is busy: wait for a gap
+                time.sleep(max(IDLE_GAP - quiet, IDLE_GAP / 4))
+                continue
             self._wake.clear()
             with self.gate:  # (held for one step: a fork waits for it, see `_before_fork`)
                 cache = self._pick()
@@ -163,8 +194,6 @@ class BackgroundBuilder:
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
         """Wait until no cache has work left (tests, benchmarks); False on timeout."""
-        import time
-
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.idle and self._pick() is None:

@@ -298,6 +298,7 @@ class AdaptiveTokenMaskCache:
         if ahead is not None and ahead.pending:
             k = chart.meta[K.META_N_SETS] - 1
             ahead.hint = chart.item_state[chart.set_start[k]:chart.set_start[k + 1]].copy()
+            background.note_activity()
             background.BUILDER.touch(self.ahead_ref)
 
     def build_ahead(self) -> None:
@@ -461,6 +462,8 @@ class AdaptiveTokenMaskCache:
         own = scratch is None
         if own:
             scratch = self._fill_scratch
+        if self._ahead is not None and self._ahead.pending:
+            background.note_activity()
         args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
                 stop_ids, words)
         status, j, n_cand, full = self._kernel(MF.fill_mask, *args)(*args)
