@@ -309,6 +309,8 @@ class AdaptiveTokenMaskCache:
             time.sleep(AHEAD_YIELD)
             return
         with self.lock:
+            if time.perf_counter() - background.BUILDER.active_at < background.IDLE_GAP:
+                return  # a fill held the lock until just now: the foreground is busy again
             listed = self._ahead.next_classes(self._fsm, self._state_entry, self._classes)
             if not listed:
                 return
@@ -443,6 +445,7 @@ class AdaptiveTokenMaskCache:
                 else:
                     self._owe_records()  # taken before the pool is next read
                     self.build_seconds += time.perf_counter() - start
+                    background.note_activity()
                     return status, j, n_cand, full, scratch
 
     def fill(self, parser, words: np.ndarray, not_regular: np.ndarray, stop_ids: np.ndarray,
