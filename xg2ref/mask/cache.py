@@ -141,7 +141,6 @@ class AdaptiveTokenMaskCache:
         self._classes = EB.EntryClasses(self._class_rep, seed, in_kernel, self._members_ptr.astype(np.int64),
                                         self._members_flat, self._state_class, hits)
         self._jobs = np.zeros(max(n_classes, 1), dtype=np.int64)
-        self._fill_scratch = self.new_scratch()  # (for callers that pass none: one thread at a time)
         self._kernels: dict = {}  # bound entries (util.bound_kernel), by kernel
         self._owing = False  # records of kernel builds wait in the pool's `owed` list
         # writers (builds, growth, publication) hold the lock; plain fills never take it
@@ -449,22 +448,19 @@ class AdaptiveTokenMaskCache:
                     return status, j, n_cand, full, scratch
 
     def fill(self, parser, words: np.ndarray, not_regular: np.ndarray, stop_ids: np.ndarray,
-             scratch: Optional[MF.FillScratch] = None) -> tuple[int, bool, MF.FillScratch]:
+             scratch: MF.FillScratch) -> tuple[int, bool, MF.FillScratch]:
         """Write the tokens allowed now into int32 `words` (cleared first): the regular tokens
         allowed by the grammar less `not_regular`, plus `stop_ids` when the input is a sentence.
         `parser` is the matcher's EarleyParser (xg2ref/earley.py): its `arrays`, its `chart`,
         and `grow` when a check needs a larger chart.
 
-        `scratch` is the caller's own (`new_scratch`; None: the cache's, for one thread at a
-        time); pass back the one returned, fitted to the entries built meanwhile. Callers pass
+        `scratch` is the caller's own (`new_scratch`); pass back the one returned, fitted to
+        the entries built meanwhile. Callers pass
         the same arrays on every call (the kernel entry is bound to their types). Missing plain
         entries are built by the fill kernel itself (kernels/entry_build.py `fill_mask_building`),
         the others here. Returns the number of uncertain tokens checked against the full chart,
         whether every id is allowed, and the scratch.
         """
-        own = scratch is None
-        if own:
-            scratch = self._fill_scratch
         if self._ahead is not None and self._ahead.pending:
             background.note_activity()
         args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
@@ -472,8 +468,6 @@ class AdaptiveTokenMaskCache:
         status, j, n_cand, full = self._kernel(MF.fill_mask, *args)(*args)
         if status == MF.NEED_ENTRY:  # JIT (§3.5): the building fill (its builder costs a step nothing otherwise)
             status, j, n_cand, full, scratch = self._fill_building(parser, words, not_regular, stop_ids, scratch)
-            if own:
-                self._fill_scratch = scratch
         if status != K.OK:
             v = self.vocab
             while status != K.OK:
