@@ -203,6 +203,6 @@ print('masks agree with the oracle; "}] is allowed after', prefix)
 
 # %% [markdown]
 # Actual code: `xg2ref.kernels.classify.classify_tokens` (LOOKAHEAD and the order of the steps),
-# `xg2ref.kernels.context_expansion.context_allows` (CONTEXT), `xg2ref.kernels.context_expansion.every_parent_reads`
+# `xg2ref.kernels.context_expansion.union_context` (CONTEXT, one rolled-back chart for every occurrence), `xg2ref.kernels.context_expansion.every_parent_reads`
 # (ACCEPT-CTX), `xg2ref.kernels.context_expansion.query_context` (each question asked once per grammar, through
 # its first two bytes first), `xg2ref.lookahead.lookahead_arrays` and `xg2ref.lookahead.verify` (assertions).

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xg2ref as xgr
+from xg2ref.kernels import classify as KC
 from xg2ref.kernels import earley as K
 from xg2ref.kernels import entry_build as EB
 from xg2ref.mask.entries import KIND_ACCEPTED, KIND_BITSET, KIND_REJECTED, EntryStore
@@ -117,7 +118,7 @@ def test_batches_resume_after_every_kind_of_stop(small_info):
         cache = compiled.mask_cache
         clf = cache.classifier
         clf.chart = K.new_chart(2, 2, 2)
-        clf.ctx_chart = K.new_chart(2, 2, 2)
+        clf.charts = KC.ContextCharts(K.new_chart(2, 2, 2), K.new_chart(2, 2, 2))
         matcher = xgr.GrammarMatcher(compiled)
         got = [matcher.compute_bool_mask()]
         for b in TEXT:
@@ -125,6 +126,8 @@ def test_batches_resume_after_every_kind_of_stop(small_info):
             got.append(matcher.compute_bool_mask())
         assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
         assert len(clf.chart.item_state) > 2 or not jit  # grown when built after the small charts
+        assert len(clf.charts.union.item_state) > 2 or not jit
+        assert len(clf.charts.every.item_state) > 2 or not jit
 
 
 def test_a_compile_time_batch_grows_from_the_smallest_arrays(small_info, monkeypatch):

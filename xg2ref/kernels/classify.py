@@ -33,8 +33,8 @@ Context expansion (CONTEXT, ACCEPT-CTX, FOLLOW1) is `context_expansion.py`, the 
 and the lookahead filter walk `pure_walk.py`, the byte-order walk of the vocabulary
 (TRIE-SHARE, TRIE-SKIP) `trie_walk.py`; using the entries at run time is `mask_fill.py`.
 
-Status codes as in `earley.py`; a NEED_* status comes with `which` (CHART_MAIN or
-CHART_CONTEXT) and the index to resume from.
+Status codes as in `earley.py`; a NEED_* status comes with `which` (CHART_MAIN, CHART_CONTEXT
+or CHART_EVERY) and the index to resume from.
 """
 
 from __future__ import annotations
@@ -44,9 +44,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .context_expansion import (FOLLOW_MAY, FOLLOW_NEVER, FOLLOW_UNKNOWN, SEED_SETS, WORK_N, WORK_PAIRS,
-                                context_allows, copies_completed, query_context, query_every_parent,
-                                start_rule_may_end)
+from .context_expansion import (FOLLOW_MAY, FOLLOW_NEVER, FOLLOW_UNKNOWN, SEED_SETS, copies_completed,
+                                query_context, query_every_parent, start_rule_may_end, union_context)
 from .earley import EMPTY, META_N_SETS, OK, advance_byte
 from .pure_walk import dfa_walk, filter_walk
 from .trie_walk import (NO_FAIL, common_prefix, next_after_rejected, reuse_sets, shared_with_previous,
@@ -67,8 +66,8 @@ class ClassifyScratch(NamedTuple):
     """Caller-owned scratch of `classify_tokens` (L = the longest token).
 
     comp : int8[L + 2]          comp[d] = 1: the start item's rule may end after d bytes
-    work : int64[...]           context expansion's work list (WORK_N, WORK_PAIRS)
-    seen : int64[R * (L + 1) + 1]  its dedup marks, last slot = generation
+    work : int64[L + 5]         the union chart's state (context_expansion.CTX_*)
+    seen : int64[R + 1]         the rules climbed in a set (`_climb`), last slot = generation
     loop : bool[256]            SELF-LOOP bytes of the state
     path : int32[L + 2]         the pure walk's states (TRIE-SHARE)
     """
@@ -78,6 +77,14 @@ class ClassifyScratch(NamedTuple):
     seen: np.ndarray
     loop: np.ndarray
     path: np.ndarray
+
+
+class ContextCharts(NamedTuple):
+    """The charts of context expansion: `union`, CONTEXT's union chart (rolled back across
+    questions, `union_context`), and `every`, ACCEPT-CTX's runs (`every_parent_reads`)."""
+
+    union: tuple
+    every: tuple
 
 
 class ClassifyOutputs(NamedTuple):
@@ -128,6 +135,7 @@ N_LISTS = 5
 # `which` chart a NEED_* status of `classify_tokens` is about
 CHART_MAIN = 0
 CHART_CONTEXT = 1
+CHART_EVERY = 2
 # a bound above any token's length
 FAR = 1 << 30
 
@@ -205,10 +213,11 @@ def _may_exit(follow1, rule, comp, token_bytes, begin, length, where_comp):
 
 
 @njit(cache=True, _nrt=False)
-def _decide_by_context(fsm, ctx_chart, context, la, scratch, token_bytes, rule, begin, length, reached):
+def _decide_by_context(fsm, charts, context, la, scratch, token_bytes, rule, begin, length, reached):
     """The class of token t = token_bytes[begin:begin + length] that A's machine alone does not
     decide: it leaves A's machine after `reached` bytes, and A may end at the places d <=
-    reached with scratch.comp[d] == 1. Returns (status, class, fail_len, agrees): `fail_len`
+    reached with scratch.comp[d] == 1; `charts` is a ContextCharts. Returns (status, which
+    chart, class, fail_len, agrees): `fail_len`
     bytes of t decide a rejection (every token sharing them is rejected too), `agrees` is False
     when A's lookahead already rejected every rest.
 
@@ -218,6 +227,7 @@ def _decide_by_context(fsm, ctx_chart, context, la, scratch, token_bytes, rule, 
         some parent reads one, and every parent reads it (ACCEPT-CTX) |-  ACCEPTED
         some parent reads one                                         |-  UNCERTAIN
     """
+    ctx_chart = charts.union
     comp = scratch.comp
     work = scratch.work
     seen = scratch.seen
@@ -245,14 +255,10 @@ def _decide_by_context(fsm, ctx_chart, context, la, scratch, token_bytes, rule, 
         if comp[d] == 1 and d < length:
             b = token_bytes[begin + d]
             if follow1[rule, b] == FOLLOW_UNKNOWN:  # FOLLOW1: can byte b follow the rule at all?
-                work[WORK_N] = 1
-                work[WORK_PAIRS] = rule
-                work[WORK_PAIRS + 1] = begin + d
-                seen[seen.shape[0] - 1] += 1
-                status, ok, _ = context_allows(fsm, ctx_chart, context, work, seen,
-                                                token_bytes, begin, begin + d + 1)
+                status, ok, _ = union_context(fsm, ctx_chart, context, work, seen, token_bytes, rule,
+                                              begin + d, begin + d + 1)
                 if status != OK:
-                    return status, cls, fail_len, agrees
+                    return status, CHART_CONTEXT, cls, fail_len, agrees
                 follow1[rule, b] = FOLLOW_MAY if ok else FOLLOW_NEVER
     # CONTEXT over every place d where A may end: allowed when some parent reads t[d:]; each
     # (A, t[d:]) is asked once per grammar (`query_context`: memoised, FOLLOW2 first)
@@ -265,7 +271,7 @@ def _decide_by_context(fsm, ctx_chart, context, la, scratch, token_bytes, rule, 
             status, ok, far_d = query_context(fsm, ctx_chart, context, work, seen, token_bytes, rule,
                                               begin + d, begin + length)
             if status != OK:
-                return status, cls, fail_len, agrees
+                return status, CHART_CONTEXT, cls, fail_len, agrees
             if ok:
                 break
             far = far_d if far_d > far else far
@@ -275,20 +281,20 @@ def _decide_by_context(fsm, ctx_chart, context, la, scratch, token_bytes, rule, 
             if rule != fsm.root_rule[0]:
                 for d in range(reached + 1):
                     if comp[d] == 1 and d < length:
-                        status, every = query_every_parent(fsm, ctx_chart, context, rule,
+                        status, every = query_every_parent(fsm, charts.every, context, rule,
                                                            token_bytes, begin + d, begin + length)
                         if status != OK:
-                            return status, cls, fail_len, agrees
+                            return status, CHART_EVERY, cls, fail_len, agrees
                         if every:
                             cls = ACCEPTED
                             break
         elif far - begin > fail_len:
             fail_len = far - begin  # every token sharing the bytes looked at is rejected too
-    return OK, cls, fail_len, agrees
+    return OK, CHART_MAIN, cls, fail_len, agrees
 
 
 @njit(cache=True, _nrt=False)
-def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, outs, task):
+def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, task):
     """outs.out[t] = REJECTED / ACCEPTED / UNCERTAIN for each token t = trie.sorted_ids[j] of the
     trie, for the FSM state `task.state` (the whole sorted vocabulary, t = j; or a slice's rest,
     kernels/slices.py, whose t are sorted positions: every list below holds t). `out` must hold REJECTED (0) on the first call: the tokens of a rejected
@@ -447,11 +453,11 @@ def classify_tokens(fsm, chart, ctx_chart, trie, context, pure, la, scratch, out
             j += 1
             continue
         # A may end inside t (at the places d with comp[d] == 1): what follows A decides
-        status, cls, fail_len, agrees = _decide_by_context(fsm, ctx_chart, context, la, scratch, token_bytes, rule,
-                                                            begin, length, reached)
+        status, which, cls, fail_len, agrees = _decide_by_context(fsm, charts, context, la, scratch, token_bytes,
+                                                                   rule, begin, length, reached)
         if status != OK:
             chart.meta[META_N_SETS] = n0
-            return status, j, CHART_CONTEXT
+            return status, j, which
         fail_class = cls  # only a rejected prefix lets the tokens under it be skipped
         fail_detail = D_REJECTED
         if record:

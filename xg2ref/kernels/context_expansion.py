@@ -3,15 +3,19 @@ decide inside the rule (`classify.classify_tokens`).
 
 CONTEXT is context expansion (XGrammar §3.2, Algorithm 2): A's parents are the FSM edges
 `src -A-> dst` of the grammar, so whatever follows A starts at some such `dst`.
-`CONTEXT(A, rest)` runs `rest` from the single item `[0, 1, B -> dst]` for every occurrence
-(`context_allows`); it is true when one of them reads all of `rest`; where B itself may end,
-B's own occurrences are tried on what is left, and so on up the grammar. Every step
-over-approximates what may follow, so a token it rejects is rejected in every context.
+`CONTEXT(A, rest)` reads `rest` from the items `[0, 1, B -> dst]` of every occurrence at once
+(`union_context`); it is true when the chart reads all of `rest`; where B itself may end, B's
+own occurrences join the set (CLIMB), and so on up the grammar. Every step over-approximates
+what may follow, so a token it rejects is rejected in every context. The chart is rolled back
+to the bytes a question shares with the last one (ROLLBACK), so the rests of the sorted
+tokens are read as a trie, as the main chart reads the tokens themselves.
 
     ACCEPT-CTX  every occurrence of A reads the rest without its rule ending
                 |-  t accepted in every context (`every_parent_reads`)
     FOLLOW1     byte b can never follow A (grammar analysis, or CONTEXT on b alone, memoised in
                 `ContextArrays.follow1`)  |-  no rest starting with b is pursued
+    FOLLOW2     no parent reads the rest's first two bytes  |-  the rest is not read further
+                (`query_context`); every answer is memoised by (rule, rest) per grammar
 
 The seeded charts these runs use (`init_chart_at_state`: set 0 empty, so that the seed's
 origin has no parent) and the facts read off them (`start_rule_may_end`, `copies_completed`
@@ -27,8 +31,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .earley import (EMPTY, FREE_BASE, META_N_SETS, NO_DEADLINE, OK, STRICT_BASE, advance_byte, item_may_end,
-                     seed_chart)
+from .earley import (DUPLICATE, EMPTY, FREE_BASE, META_GEN, META_N_SETS, META_POOL, NEED_ITEMS, NO_DEADLINE, OK,
+                     STRICT_BASE, add_item, advance_byte, close_set, close_set_from, item_may_end, seed_chart)
 
 # follow1[B, b] (ContextArrays): can byte b follow rule B?
 FOLLOW_UNKNOWN = -1
@@ -39,9 +43,12 @@ FOLLOW_MAY = 1
 # a seeded chart (`init_chart_at_state`): set 0 empty, set SEED_SET the seed item's closure
 SEED_SET = 1
 SEED_SETS = SEED_SET + 1
-# context expansion's work list: work[WORK_N] pairs (rule, start) from work[WORK_PAIRS] on
-WORK_N = 0
-WORK_PAIRS = 1
+# the union chart's state (`union_context`), in ClassifyScratch.work: the rule seeded (-1: none),
+# the rest read (token_bytes[CTX_AT:+CTX_LEN]), and from CTX_CLIMBED on one flag per set
+CTX_RULE = 0
+CTX_AT = 1
+CTX_LEN = 2
+CTX_CLIMBED = 3
 # a bound above any count of copies (`copies_completed`)
 MANY_COPIES = 1 << 40
 
@@ -69,8 +76,6 @@ class ContextArrays(NamedTuple):
     memo_val: np.ndarray
 
 
-# Context expansion gives up (the token stays uncertain) after this many occurrence runs.
-MAX_CONTEXT_RUNS = 4096
 # ACCEPT-CTX is tried for rules with at most this many occurrences.
 MAX_ACCEPT_PARENTS = 8
 # the answers memo: slots (a power of two), slots probed before the home slot is overwritten,
@@ -129,65 +134,152 @@ def copies_completed(fsm, chart, rule):
 
 
 @njit(cache=True, _nrt=False)
-def context_allows(fsm, chart, context, work, seen, token_bytes, begin, end):
-    """CONTEXT for the (rule, start) pairs already in `work` (work[WORK_N] pairs from
-    work[WORK_PAIRS] on).
+def _seed_union(fsm, chart, context, rule):
+    """Set 0 empty, set SEED_SET = the closure of [0, 1, B -> dst] for every occurrence
+    `src -rule-> dst` at once (origin 0 has no parent: such an item completing is a CLIMB).
+    Returns a status code."""
+    if chart.set_start.shape[0] < SEED_SETS + 1:
+        return NEED_ITEMS
+    chart.meta[META_GEN] += 1
+    for q in range(SEED_SETS):
+        chart.set_start[q] = 0
+        chart.set_chars[q] = 0
+        chart.set_pool[q] = 1
+    chart.meta[META_POOL] = 1
+    end = 0
+    for o in range(context.occ_indptr[rule], context.occ_indptr[rule + 1]):
+        # a counted parent: any count
+        r = add_item(chart, 0, end, context.occ_dst[o], 0, NO_DEADLINE, NO_DEADLINE, FREE_BASE)
+        if r < DUPLICATE:
+            return -r
+        if r >= 0:
+            end = r
+    status, end = close_set(fsm, chart, SEED_SET, 0, end)
+    if status != OK:
+        return status
+    chart.set_start[SEED_SETS] = end
+    chart.set_pool[SEED_SET] = chart.meta[META_POOL]
+    chart.meta[META_N_SETS] = SEED_SETS
+    return OK
 
-    Breadth-first over pairs (B, q) "B has just ended at byte q": for every occurrence
-    `src -B-> dst`, read token_bytes[q:end] from [0, 1, C -> dst]. Reading all of it means
-    the token may continue: True. Wherever C may end first, (C, q') joins the work list, so the
-    expansion climbs as many levels as it needs (root's end is only continued through root's
-    own occurrences: after the sentence nothing follows). Gives up, answering True, after
-    MAX_CONTEXT_RUNS runs. `seen` (int64, last slot = generation) dedups pairs.
-    `follow1[B, b]` is FOLLOW_NEVER when byte b can never follow B (a pair starting with such a
-    byte is not pursued), FOLLOW_MAY when it may, FOLLOW_UNKNOWN when not known yet (pursued).
-    Returns (status, allowed, far): `far` bounds the bytes looked at (token_bytes[:far]), so
-    a False answer holds for every token that shares them. `context` is a ContextArrays.
-    """
+
+@njit(cache=True, _nrt=False)
+def _reopen_set(chart, begin, end):
+    """Make the dedup table hold the items begin:end of a built set again, so that items can be
+    added to it. Returns a status code."""
+    chart.meta[META_GEN] += 1
+    for p in range(begin, end):
+        r = add_item(chart, begin, p, chart.item_state[p], chart.item_origin[p], chart.item_deadline[p],
+                     chart.item_char_deadline[p], chart.item_count[p])
+        if r < DUPLICATE:
+            return -r
+    return OK
+
+
+# CLIMB: a seeded item's rule C may end in set k, so whatever follows C follows there too
+#
+#     [0, k, C -> f]   f final (C may end)   src -C-> dst
+#     ------------------------------------------------- (C's rule's occurrences, each once a set)
+#                  [0, k, D -> dst]
+@njit(cache=True, _nrt=False)
+def _climb(fsm, chart, context, marks, k):
+    """CLIMB every origin-0 item of set k (the current set, its dedup table still live) that may
+    end, the climbed items included, and close the set again. `marks` (int64, last slot =
+    generation) holds the rules climbed in this set. Returns a status code."""
     occ_indptr = context.occ_indptr
     occ_dst = context.occ_dst
-    follow1 = context.follow1
-    width = end - begin + 1
-    runs = 0
-    far = begin
-    head = 0
-    while head < work[WORK_N]:
-        rule = work[WORK_PAIRS + 2 * head]
-        q0 = work[WORK_PAIRS + 1 + 2 * head]
-        head += 1
-        for o in range(occ_indptr[rule], occ_indptr[rule + 1]):
-            runs += 1
-            if runs > MAX_CONTEXT_RUNS:
-                return OK, True, end
-            dst = occ_dst[o]
-            parent = fsm.state_rule[dst]
-            status = init_chart_at_state(fsm, chart, dst, FREE_BASE)  # a counted parent: any count
-            if status != OK:
-                return status, False, end
-            alive = True
-            for q in range(q0, end + 1):
-                if q > q0:
-                    status = advance_byte(fsm, chart, token_bytes[q - 1])
-                    if status == EMPTY:
-                        far = q if q > far else far
-                        alive = False
-                        break
+    marks[marks.shape[0] - 1] += 1
+    stamp = marks[marks.shape[0] - 1]
+    begin = chart.set_start[k]
+    end = chart.set_start[k + 1]
+    chart.meta[META_POOL] = chart.set_pool[k]
+    reopened = False
+    p = begin
+    while p < end:
+        if chart.item_origin[p] == 0 and item_may_end(fsm, chart, chart.item_state[p], chart.item_count[p]):
+            c = fsm.state_rule[chart.item_state[p]]
+            if marks[c] != stamp:
+                marks[c] = stamp
+                if not reopened:  # the dedup table holds another set now (or none, after a DFA step)
+                    status = _reopen_set(chart, begin, end)
                     if status != OK:
-                        return status, False, end
-                if q < end:
-                    far = q + 1 if q + 1 > far else far
-                if q < end and follow1[parent, token_bytes[q]] != FOLLOW_NEVER and start_rule_may_end(fsm, chart):
-                    key = parent * width + (q - begin)
-                    if seen[key] != seen[seen.shape[0] - 1]:
-                        seen[key] = seen[seen.shape[0] - 1]
-                        if WORK_PAIRS + 2 * work[WORK_N] + 1 >= work.shape[0]:
-                            return OK, True, end
-                        work[WORK_PAIRS + 2 * work[WORK_N]] = parent
-                        work[WORK_PAIRS + 1 + 2 * work[WORK_N]] = q
-                        work[WORK_N] += 1
-            if alive:
-                return OK, True, end
-    return OK, False, far
+                        return status
+                    reopened = True
+                added = end
+                for o in range(occ_indptr[c], occ_indptr[c + 1]):
+                    r = add_item(chart, begin, end, occ_dst[o], 0, NO_DEADLINE, NO_DEADLINE, FREE_BASE)
+                    if r < DUPLICATE:
+                        return -r
+                    if r >= 0:
+                        end = r
+                if end > added:
+                    status, end = close_set_from(fsm, chart, k, begin, added, end)
+                    if status != OK:
+                        return status
+        p += 1
+    chart.set_start[k + 1] = end
+    chart.set_pool[k] = chart.meta[META_POOL]
+    return OK
+
+
+@njit(cache=True, _nrt=False)
+def _forget_union(work):
+    work[CTX_RULE] = -1
+
+
+@njit(cache=True, _nrt=False)
+def union_context(fsm, chart, context, work, marks, token_bytes, rule, start, end):
+    """CONTEXT(rule, token_bytes[start:end]) on the union chart.
+
+    Set SEED_SET holds every occurrence of `rule` at once (`_seed_union`), and before each byte
+    is read the set CLIMBs (`_climb`): the expansion goes up as many levels as it needs in one
+    chart (root's end is only continued through root's own occurrences: after the sentence
+    nothing follows). The rest is allowed when the chart reads all of it. Earley sets are sets:
+    the union chart reads a rest iff one occurrence's own chart, climbing the same way, would.
+
+    ROLLBACK: what a set holds depends only on the rule and the bytes before it (a set climbs
+    whatever the next byte is), so the chart of the last question (`work[CTX_RULE]`,
+    token_bytes[work[CTX_AT]:+work[CTX_LEN]]) is rolled back to the bytes the two rests share
+    and read on from there, as the main chart is across sorted tokens (trie_walk.py).
+    `work[CTX_CLIMBED + q]` = 1 when the set after q bytes has climbed.
+
+    Returns (status, allowed, far): `far` bounds the bytes looked at (token_bytes[:far]), so a
+    False answer holds for every token that shares them. `context` is a ContextArrays."""
+    n = end - start
+    keep = 0
+    if work[CTX_RULE] == rule:
+        at = work[CTX_AT]
+        have = work[CTX_LEN] if work[CTX_LEN] < n else n
+        while keep < have and token_bytes[at + keep] == token_bytes[start + keep]:
+            keep += 1
+    else:
+        status = _seed_union(fsm, chart, context, rule)
+        if status != OK:
+            _forget_union(work)
+            return status, False, end
+        work[CTX_RULE] = rule
+        work[CTX_CLIMBED] = 0
+    chart.meta[META_N_SETS] = SEED_SETS + keep
+    work[CTX_AT] = start
+    work[CTX_LEN] = keep
+    if chart.set_start[SEED_SETS] == 0:  # the rule occurs nowhere: nothing follows it
+        return OK, False, start
+    for q in range(keep, n):
+        if work[CTX_CLIMBED + q] == 0:
+            status = _climb(fsm, chart, context, marks, SEED_SET + q)
+            if status != OK:
+                _forget_union(work)
+                return status, False, end
+            work[CTX_CLIMBED + q] = 1
+        status = advance_byte(fsm, chart, token_bytes[start + q])
+        if status == EMPTY:
+            return OK, False, start + q + 1
+        if status != OK:
+            _forget_union(work)
+            return status, False, end
+        work[CTX_CLIMBED + q + 1] = 0
+        work[CTX_LEN] = q + 1
+    return OK, True, end
 
 
 @njit(cache=True, _nrt=False)
@@ -249,7 +341,7 @@ def _remember(context, slot, key, at, n, value):
 
 
 @njit(cache=True, _nrt=False)
-def _context_once(fsm, chart, context, work, seen, token_bytes, rule, start, end):
+def _context_once(fsm, chart, context, work, marks, token_bytes, rule, start, end):
     """CONTEXT(rule, token_bytes[start:end]) memoised by (rule, the rest's bytes): the answer
     and the bytes looked at depend on nothing else. Returns (status, allowed, far)."""
     key = (np.int64(rule) << 1) | ASK_CONTEXT
@@ -257,32 +349,29 @@ def _context_once(fsm, chart, context, work, seen, token_bytes, rule, start, end
     if slot >= 0:
         val = context.memo_val[slot]
         return OK, (val & 1) == 1, start + (val >> 1)
-    work[WORK_N] = 1
-    work[WORK_PAIRS] = rule
-    work[WORK_PAIRS + 1] = start
-    seen[seen.shape[0] - 1] += 1
-    status, ok, far = context_allows(fsm, chart, context, work, seen, token_bytes, start, end)
+    status, ok, far = union_context(fsm, chart, context, work, marks, token_bytes, rule, start, end)
     if status == OK:
         _remember(context, slot, key, start, end - start, ((far - start) << 1) | (1 if ok else 0))
     return status, ok, far
 
 
 @njit(cache=True, _nrt=False)
-def query_context(fsm, chart, context, work, seen, token_bytes, rule, start, end):
+def query_context(fsm, chart, context, work, marks, token_bytes, rule, start, end):
     """CONTEXT(rule, token_bytes[start:end]), memoised, asked first about the rest's first
     PREFIX_BYTES bytes (FOLLOW2): when no parent reads those, none reads the whole rest.
-    Returns (status, allowed, far) as `context_allows`."""
+    Returns (status, allowed, far) as `union_context`."""
     if end - start > PREFIX_BYTES:
-        status, ok, far = _context_once(fsm, chart, context, work, seen, token_bytes, rule, start,
+        status, ok, far = _context_once(fsm, chart, context, work, marks, token_bytes, rule, start,
                                         start + PREFIX_BYTES)
         if status != OK or not ok:
             return status, ok, far
-    return _context_once(fsm, chart, context, work, seen, token_bytes, rule, start, end)
+    return _context_once(fsm, chart, context, work, marks, token_bytes, rule, start, end)
 
 
 @njit(cache=True, _nrt=False)
 def query_every_parent(fsm, chart, context, rule, token_bytes, start, end):
-    """ACCEPT-CTX (`every_parent_reads`), memoised by (rule, the rest's bytes)."""
+    """ACCEPT-CTX (`every_parent_reads`), memoised by (rule, the rest's bytes), on a chart of
+    its own (CONTEXT's union chart stays as it is, to be rolled back)."""
     key = (np.int64(rule) << 1) | ASK_EVERY_PARENT
     slot = _memo_slot(context, key, token_bytes, start, end - start)
     if slot >= 0:

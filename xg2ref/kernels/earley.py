@@ -497,9 +497,20 @@ def close_set(fsm, chart, k, begin, end):
     Returns (status, end). With token budgets, a deadline that rises during a pass sends the
     closure round again (deadlines only rise, so this ends).
     """
+    return close_set_from(fsm, chart, k, begin, begin, end)
+
+
+@njit(cache=True, _nrt=False)
+def close_set_from(fsm, chart, k, begin, first, end):
+    """`close_set` of set k (items begin:end) when items begin:first are closed already and
+    items first:end were added to it since: PREDICT, LOOP and COMPLETE from the new items only.
+    The items before `first` lose nothing: an added item that completes a rule either began in
+    an earlier set (and advances the items waiting there, none of which are in set k) or in set
+    k, where the nullable half of PREDICT has advanced every item waiting for it already. A
+    deadline that rises sends the closure round again from `begin`."""
+    p = first
     while True:
         chart.meta[META_RAISED] = 0
-        p = begin
         while p < end:
             status, end = predict(fsm, chart, k, begin, end, p)
             if status != OK:
@@ -513,6 +524,7 @@ def close_set(fsm, chart, k, begin, end):
             p += 1
         if chart.meta[META_RAISED] == 0:
             return OK, end
+        p = begin
 
 
 @njit(cache=True, _nrt=False)

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .classify import CHART_MAIN, N_ACC0, N_ACCEPTED, N_UNCERTAIN, ClassifyTask, classify_tokens
+from .classify import CHART_MAIN, N_ACC0, N_ACCEPTED, N_UNCERTAIN, ClassifyTask, ContextCharts, classify_tokens
 from .context_expansion import init_chart_at_state
 from .cross_grammar import (NEED_RECORD, POOL_NONE, POOL_PARTIAL, POOL_PERFECT, PoolHits, PoolRecords, merge_acc0,
                             record_build, records_lists)
@@ -271,7 +271,7 @@ def clear_outputs(outs):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def build_entries(fsm, chart, ctx_chart, inputs, work, cache, classes, jobs):
+def build_entries(fsm, chart, charts, inputs, work, cache, classes, jobs):
     """SEED, CLASSIFY, STORE and PUBLISH the FREE-zone entry of every class of
     jobs[queue[Q_NEXT]:queue[Q_END]] that is still UNBUILT, resuming a stopped batch where it
     stopped. `inputs` an EntryInputs, `work` an EntryWork, `cache` a MaskCacheArrays,
@@ -316,7 +316,7 @@ def build_entries(fsm, chart, ctx_chart, inputs, work, cache, classes, jobs):
             marked = hits.marked[hits.marked_ptr[c]:hits.marked_ptr[c + 1]] if hit else hits.marked[:0]
             task = ClassifyTask(state, q[Q_TOKEN], hit, records_lists(mode), False, marked)
             trie = inputs.slice.rest if q[Q_SLICE] == 1 else inputs.trie
-            status, j, which = classify_tokens(fsm, chart, ctx_chart, trie, inputs.context, inputs.pure,
+            status, j, which = classify_tokens(fsm, chart, charts, trie, inputs.context, inputs.pure,
                                                inputs.la, work.scratch, outs, task)
             if status != OK:
                 q[Q_TOKEN] = j
@@ -349,12 +349,13 @@ def build_entries(fsm, chart, ctx_chart, inputs, work, cache, classes, jobs):
 
 
 class EntryBuilder(NamedTuple):
-    """What the fill kernel needs to build a missing entry itself: the builder's two charts,
+    """What the fill kernel needs to build a missing entry itself: the builder's chart and
+    context charts (classify.ContextCharts),
     `inputs` (EntryInputs), `work` (EntryWork), `classes` (EntryClasses) and `jobs`
     (int64[C], the batch)."""
 
     chart: tuple
-    ctx_chart: tuple
+    charts: ContextCharts
     inputs: EntryInputs
     work: EntryWork
     classes: EntryClasses
@@ -405,7 +406,7 @@ def fill_mask_building(fsm, chart, cache, vocab, scratch, not_regular, stop_ids,
     q = builder.work.queue
     while True:
         if q[Q_NEXT] < q[Q_END]:
-            status, which = build_entries(fsm, builder.chart, builder.ctx_chart, builder.inputs, builder.work, cache,
+            status, which = build_entries(fsm, builder.chart, builder.charts, builder.inputs, builder.work, cache,
                                           builder.classes, builder.jobs)
             if status != OK:
                 q[Q_STATUS] = status

@@ -250,7 +250,7 @@ class AdaptiveTokenMaskCache:
         self._jobs[:len(jobs)] = jobs
         q[EB.Q_NEXT], q[EB.Q_END], q[EB.Q_PHASE], q[EB.Q_YIELDS] = 0, len(jobs), EB.PHASE_SEED, int(yields)
         while True:
-            args = (self._fsm, clf.chart, clf.ctx_chart, clf.inputs, clf.work, self._store.kernel_arrays,
+            args = (self._fsm, clf.chart, clf.charts, clf.inputs, clf.work, self._store.kernel_arrays,
                     self._classes, self._jobs)
             status, which = self._kernel(EB.build_entries, *args)(*args)
             if status == K.OK:
@@ -426,7 +426,7 @@ class AdaptiveTokenMaskCache:
             clf = self._classifier
             while True:
                 # (made anew each time: growing, from here or from Classifier.classify, replaces arrays)
-                builder = EB.EntryBuilder(clf.chart, clf.ctx_chart, clf.inputs, clf.work, self._classes, self._jobs)
+                builder = EB.EntryBuilder(clf.chart, clf.charts, clf.inputs, clf.work, self._classes, self._jobs)
                 args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
                         stop_ids, words, builder)
                 status, j, n_cand, full = self._kernel(EB.fill_mask_building, *args)(*args)

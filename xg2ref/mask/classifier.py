@@ -102,7 +102,7 @@ class Classifier:
                                         np.array([0, MAX_PURE_ROWS, 0 if ordered else 1], dtype=np.int64))
         self._pure = PW.PureTable(np.full(n_states, -1, dtype=np.int32), np.zeros((0, 256), dtype=np.int32))
         self.chart = K.new_chart()
-        self.ctx_chart = K.new_chart()
+        self.charts = KC.ContextCharts(K.new_chart(), K.new_chart())  # context expansion's
         m = len(vocab.sorted_ids)
         r = m if records else 1
         self._outs = KC.ClassifyOutputs(np.zeros(m, dtype=np.int8), np.zeros(m, dtype=np.int32),
@@ -111,8 +111,8 @@ class Classifier:
                                         np.zeros(r, dtype=np.int32), np.full(1, -1, dtype=np.int32),
                                         np.zeros(1, dtype=np.int8))
         scratch = KC.ClassifyScratch(np.zeros(longest + 2, dtype=np.int8),
-                                     np.zeros(2 * CX.MAX_CONTEXT_RUNS + 2 * (longest + 2) + 4, dtype=np.int64),
-                                     np.zeros(n_rules * (longest + 1) + 1, dtype=np.int64),
+                                     np.full(CX.CTX_CLIMBED + longest + 2, -1, dtype=np.int64),
+                                     np.zeros(n_rules + 1, dtype=np.int64),
                                      np.zeros(256, dtype=np.bool_), np.zeros(longest + 2, dtype=np.int32))
         self.work = EB.EntryWork(scratch, self._outs, self._pure_build, np.zeros(EB.N_QUEUE, dtype=np.int64),
                                  np.zeros(m, dtype=np.int32),
@@ -162,8 +162,10 @@ class Classifier:
             self.inputs = self.inputs._replace(pure=self._pure)
         elif which == KC.CHART_MAIN:
             self.chart = K.grown_chart(self.chart, status)
+        elif which == KC.CHART_CONTEXT:
+            self.charts = self.charts._replace(union=K.grown_chart(self.charts.union, status))
         else:
-            self.ctx_chart = K.grown_chart(self.ctx_chart, status)
+            self.charts = self.charts._replace(every=K.grown_chart(self.charts.every, status))
 
     def classify(self, state: int, marked: Optional[np.ndarray] = None, record: bool = False,
                  count: int = 0) -> np.ndarray:
@@ -197,7 +199,7 @@ class Classifier:
             self.chart = K.grown_chart(self.chart, status)
         j = 0
         while True:
-            args = (self.fsm, self.chart, self.ctx_chart, self.inputs.trie, self.inputs.context, self._pure,
+            args = (self.fsm, self.chart, self.charts, self.inputs.trie, self.inputs.context, self._pure,
                     self.lookahead, self.work.scratch, outs,
                     KC.ClassifyTask(state, j, marked is not None, bool(record), bool(track), marks))
             if self._kernel is None:  # every call passes these types (its own arrays, ints and bools)
@@ -233,5 +235,5 @@ class Classifier:
         return self._outs.unc_idx[:self._outs.n_list[KC.N_UNCERTAIN]]
 
 
-fixed_layout(KC.ClassifyScratch, KC.ClassifyOutputs, TW.TrieArrays, CX.ContextArrays, PW.PureTable, EB.PureBuild,
+fixed_layout(KC.ClassifyScratch, KC.ClassifyOutputs, KC.ContextCharts, TW.TrieArrays, CX.ContextArrays, PW.PureTable, EB.PureBuild,
              K.Chart, KX.PoolRecords, KX.PoolHits)
