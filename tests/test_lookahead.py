@@ -16,7 +16,7 @@ from xg2ref.grammar.ir import ByteString, Sequence
 from xg2ref.grammar.passes import normalize
 from xg2ref.grammar.printer import print_grammar
 from xg2ref.lookahead import inferred_lookaheads, lookahead_arrays
-from xg2ref.mask.cache import AdaptiveTokenMaskCache
+from xg2ref.mask.cache import AdaptiveTokenMaskCache, GrammarFacts
 from xg2ref.oracle.brute_force import brute_force_mask
 from xg2ref.oracle.recognizer import Recognizer
 from xg2ref.oracle.strategies import grammars, sentences, vocabularies
@@ -90,7 +90,7 @@ def test_filters_only_save_work():
     arrays = fsms.to_arrays()
     la, _ = lookahead_arrays(ir, fsms)
     v = info.vocab_arrays()
-    with_la = AdaptiveTokenMaskCache(arrays, v, info.vocab_size, lookahead=la)
+    with_la = AdaptiveTokenMaskCache(arrays, v, info.vocab_size, GrammarFacts(lookahead=la))
     without = AdaptiveTokenMaskCache(arrays, v, info.vocab_size)
     assert all(np.array_equal(a, b) for a, b in zip(with_la.arrays, without.arrays))
 

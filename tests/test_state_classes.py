@@ -11,6 +11,7 @@ import xg2ref.mask.state_classes as SC
 from xg2ref.compiler import compile_ir_grammar
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.mask import KIND_ACCEPTED, KIND_BITSET, AdaptiveTokenMaskCache
+from xg2ref.mask.cache import BuildPlan
 from xg2ref.oracle.strategies import grammars, vocabularies
 
 
@@ -42,8 +43,8 @@ def test_a_shared_entry_is_the_entry_the_state_would_get_alone(ir, vocab_spec):
     compiled = compile_ir_grammar(Grammar.from_ir(ir), info)
     args = (compiled.arrays, info.vocab_arrays(), info.vocab_size)
     shared = compiled.mask_cache
-    alone = AdaptiveTokenMaskCache(*args, share_entries=False)
-    shared_again = AdaptiveTokenMaskCache(*args, share_entries=True)
+    alone = AdaptiveTokenMaskCache(*args, plan=BuildPlan(share_entries=False))
+    shared_again = AdaptiveTokenMaskCache(*args, plan=BuildPlan(share_entries=True))
     for s in range(len(compiled.arrays.state_rule)):
         want = entry_of(alone, s, info.vocab_size)
         assert entry_of(shared, s, info.vocab_size) == want

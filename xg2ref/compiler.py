@@ -31,7 +31,7 @@ from .grammar.ir import GrammarIR
 from .grammar.repetition import REPETITION_THRESHOLD
 from .linking import PartCache, link, stub_rule
 from .lookahead import LookaheadReport
-from .mask.cache import AdaptiveTokenMaskCache
+from .mask.cache import AdaptiveTokenMaskCache, BuildPlan, GrammarFacts
 from .tokenizer_info import TokenizerInfo
 
 
@@ -119,7 +119,7 @@ def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, part
                 stand_ins={name: (p.hashes.hashes[p.root], p.hashes.kinds[p.root]) for name, (_, p) in compiled.items()})
     stubs = {r: compiled[name][1] for r, name in enumerate(a.fsms.rule_names) if name in compiled}
     linked = link(a.fsms, a.first, a.follow, a.lookahead, a.report, a.hashes, stubs)
-    return _assemble(grammar, tokenizer_info, linked.analysed(), jit, eager_entries, pool, max_bytes, start)
+    return _assemble(grammar, tokenizer_info, linked, jit, eager_entries, pool, max_bytes, start)
 
 
 def _assemble(grammar: Grammar, tokenizer_info: TokenizerInfo, analysed: AnalysedGrammar, jit: bool,
@@ -141,12 +141,11 @@ def _assemble(grammar: Grammar, tokenizer_info: TokenizerInfo, analysed: Analyse
     if pool is not None:
         pool.note_rules(hashes)
         view = pool.view(fsms, hashes, lookahead, len(tokenizer_info.vocab_arrays().sorted_ids))
-    cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size,
-                                   lookahead=lookahead, follow=analysed.follow, jit=jit, pool=view,
-                                   eager_entries=eager_entries, first_rows=analysed.first,
-                                   classes=analysed.state_classes,
-                                   max_bytes=max_bytes - fsm_bytes if max_bytes >= 0 else -1,
-                                   compile_seconds=time.perf_counter() - start if start is not None else 0.0)
+    facts = GrammarFacts(lookahead, analysed.follow, analysed.first, analysed.state_classes)
+    plan = BuildPlan(jit, eager_entries, max_bytes=max_bytes - fsm_bytes if max_bytes >= 0 else -1,
+                     compile_seconds=time.perf_counter() - start if start is not None else 0.0)
+    cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size, facts, plan,
+                                   pool=view)
     compiled = CompiledGrammar(grammar, tokenizer_info, fsms, arrays, cache, analysed.report)
     compiled.rule_hashes = hashes
     return compiled

@@ -143,26 +143,15 @@ class PartCache:
         self._parts.clear()
 
 
-@dataclass
-class Linked:
-    """A top grammar and its parts as one grammar (global rule numbers)."""
+@dataclass(frozen=True)
+class LinkedClasses:
+    """The state classes of a linked grammar (`AnalysedGrammar.state_classes`), from its pieces."""
 
-    fsms: GrammarFSMs
     arrays: FSMArrays
-    first: np.ndarray  # bool[R, 256]
-    follow: np.ndarray  # bool[R, 256]
-    lookahead: LookaheadArrays
-    report: LookaheadReport
-    hashes: Optional[RuleHashes]
     top_states: int  # the top's states come first, then each part's in `parts` order
     parts: tuple
 
-    def analysed(self) -> AnalysedGrammar:
-        """The handoff to the mask cache, with the state classes taken from the pieces."""
-        return AnalysedGrammar(self.fsms, self.arrays, self.first, self.follow, self.lookahead, self.report,
-                               self.hashes, self.state_classes)
-
-    def state_classes(self, steps: int) -> np.ndarray:
+    def __call__(self, steps: int) -> np.ndarray:
         """`state_classes(arrays, steps, shareable_rules(arrays))` up to renaming: the top's
         states refined here, each part's classes from the part, numbered apart."""
         top = state_classes(self.arrays, steps, shareable_rules(self.arrays), 0, self.top_states)
@@ -175,7 +164,7 @@ class Linked:
 
 
 def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: LookaheadArrays,
-         report: LookaheadReport, hashes: Optional[RuleHashes], stubs: dict[int, Part]) -> Linked:
+         report: LookaheadReport, hashes: Optional[RuleHashes], stubs: dict[int, Part]) -> AnalysedGrammar:
     """Join the analysed top grammar and the parts its stub rules (top rule -> part) stand for."""
     n_top = len(top.fsms)
     order = sorted(stubs)
@@ -263,8 +252,9 @@ def link(top: GrammarFSMs, first: np.ndarray, follow: np.ndarray, lookahead: Loo
     joined = None
     if hash_parts is not None:
         joined = RuleHashes(*(tuple(x for p in hash_parts for x in p[k]) for k in range(4)))
-    return Linked(linked, arrays, np.concatenate(first_rows), np.concatenate(follow_rows), la, report, joined,
-                  len(top_arrays.state_rule), tuple(stubs[s] for s in order))
+    classes = LinkedClasses(arrays, len(top_arrays.state_rule), tuple(stubs[s] for s in order))
+    return AnalysedGrammar(linked, arrays, np.concatenate(first_rows), np.concatenate(follow_rows), la, report,
+                           joined, classes)
 
 
 def _per_rule(values: tuple, n: int, default) -> tuple:

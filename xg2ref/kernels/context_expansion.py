@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from .earley import (DUPLICATE, EMPTY, FREE_BASE, META_GEN, META_N_SETS, META_POOL, NEED_ITEMS, NO_DEADLINE, OK,
-                     STRICT_BASE, add_item, advance_byte, close_set, close_set_from, item_may_end, seed_chart)
+                     STRICT_BASE, add_item, advance_byte, close_set, item_may_end, seed_chart)
 
 # follow1[B, b] (ContextArrays): can byte b follow rule B?
 FOLLOW_UNKNOWN = -1
@@ -154,7 +154,7 @@ def _seed_union(fsm, chart, context, rule):
             return -r
         if r >= 0:
             end = r
-    status, end = close_set(fsm, chart, SEED_SET, 0, end)
+    status, end = close_set(fsm, chart, SEED_SET, 0, 0, end)
     if status != OK:
         return status
     chart.set_start[SEED_SETS] = end
@@ -213,7 +213,7 @@ def _climb(fsm, chart, context, marks, k):
                     if r >= 0:
                         end = r
                 if end > added:
-                    status, end = close_set_from(fsm, chart, k, begin, added, end)
+                    status, end = close_set(fsm, chart, k, begin, added, end)
                     if status != OK:
                         return status
         p += 1

@@ -490,24 +490,14 @@ def complete(fsm, chart, k, begin, end, p):
 
 
 @njit(cache=True, _nrt=False)
-def close_set(fsm, chart, k, begin, end):
+def close_set(fsm, chart, k, begin, first, end):
     """The closure of set k (items begin:end, growing): PREDICT, LOOP and COMPLETE from every
-    item, the new ones included, until nothing changes.
-
-    Returns (status, end). With token budgets, a deadline that rises during a pass sends the
-    closure round again (deadlines only rise, so this ends).
+    item from `first` on, the new ones included, until nothing changes. Items begin:first are
+    closed already (`first` > begin: items were added to a built set; an added item completing
+    a rule advances items of an earlier set, or of set k, where the nullable half of PREDICT
+    advanced them already). Returns (status, end). With token budgets, a deadline that rises
+    during a pass sends the closure round again from `begin` (deadlines only rise: this ends).
     """
-    return close_set_from(fsm, chart, k, begin, begin, end)
-
-
-@njit(cache=True, _nrt=False)
-def close_set_from(fsm, chart, k, begin, first, end):
-    """`close_set` of set k (items begin:end) when items begin:first are closed already and
-    items first:end were added to it since: PREDICT, LOOP and COMPLETE from the new items only.
-    The items before `first` lose nothing: an added item that completes a rule either began in
-    an earlier set (and advances the items waiting there, none of which are in set k) or in set
-    k, where the nullable half of PREDICT has advanced every item waiting for it already. A
-    deadline that rises sends the closure round again from `begin`."""
     p = first
     while True:
         chart.meta[META_RAISED] = 0
@@ -543,7 +533,7 @@ def seed_chart(fsm, chart, k, state, deadline, char_deadline, count):
                   deadline, char_deadline, count)
     if r < 0:
         return -r
-    status, end = close_set(fsm, chart, k, 0, r)
+    status, end = close_set(fsm, chart, k, 0, 0, r)
     if status != OK:
         return status
     chart.set_start[k + 1] = end
@@ -662,7 +652,7 @@ def advance_byte(fsm, chart, byte):
     status, end = scan(fsm, chart, k, byte, char_enforce)
     if status != OK:
         return status
-    status, end = close_set(fsm, chart, k + 1, begin, end)
+    status, end = close_set(fsm, chart, k + 1, begin, begin, end)
     if status != OK:
         return status
     chart.set_start[k + 2] = end

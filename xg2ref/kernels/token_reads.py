@@ -122,7 +122,7 @@ def join_token_items(fsm, chart, k0, length, nchars, items, n_items, fresh):
             return -r
         if r >= 0:
             end = r
-    status, end = close_set(fsm, chart, target, begin, end)
+    status, end = close_set(fsm, chart, target, begin, begin, end)
     if status != OK:
         return status
     chart.set_start[target + 1] = end

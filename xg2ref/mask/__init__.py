@@ -18,7 +18,7 @@ one module per mechanism, in pipeline order:
   kernels/mask_fill.py).
 """
 
-from .cache import AdaptiveTokenMaskCache
+from .cache import AdaptiveTokenMaskCache, BuildPlan, GrammarFacts
 from .classifier import MAX_PURE_ROWS, Classifier, VocabFacts, rule_occurrences, vocab_facts
 from .counted import CountedZones, shallow_counted_rules
 from .cross_grammar import CrossGrammarCache, IndexSet, PoolEntry, PoolStats, PoolView
@@ -28,7 +28,7 @@ from .jit import AUTO_EAGER_MAX, AUTO_EAGER_SHARE, MIN_EAGER_COST, SECONDS_PER_C
 from .state_classes import shareable_rules
 
 __all__ = [
-    "AdaptiveTokenMaskCache", "Classifier", "VocabFacts", "vocab_facts", "rule_occurrences", "MAX_PURE_ROWS",
+    "AdaptiveTokenMaskCache", "BuildPlan", "GrammarFacts", "Classifier", "VocabFacts", "vocab_facts", "rule_occurrences", "MAX_PURE_ROWS",
     "shallow_counted_rules", "CountedZones", "JitSchedule", "CrossGrammarCache", "IndexSet", "PoolEntry", "PoolStats", "PoolView",
     "KIND_ACCEPTED", "KIND_REJECTED", "KIND_BITSET", "KIND_NAMES", "UNBUILT", "NO_ENTRY", "CacheStats",
     "MaskCacheArrays", "pack_ids", "AUTO_EAGER_MAX", "AUTO_EAGER_SHARE", "MIN_EAGER_COST", "SECONDS_PER_COST",

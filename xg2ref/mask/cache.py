@@ -50,7 +50,7 @@ import threading
 import time
 import weakref
 from contextlib import contextmanager
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -75,6 +75,26 @@ fixed_layout(MF.FillScratch)
 AHEAD_YIELD = 50e-6  # seconds the background builder steps aside while a fill builds
 
 
+class GrammarFacts(NamedTuple):
+    """What the grammar's analyses tell the cache (xg2ref/analysis.py `AnalysedGrammar`); a
+    cache left without them works without lookahead filters and learns FOLLOW as it goes."""
+
+    lookahead: Optional[LookaheadArrays] = None  # the lookahead filters (LOOKAHEAD)
+    follow: Optional[np.ndarray] = None  # bool[R, 256]: may byte b follow rule R (FOLLOW1's start)
+    first_rows: Optional[np.ndarray] = None  # bool[R, 256]: FIRST (the cost model's estimates)
+    classes: Optional[Callable[[int], np.ndarray]] = None  # state classes from a linked grammar's pieces
+
+
+class BuildPlan(NamedTuple):
+    """When entries are built (§3.5), and within what bounds."""
+
+    jit: bool = False  # build on first visit (True) or every entry now
+    eager_entries: Optional[int] = 0  # with `jit`: entries built now (None: the cost model chooses)
+    share_entries: bool = True  # one entry per class of states that read every token alike
+    max_bytes: int = -1  # entries past this many bytes raise GrammarLimitError (negative: no limit)
+    compile_seconds: float = 0.0  # compile time spent before the cache (the cost model's budget)
+
+
 class AdaptiveTokenMaskCache:
     """The cache of one compiled grammar: an entry per class of scannable states, and the
     run-time fill.
@@ -86,20 +106,19 @@ class AdaptiveTokenMaskCache:
     those of single counts near a bound are built on first use, JIT or not.
     """
 
-    def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int,
-                 progress: Optional[Callable[[int, int], None]] = None, lookahead: Optional[LookaheadArrays] = None,
-                 follow: Optional[np.ndarray] = None, share_entries: bool = True, jit: bool = False,
-                 pool=None, eager_entries: Optional[int] = 0, first_rows: Optional[np.ndarray] = None,
-                 classes: Optional[Callable[[int], np.ndarray]] = None, max_bytes: int = -1,
-                 compile_seconds: float = 0.0):
+    def __init__(self, fsm: FSMArrays, vocab: VocabArrays, vocab_size: int, facts: GrammarFacts = GrammarFacts(),
+                 plan: BuildPlan = BuildPlan(), pool=None, progress: Optional[Callable[[int, int], None]] = None):
+        """`pool` is the compiler's cross-grammar cache seen from this grammar (a
+        cross_grammar.PoolView) or None; `progress(done, total)` is called as entries are built."""
         start = time.perf_counter()
-        self.max_bytes = max_bytes  # entries past this many bytes raise GrammarLimitError (negative: no limit)
+        lookahead, follow, first_rows, classes = facts
+        self.max_bytes = plan.max_bytes
         self.vocab = vocab
         self.vocab_size = vocab_size
         self._words = (vocab_size + 31) // 32
         scannable = np.flatnonzero(np.diff(fsm.byte_indptr) > 0).astype(np.int32)
         longest = vocab_facts(vocab).longest
-        if share_entries and len(scannable):
+        if plan.share_entries and len(scannable):
             # one entry per class of states that read every token alike (xg2ref/mask/state_classes.py)
             # (`classes(steps)`: the same partition from a caller that holds it in pieces, linking.py)
             labels = (classes(longest + 1) if classes is not None
@@ -150,7 +169,7 @@ class AdaptiveTokenMaskCache:
         self._ahead: Optional[background.AheadState] = None  # set by `build_in_background`
         self.ahead_ref = weakref.ref(self)
         self.build_seconds = time.perf_counter() - start  # grows with every entry built
-        self._build(self.schedule.at_compile(jit, eager_entries, compile_seconds), progress)
+        self._build(self.schedule.at_compile(plan.jit, plan.eager_entries, plan.compile_seconds), progress)
 
     @contextmanager
     def _first_in_line(self):
