@@ -155,11 +155,15 @@ plt.show()
 #
 # Which entries are worth building before the first token? §3.5 estimates each state's cost and
 # builds the K most expensive. xg2ref's estimate for a class of states: the regular tokens whose
-# first byte the state may read (through its byte edges, the FIRST set of its rule edges, and,
-# for a final state, what may follow its rule), a quarter of that for a *pure* state whose tokens
-# are read by a table walk. A string's content state, which reads almost any byte, tops the list.
+# first byte the state may read (through its byte edges and the FIRST set of its rule edges), a
+# quarter of that for a *pure* state whose tokens are read by a table walk, plus a context term
+# for a final state: twice the tokens whose first byte may follow its rule (each asks context
+# expansion what follows). A string's content state, which reads almost any byte, tops the list.
 # With no K given, the compiler builds the costliest classes (at most two, each worth at least a
-# fifth of the vocabulary) whose predicted time fits in half of the grammar's own compile time.
+# fifth of the vocabulary) whose predicted time fits in half of the grammar's own compile time,
+# and the cheap ones (a hundredth of the vocabulary or less, such as the quote before a key),
+# cheapest first, within a tenth of it: a cheap entry costs less to build now than the stall of
+# its first visit.
 
 # %%
 compiled = xgr.GrammarCompiler(info, background_builds=False).compile_json_schema(items[k]["schema"])

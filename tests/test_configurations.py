@@ -65,16 +65,20 @@ def test_masks_are_the_same_in_every_configuration(first, second, vocab_spec, co
 
 
 def test_the_cost_model_builds_the_costliest_entries_that_fit_its_budget():
-    from xg2ref.mask.jit import AUTO_EAGER_MAX, SECONDS_PER_COST
+    from xg2ref.mask.jit import AUTO_EAGER_MAX, CHEAP_COST, SECONDS_PER_COST
 
     info = xgr.TokenizerInfo.from_quicktok("llama3")
     schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
               "required": ["a", "b"]}
     # (no builder thread: this is about what is built at compile time)
     cache = xgr.GrammarCompiler(info, cache_enabled=False, background_builds=False).compile_json_schema(schema).mask_cache
-    assert cache.stats.entries <= AUTO_EAGER_MAX and cache.unbuilt_entries > 10  # the rest waits for JIT
     costs = cache.schedule.estimated_costs()
     order = np.argsort(-costs, kind="stable")
+    # built at compile: some of the costliest, and cheap ones; the rest waits for JIT
+    built = np.flatnonzero(cache.schedule.state_entry[cache._class_rep] >= 0)
+    cheap = costs <= CHEAP_COST * len(info.vocab_arrays().sorted_ids)
+    assert all(cheap[c] or c in order[:AUTO_EAGER_MAX] for c in built.tolist())
+    assert cache.unbuilt_entries > 10
     assert cache.schedule.auto_eager(0.0) == []
     # room for the costliest (a string's content, which reads almost every token) and no more
     room = costs[order[0]] * SECONDS_PER_COST
@@ -84,11 +88,31 @@ def test_the_cost_model_builds_the_costliest_entries_that_fit_its_budget():
     assert cache.schedule.auto_eager(1e9) == [int(c) for c in order[:AUTO_EAGER_MAX]]
 
 
+def test_the_cost_model_builds_cheap_entries_cheapest_first_within_its_budget():
+    from xg2ref.mask.jit import CHEAP_COST, ENTRY_SECONDS, SECONDS_PER_COST
+
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
+    compiler = xgr.GrammarCompiler(info, cache_enabled=False, background_builds=False, jit_eager_entries=0)
+    schedule = compiler.compile_json_schema(schema).mask_cache.schedule
+    costs = schedule.estimated_costs()
+    ceiling = CHEAP_COST * len(info.vocab_arrays().sorted_ids)
+    under = [int(c) for c in np.argsort(costs, kind="stable") if costs[c] <= ceiling]
+    assert len(under) >= 3 and len(under) < len(costs)  # a key's quote is cheap, a string's content is not
+    assert schedule.cheap(0.0) == []
+    assert schedule.cheap(1e9) == under  # every cheap class, cheapest first
+    two = sum(ENTRY_SECONDS + costs[c] * SECONDS_PER_COST for c in under[:2])
+    assert schedule.cheap(two * 1.0001) == under[:2]
+    assert schedule.cheap(1e9, exclude=frozenset(under[:1])) == under[1:]
+
+
 def test_estimated_costs_are_the_per_state_sums():
     """The vectorized estimate equals the definition, state by state: the regular tokens whose
-    first byte the state may read (byte edges, FIRST of rule edges, FOLLOW when final), a quarter
-    of that for a pure state."""
+    first byte the state may read (byte edges, FIRST of rule edges), a quarter of that for a
+    pure state, plus CONTEXT_WEIGHT for each token whose first byte may follow the rule of a
+    final state (the context term)."""
     from xg2ref.kernels import pure_walk as PW
+    from xg2ref.mask.jit import CONTEXT_WEIGHT
 
     info = xgr.TokenizerInfo([b"a", b"ab", b"{", b'"', b"1", b"12", b" ", b"x}", b"true"])
     for grammar in (xgr.Grammar.builtin_json_grammar(),
@@ -112,7 +136,8 @@ def test_estimated_costs_are_the_per_state_sums():
                 readable[fsm.byte_lo[e]:fsm.byte_hi[e] + 1] = True
             for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
                 readable |= first[fsm.ref_rule[e]]
+            cost = heads[readable].sum() * (0.25 if pure[s] >= 0 else 1.0)
             if fsm.is_final[s]:
-                readable |= follow[fsm.state_rule[s]]
-            want.append(heads[readable].sum() * (0.25 if pure[s] >= 0 else 1.0))
+                cost += CONTEXT_WEIGHT * heads[follow[fsm.state_rule[s]]].sum()
+            want.append(cost)
         assert np.allclose(cache.schedule.estimated_costs(follow), want)

@@ -3,7 +3,8 @@
 With JIT, an entry is built on the first visit of one of its states (when a mask is filled
 there and the fill kernel answers NEED_ENTRY: the cache's `ensure_entries` asks `missing`), except the K classes of
 highest estimated cost (`estimated_costs`, `costliest`), built at compile time; with no K
-named, the cost model picks them (`auto_eager`). `UNBUILT` marks the states whose entry is not
+named, the cost model picks them (`auto_eager`) and adds the cheap ones (`cheap`), whose build
+costs less than the stall of a first visit. `UNBUILT` marks the states whose entry is not
 built yet. Masks are the same either way.
 
 `JitSchedule` owns what the schedule reads (the classes, the states' entries, FIRST and FOLLOW
@@ -34,6 +35,16 @@ AUTO_EAGER_SHARE = 0.5
 AUTO_EAGER_MAX = 2
 SECONDS_PER_COST = 4e-7
 MIN_EAGER_COST = 0.2
+# A token the state may end its rule before is asked about its context (XGrammar §3.2), which
+# reads the rest of the token in a second chart: it weighs CONTEXT_WEIGHT walked tokens.
+CONTEXT_WEIGHT = 2.0
+# Cheap entries (estimated at most CHEAP_COST of the regular tokens: a state that reads a few
+# first bytes, such as the quote before a key) are built at compile time too, cheapest first,
+# each predicted at ENTRY_SECONDS plus its cost, while they fit in CHEAP_SHARE of the compile
+# time: on a first visit each would stall a token for a whole build step instead.
+CHEAP_COST = 0.01
+CHEAP_SHARE = 0.1
+ENTRY_SECONDS = 2e-5
 
 
 class JitSchedule:
@@ -58,14 +69,19 @@ class JitSchedule:
         if not jit:
             return list(range(len(self.class_rep)))
         if eager_entries is None:
-            return self.auto_eager(AUTO_EAGER_SHARE * compile_seconds)
+            if not len(self.class_rep):
+                return []
+            costs = self.estimated_costs()
+            costly = self.auto_eager(AUTO_EAGER_SHARE * compile_seconds, costs)
+            return costly + self.cheap(CHEAP_SHARE * compile_seconds, costs, exclude=frozenset(costly))
         return self.costliest(eager_entries) if eager_entries > 0 else []
 
     def estimated_costs(self, follow: Optional[np.ndarray] = None) -> np.ndarray:
         """The estimated cost of each class's entry (XGrammar-2 §3.5): the regular tokens whose
-        first byte its state may read (its byte edges, FIRST of its rule edges, and what may
-        follow its rule when the state is final: `follow`, else the schedule's), a quarter for a
-        pure state (a table walk)."""
+        first byte its state may read (its byte edges and FIRST of its rule edges), a quarter
+        for a pure state (a table walk); plus, when the state is final, CONTEXT_WEIGHT for each
+        token whose first byte may follow its rule (`follow`, else the schedule's): the context
+        term."""
         fsm = self.fsm
         follow = self.follow if follow is None else follow
         per_byte = vocab_facts(self.vocab).heads
@@ -88,29 +104,47 @@ class JitSchedule:
         count = (ends - starts).astype(np.int64)
         edges = np.repeat(starts - np.concatenate([[0], np.cumsum(count)[:-1]]), count) + np.arange(count.sum())
         np.logical_or.at(readable, np.repeat(np.arange(n), count), first[fsm.ref_rule[edges]])
-        if follow is not None:  # a final state: what may follow its rule
-            final = np.flatnonzero(fsm.is_final[reps])
-            readable[final] |= follow[fsm.state_rule[reps[final]]]
         costs = readable.astype(np.float64) @ per_byte
         costs[pure[reps] >= 0] *= 0.25
+        if follow is not None:  # the context term: a final state's rule may end before the token
+            final = np.flatnonzero(fsm.is_final[reps])
+            costs[final] += CONTEXT_WEIGHT * (follow[fsm.state_rule[reps[final]]].astype(np.float64) @ per_byte)
         return costs
 
     def costliest(self, k: int) -> list:
         """The k classes of highest estimated cost, most expensive first."""
         return np.argsort(-self.estimated_costs(), kind="stable")[:k].tolist()
 
-    def auto_eager(self, budget: float) -> list:
-        """The classes the cost model builds at compile time: costliest first, at most
+    def auto_eager(self, budget: float, costs: Optional[np.ndarray] = None) -> list:
+        """The costly classes the cost model builds at compile time: costliest first, at most
         AUTO_EAGER_MAX, each estimated at MIN_EAGER_COST of the vocabulary or more, while their
-        predicted build time fits in `budget` seconds."""
+        predicted build time fits in `budget` seconds (`costs`: the estimates, when known)."""
         floor = MIN_EAGER_COST * len(self.vocab.sorted_ids)
         if not len(self.class_rep) or budget < floor * SECONDS_PER_COST:
             return []
-        costs = self.estimated_costs()
+        costs = self.estimated_costs() if costs is None else costs
         chosen = []
         for c in np.argsort(-costs, kind="stable")[:AUTO_EAGER_MAX].tolist():
             predicted = costs[c] * SECONDS_PER_COST
             if costs[c] >= floor and predicted <= budget:
+                chosen.append(int(c))
+                budget -= predicted
+        return chosen
+
+    def cheap(self, budget: float, costs: Optional[np.ndarray] = None, exclude: frozenset = frozenset()) -> list:
+        """The cheap classes the cost model builds at compile time: estimated at CHEAP_COST of
+        the regular tokens or less, cheapest first, each predicted at ENTRY_SECONDS plus its
+        cost, while they fit in `budget` seconds."""
+        if not len(self.class_rep) or budget < ENTRY_SECONDS:
+            return []
+        costs = self.estimated_costs() if costs is None else costs
+        ceiling = CHEAP_COST * len(self.vocab.sorted_ids)
+        chosen = []
+        for c in np.argsort(costs, kind="stable").tolist():
+            predicted = ENTRY_SECONDS + costs[c] * SECONDS_PER_COST
+            if costs[c] > ceiling or predicted > budget:
+                break
+            if c not in exclude:
                 chosen.append(int(c))
                 budget -= predicted
         return chosen
