@@ -239,3 +239,34 @@ def test_matchers_of_one_grammar_filled_from_several_threads_give_the_serial_mas
             with ThreadPoolExecutor(8) as pool:
                 for got in pool.map(walk, range(8)):
                     assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
+
+
+@pytest.mark.jit_only
+def test_one_kept_compiler_compiling_and_filling_from_eight_threads_gives_the_serial_masks():
+    """xgrammar's contract: a `GrammarCompiler` may be called from any number of threads. Eight
+    threads each compile schemas through one kept compiler (its grammar cache, cross-grammar
+    pool, shape cache and parts shared) and walk them along their gold completions while the
+    others compile: the schemas share rules, so builds and pool lookups race."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from xg2ref.tools.diff.checks import quicktok_encoder
+
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    encode = quicktok_encoder("llama3")
+    with open("../shared/data/json_mode_eval/json_mode_eval_from_maskbench.jsonl", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f if line.strip()][8:16]
+    serial = xgr.GrammarCompiler(info, jit=False, cache_enabled=False)
+    jobs = [(e["schema"], encode(json.dumps(e["completion"]).encode())[:40]) for e in docs]
+    want = [_walk(serial, schema, tokens, info) for schema, tokens in jobs]
+    for _ in range(2):
+        kept = xgr.GrammarCompiler(info)
+        order = list(range(len(jobs))) * 2  # each schema twice: the second one is a grammar-cache hit
+
+        def walk(k):
+            return k, _walk(kept, *jobs[k], info)
+
+        with ThreadPoolExecutor(8) as pool:
+            for k, got in pool.map(walk, order):
+                assert len(got) == len(want[k]) and all(np.array_equal(a, b) for a, b in zip(got, want[k]))
+        assert kept.grammar_cache_hits == len(jobs)  # one compile per schema, the other thread waited for it
+        assert kept.cache_stats.entries > 0

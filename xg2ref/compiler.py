@@ -17,6 +17,7 @@ What it leaves out: `max_threads` is accepted and ignored (one thread).
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import OrderedDict
 from typing import Optional, Union
@@ -199,6 +200,10 @@ class GrammarCompiler:
         self.jit_eager_entries = jit_eager_entries
         self.repetition_threshold = repetition_threshold if repetition_compression else None
         self.max_grammar_bytes = max_grammar_bytes
+        # compiles from several threads take turns: the two caches, the shape cache and the linked
+        # parts are the compiler's, shared by every grammar it compiles (fills of compiled grammars
+        # do not wait for it; they take their grammar's lock, then the pool's)
+        self._lock = threading.RLock()
         self._cache: "OrderedDict[str, CompiledGrammar]" = OrderedDict()
         self.grammar_cache_lookups = 0  # compile calls that consulted the grammar-level cache
         self.grammar_cache_hits = 0  # ... and found the whole grammar there
@@ -208,7 +213,7 @@ class GrammarCompiler:
         self.parts = PartCache() if use_pool else None
 
     def _compile(self, grammar: Grammar) -> CompiledGrammar:
-        with foreground():  # (the builder thread waits for a gap in the foreground's work)
+        with self._lock, foreground():  # (the builder thread waits for a gap in the foreground's work)
             compiled = self._compile_now(grammar)
             if self.jit and self.background_builds:
                 compiled.mask_cache.build_in_background()
@@ -237,7 +242,12 @@ class GrammarCompiler:
     def _cached(self, key: tuple, make_grammar) -> CompiledGrammar:
         """The grammar-level cache: what was compiled under `key`, else `make_grammar()` compiled.
         Front ends key by their input (a schema, a structural tag), as xgrammar does, so a hit
-        costs no conversion; EBNF text and `Grammar` objects key by the printed grammar."""
+        costs no conversion; EBNF text and `Grammar` objects key by the printed grammar. Two
+        threads asking for one key get one compiled grammar."""
+        with self._lock:
+            return self._cached_locked(key, make_grammar)
+
+    def _cached_locked(self, key: tuple, make_grammar) -> CompiledGrammar:
         hit = self._cache.get(key)
         self.grammar_cache_lookups += 1
         if hit is not None:
@@ -312,15 +322,17 @@ class GrammarCompiler:
 
     def get_cache_size_bytes(self) -> int:
         """Bytes held by the cached grammars and the cross-grammar cache."""
-        pool = self.pool.size_bytes() + self.parts.size_bytes() if self.pool is not None else 0
-        return sum(c.memory_size_bytes for c in self._cache.values()) + pool
+        with self._lock:
+            pool = self.pool.size_bytes() + self.parts.size_bytes() if self.pool is not None else 0
+            return sum(c.memory_size_bytes for c in self._cache.values()) + pool
 
     def clear_cache(self) -> None:
         """Empty both caches (statistics are kept)."""
-        self._cache.clear()
-        if self.pool is not None:
-            self.pool.clear()
-            self.parts.clear()
+        with self._lock:
+            self._cache.clear()
+            if self.pool is not None:
+                self.pool.clear()
+                self.parts.clear()
 
     @property
     def cache_stats(self):

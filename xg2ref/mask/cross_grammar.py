@@ -36,6 +36,8 @@ their index arrays); `clear` empties the pool.
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Optional
@@ -130,11 +132,25 @@ class PoolStats:
                 f"rules {self.rules_known}/{self.rules_seen} known")
 
 
+def _under_pool_lock(method):
+    """Run a method of the pool (or of a view of it) holding the pool's lock: its grammars fill
+    and compile from several threads. Lock order: a grammar's cache lock, then the pool's (a
+    method holding the pool's lock takes no cache lock; `settle` runs the takes unlocked)."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with (self if isinstance(self, CrossGrammarCache) else self.pool).lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class CrossGrammarCache:
     """The pool of one `GrammarCompiler`: shared by all its grammars, bounded by `limit_bytes`
-    (negative: no bound)."""
+    (negative: no bound). Every method that reads or writes it holds `lock`."""
 
     def __init__(self, limit_bytes: int = -1):
+        self.lock = threading.RLock()
         self.limit_bytes = limit_bytes
         self._entries: "OrderedDict[tuple, PoolEntry]" = OrderedDict()  # first key -> entry
         self._alias: dict = {}  # every key -> first key
@@ -148,6 +164,10 @@ class CrossGrammarCache:
     @property
     def stats(self) -> PoolStats:
         self.settle()
+        return self._stats()
+
+    @_under_pool_lock
+    def _stats(self) -> PoolStats:
         c = self._counts
         return PoolStats(c["perfect"], c["partial"], c["misses"], c["collisions"], len(self._entries), self._bytes,
                          c["seen"], c["known"])
@@ -158,11 +178,16 @@ class CrossGrammarCache:
 
     def clear(self) -> None:
         self.settle()
+        self._clear()
+
+    @_under_pool_lock
+    def _clear(self) -> None:
         self._entries.clear()
         self._alias.clear()
         self._bytes = 0
         self.shapes.clear()
 
+    @_under_pool_lock
     def note_rules(self, hashes: RuleHashes) -> None:
         """Count the hashed rules of a new grammar, and those an earlier grammar had (the
         substructure reuse of XGrammar-2 Table 1)."""
@@ -174,13 +199,16 @@ class CrossGrammarCache:
     def counts(self) -> dict:
         """A copy of the counters: perfect, partial, misses, collisions, seen, known."""
         self.settle()
-        return dict(self._counts)
+        with self.lock:
+            return dict(self._counts)
 
+    @_under_pool_lock
     def entry(self, key: tuple) -> Optional[PoolEntry]:
         """The entry stored under `key`, or None; unlike `find`, no use is recorded."""
         first = self._alias.get(key)
         return None if first is None else self._entries.get(first)
 
+    @_under_pool_lock
     def find(self, key: tuple) -> Optional[PoolEntry]:
         first = self._alias.get(key)
         if first is None:
@@ -188,6 +216,7 @@ class CrossGrammarCache:
         self._entries.move_to_end(first)
         return self._entries[first]
 
+    @_under_pool_lock
     def add(self, keys: list, entry: PoolEntry) -> None:
         for key in keys:
             if key in self._alias:
@@ -199,6 +228,7 @@ class CrossGrammarCache:
         self._bytes += entry.nbytes
         self._evict()
 
+    @_under_pool_lock
     def grew(self, entry: PoolEntry, before: int) -> None:
         """`entry` gained a lookahead; account for its new size."""
         self._bytes += entry.nbytes - before
@@ -222,18 +252,20 @@ class CrossGrammarCache:
         self.settle()
         return PoolView(self, fsms, hashes, lookahead, n_sorted)
 
+    @_under_pool_lock
     def owed(self, take) -> None:
         """`take()` moves records of entries built in a kernel into the pool: called before the
         pool is next read (`settle`), so that building never waits for the pool's bookkeeping."""
         self._owed.append(take)
 
     def settle(self) -> None:
-        """Take every record still owed (`owed`)."""
+        """Take every record still owed (`owed`): each `take()` holds its grammar's cache lock,
+        then the pool's, so this holds neither."""
         while True:
-            try:  # (another thread may take the last one between a test and a pop)
+            with self.lock:
+                if not self._owed:
+                    return
                 take = self._owed.pop(0)
-            except IndexError:
-                return
             take()
 
     def observe(self, callback) -> None:
@@ -284,6 +316,7 @@ class PoolView:
                                             or same_structure(self.fsms, self.hashes, rule, g, h, r))
         return known[1]
 
+    @_under_pool_lock
     def build(self, state: int, members: np.ndarray, classifier, count: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(accepted, uncertain) sorted-vocabulary indices of `state`'s entry (shared by the
         states `members`), through the pool, classified from Python (a counted repetition's
@@ -347,6 +380,7 @@ class PoolView:
         for callback in self.pool._observers:
             callback(self, state, count, outcome, candidates, accepted, uncertain)
 
+    @_under_pool_lock
     def resolve(self, class_rep: np.ndarray, class_seed: np.ndarray, in_kernel: np.ndarray) -> KX.PoolHits:
         """Look every kernel-built class up once, before its entry is built (the kernel cannot
         read the pool): its mode, and for a hit the candidates and acc0 it carries. `take`
@@ -389,6 +423,7 @@ class PoolView:
         return KX.PoolHits(mode, ptr, np.concatenate(marked).astype(np.int32), acc0_kind, acc0_start, acc0_end,
                            np.concatenate(lists).astype(np.int32), np.concatenate(bits).astype(np.uint8))
 
+    @_under_pool_lock
     def take(self, records: KX.PoolRecords, class_rep: np.ndarray, members_of) -> None:
         """Move the outbox of kernel-built entries into the pool (a MISS's new entry, a PARTIAL
         hit's pass[L]), count the lookups and tell the observers; empty the outbox."""
