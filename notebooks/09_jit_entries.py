@@ -160,10 +160,7 @@ plt.show()
 # for a final state: twice the tokens whose first byte may follow its rule (each asks context
 # expansion what follows). A string's content state, which reads almost any byte, tops the list.
 # With no K given, the compiler builds the costliest classes (at most two, each worth at least a
-# fifth of the vocabulary) whose predicted time fits in half of the grammar's own compile time,
-# and the cheap ones (a hundredth of the vocabulary or less, such as the quote before a key),
-# cheapest first, within a tenth of it: a cheap entry costs less to build now than the stall of
-# its first visit.
+# fifth of the vocabulary) whose predicted time fits in half of the grammar's own compile time.
 
 # %%
 compiled = xgr.GrammarCompiler(info, background_builds=False).compile_json_schema(items[k]["schema"])

@@ -144,7 +144,7 @@ def test_jit_entries_give_the_eager_masks(ir, vocab_spec, seed):
 
 def test_jit_compiles_a_long_string_schema_without_building_entries():
     info = xgr.TokenizerInfo(["a", "\"", "aa", "</s>"], stop_token_ids=[3])
-    # (no entry named for compile time: the cost model's cheap ones depend on the clock)
+    # (no entry named for compile time: the cost model's choice depends on the clock)
     compiled = xgr.GrammarCompiler(info, jit=True, jit_eager_entries=0, background_builds=False).compile_json_schema(
         {"type": "string", "maxLength": 5000})
     assert compiled.mask_cache.stats.entries == 0

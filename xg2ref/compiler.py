@@ -91,7 +91,7 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
                        max_bytes: int = -1) -> CompiledGrammar:
     """Normalize, build the FSMs, flatten: no grammar-level caching. With `jit`, mask-cache
     entries are built when a mask first needs them, except the `eager_entries` estimated to
-    cost most (XGrammar-2 §3.5; None: those the cost model chooses, mask/jit.py auto_eager and cheap);
+    cost most (XGrammar-2 §3.5; None: as many as the cost model chooses, mask/jit.py auto_eager);
     with `pool`, entries go through the cross-grammar cache (§3.3);
     repetitions of more than `repetition_threshold` copies are counted, not unrolled (§3.6;
     None: every repetition is unrolled); past `max_bytes` of FSM arrays and entries (negative: no
@@ -156,8 +156,8 @@ class GrammarCompiler:
     """Compiles grammars for one tokenizer, caching results (xgrammar's `GrammarCompiler`).
 
     The defaults are XGrammar-2's, every mechanism on: mask entries built just in time (§3.5),
-    the few whose first visit would cost most and the cheap ones built at compile time as the cost
-    model chooses (`mask/jit.py auto_eager`, `cheap`), the cross-grammar cache (§3.3) with linked sub-grammars, and
+    the few whose first visit would cost most built at compile time as the cost model chooses
+    (`mask/jit.py auto_eager`), the cross-grammar cache (§3.3) with linked sub-grammars, and
     repetition compression (§3.6). Two caches, as in xgrammar: whole grammars keyed by their
     printed form (or a front end's input), and the cross-grammar cache of mask entries, shared by
     all grammars this compiler compiles. `cache_limit_bytes` (negative: no limit) bounds both,

@@ -24,8 +24,7 @@ from .counted import CountedZones, shallow_counted_rules
 from .cross_grammar import CrossGrammarCache, IndexSet, PoolEntry, PoolStats, PoolView
 from .entries import (KIND_ACCEPTED, KIND_BITSET, KIND_NAMES, KIND_REJECTED, NO_ENTRY, UNBUILT, CacheStats,
                       MaskCacheArrays, pack_ids)
-from .jit import (AUTO_EAGER_MAX, AUTO_EAGER_SHARE, CHEAP_COST, CHEAP_SHARE, CONTEXT_WEIGHT, MIN_EAGER_COST,
-                  SECONDS_PER_COST, JitSchedule)
+from .jit import AUTO_EAGER_MAX, AUTO_EAGER_SHARE, CONTEXT_WEIGHT, MIN_EAGER_COST, SECONDS_PER_COST, JitSchedule
 from .state_classes import shareable_rules
 
 __all__ = [
@@ -33,7 +32,7 @@ __all__ = [
     "shallow_counted_rules", "CountedZones", "JitSchedule", "CrossGrammarCache", "IndexSet", "PoolEntry", "PoolStats", "PoolView",
     "KIND_ACCEPTED", "KIND_REJECTED", "KIND_BITSET", "KIND_NAMES", "UNBUILT", "NO_ENTRY", "CacheStats",
     "MaskCacheArrays", "pack_ids", "AUTO_EAGER_MAX", "AUTO_EAGER_SHARE", "MIN_EAGER_COST", "SECONDS_PER_COST",
-    "CHEAP_COST", "CHEAP_SHARE", "CONTEXT_WEIGHT",
+    "CONTEXT_WEIGHT",
     "shareable_rules",
 ]
 # (the function `state_classes` stays in its module: the package's name `state_classes` is the module)

@@ -3,8 +3,7 @@
 With JIT, an entry is built on the first visit of one of its states (when a mask is filled
 there and the fill kernel answers NEED_ENTRY: the cache's `ensure_entries` asks `missing`), except the K classes of
 highest estimated cost (`estimated_costs`, `costliest`), built at compile time; with no K
-named, the cost model picks them (`auto_eager`) and adds the cheap ones (`cheap`), whose build
-costs less than the stall of a first visit. `UNBUILT` marks the states whose entry is not
+named, the cost model picks them (`auto_eager`). `UNBUILT` marks the states whose entry is not
 built yet. Masks are the same either way.
 
 `JitSchedule` owns what the schedule reads (the classes, the states' entries, FIRST and FOLLOW
@@ -38,13 +37,6 @@ MIN_EAGER_COST = 0.2
 # A token the state may end its rule before is asked about its context (XGrammar §3.2), which
 # reads the rest of the token in a second chart: it weighs CONTEXT_WEIGHT walked tokens.
 CONTEXT_WEIGHT = 2.0
-# Cheap entries (estimated at most CHEAP_COST of the regular tokens: a state that reads a few
-# first bytes, such as the quote before a key) are built at compile time too, cheapest first,
-# each predicted at ENTRY_SECONDS plus its cost, while they fit in CHEAP_SHARE of the compile
-# time: on a first visit each would stall a token for a whole build step instead.
-CHEAP_COST = 0.01
-CHEAP_SHARE = 0.1
-ENTRY_SECONDS = 2e-5
 
 
 class JitSchedule:
@@ -69,11 +61,7 @@ class JitSchedule:
         if not jit:
             return list(range(len(self.class_rep)))
         if eager_entries is None:
-            if not len(self.class_rep):
-                return []
-            costs = self.estimated_costs()
-            costly = self.auto_eager(AUTO_EAGER_SHARE * compile_seconds, costs)
-            return costly + self.cheap(CHEAP_SHARE * compile_seconds, costs, exclude=frozenset(costly))
+            return self.auto_eager(AUTO_EAGER_SHARE * compile_seconds)
         return self.costliest(eager_entries) if eager_entries > 0 else []
 
     def estimated_costs(self, follow: Optional[np.ndarray] = None) -> np.ndarray:
@@ -116,7 +104,7 @@ class JitSchedule:
         return np.argsort(-self.estimated_costs(), kind="stable")[:k].tolist()
 
     def auto_eager(self, budget: float, costs: Optional[np.ndarray] = None) -> list:
-        """The costly classes the cost model builds at compile time: costliest first, at most
+        """The classes the cost model builds at compile time: costliest first, at most
         AUTO_EAGER_MAX, each estimated at MIN_EAGER_COST of the vocabulary or more, while their
         predicted build time fits in `budget` seconds (`costs`: the estimates, when known)."""
         floor = MIN_EAGER_COST * len(self.vocab.sorted_ids)
@@ -127,24 +115,6 @@ class JitSchedule:
         for c in np.argsort(-costs, kind="stable")[:AUTO_EAGER_MAX].tolist():
             predicted = costs[c] * SECONDS_PER_COST
             if costs[c] >= floor and predicted <= budget:
-                chosen.append(int(c))
-                budget -= predicted
-        return chosen
-
-    def cheap(self, budget: float, costs: Optional[np.ndarray] = None, exclude: frozenset = frozenset()) -> list:
-        """The cheap classes the cost model builds at compile time: estimated at CHEAP_COST of
-        the regular tokens or less, cheapest first, each predicted at ENTRY_SECONDS plus its
-        cost, while they fit in `budget` seconds."""
-        if not len(self.class_rep) or budget < ENTRY_SECONDS:
-            return []
-        costs = self.estimated_costs() if costs is None else costs
-        ceiling = CHEAP_COST * len(self.vocab.sorted_ids)
-        chosen = []
-        for c in np.argsort(costs, kind="stable").tolist():
-            predicted = ENTRY_SECONDS + costs[c] * SECONDS_PER_COST
-            if costs[c] > ceiling or predicted > budget:
-                break
-            if c not in exclude:
                 chosen.append(int(c))
                 budget -= predicted
         return chosen
