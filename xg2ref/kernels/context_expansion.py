@@ -184,8 +184,9 @@ def _reopen_set(chart, begin, end):
 @njit(cache=True, _nrt=False)
 def _climb(fsm, chart, context, marks, k):
     """CLIMB every origin-0 item of set k (the current set) that may end, the climbed items
-    included, and close the set again (its dedup table made to hold it first: `_reopen_set`). `marks` (int64, last slot =
-    generation) holds the rules climbed in this set. Returns a status code."""
+    included, and close the set again (its dedup table made to hold it first: `_reopen_set`).
+    `marks` (int64, last slot = generation) holds the rules climbed in this set. Returns a
+    status code."""
     occ_indptr = context.occ_indptr
     occ_dst = context.occ_dst
     marks[marks.shape[0] - 1] += 1

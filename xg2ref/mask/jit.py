@@ -103,14 +103,14 @@ class JitSchedule:
         """The k classes of highest estimated cost, most expensive first."""
         return np.argsort(-self.estimated_costs(), kind="stable")[:k].tolist()
 
-    def auto_eager(self, budget: float, costs: Optional[np.ndarray] = None) -> list:
+    def auto_eager(self, budget: float) -> list:
         """The classes the cost model builds at compile time: costliest first, at most
         AUTO_EAGER_MAX, each estimated at MIN_EAGER_COST of the vocabulary or more, while their
-        predicted build time fits in `budget` seconds (`costs`: the estimates, when known)."""
+        predicted build time fits in `budget` seconds."""
         floor = MIN_EAGER_COST * len(self.vocab.sorted_ids)
         if not len(self.class_rep) or budget < floor * SECONDS_PER_COST:
             return []
-        costs = self.estimated_costs() if costs is None else costs
+        costs = self.estimated_costs()
         chosen = []
         for c in np.argsort(-costs, kind="stable")[:AUTO_EAGER_MAX].tolist():
             predicted = costs[c] * SECONDS_PER_COST
