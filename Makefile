@@ -27,7 +27,8 @@ test: $(STAMP)
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider
 	cache=$$(mktemp -d) && NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$$cache $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/test_repetition.py tests/test_mask_cache.py tests/test_properties.py tests/test_configurations.py \
-		tests/test_entry_build.py tests/test_slices.py tests/test_background.py; \
+		tests/test_entry_build.py tests/test_slices.py tests/test_background.py tests/test_context_expansion.py \
+		tests/test_pda.py; \
 		status=$$?; rm -rf $$cache; exit $$status
 
 # Execute each notebook's jupytext source into the .ipynb beside it (NB=notebooks/03_*.py for one).

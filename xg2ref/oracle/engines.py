@@ -38,7 +38,7 @@ from ..grammar.ir import GrammarIR
 from ..tokenizer_info import TokenizerInfo
 from .recognizer import Recognizer
 
-__all__ = ["Engine", "EngineMatcher", "EngineUnavailable", "XG2RefEngine", "XGrammarEngine", "OracleEngine",
+__all__ = ["Engine", "EngineMatcher", "EngineUnavailable", "XG2RefEngine", "PDAEngine", "XGrammarEngine", "OracleEngine",
            "OracleMatcher", "unpack_bitmask"]
 
 
@@ -126,6 +126,38 @@ class XG2RefEngine:
         compile_ = {"regex": self.compiler.compile_regex, "lark": self.compiler.compile_lark,
                     "structural_tag": self.compiler.compile_structural_tag}[kind]
         return XG2RefMatcher(GrammarMatcher(compile_(spec)))
+
+
+class PDAEngine:
+    """XGrammar-1's pushdown automaton (xg2ref/baselines/pda/) with its defaults: a second
+    executor over xg2ref's machines, so that a disagreement with the Earley engine locates a
+    parser bug. A grammar it refuses (left recursion, budgets, ...) raises UnsupportedByBaseline."""
+
+    name = "pda"
+
+    def __init__(self, tokenizer_info: TokenizerInfo, **options):
+        from ..baselines.pda import PDACompiler
+
+        self.tokenizer_info = tokenizer_info
+        self.compiler = PDACompiler(tokenizer_info, **options)
+
+    def compile(self, ebnf_text: str, root: str = "root") -> XG2RefMatcher:
+        from ..baselines.pda import PDAMatcher
+
+        return XG2RefMatcher(PDAMatcher(self.compiler.compile_grammar(ebnf_text, root_rule_name=root)))
+
+    def compile_front_end(self, kind: str, spec, **options) -> XG2RefMatcher:
+        """A front-end case through xg2ref's own front end, then the PDA."""
+        from ..baselines.pda import PDAMatcher
+        from ..builtin_structural_tag import get_model_structural_tag
+        from ..grammar.grammar import Grammar
+
+        if kind == "tool_calls":
+            kind, spec = "structural_tag", get_model_structural_tag(spec["model"], tools=spec["tools"])
+        grammar = {"json_schema": lambda: Grammar.from_json_schema(spec, **options),
+                   "regex": lambda: Grammar.from_regex(spec), "lark": lambda: Grammar.from_lark(spec),
+                   "structural_tag": lambda: Grammar.from_structural_tag(spec)}[kind]()
+        return XG2RefMatcher(PDAMatcher(self.compiler.compile_grammar(grammar)))
 
 
 # ---- xgrammar -------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ import numpy as np
 
 from ..bitmask import unpack_bitmask
 from ..tokenizer_info import TokenizerInfo
-from .engines import EngineUnavailable, XG2RefEngine, XGrammarEngine
+from .engines import EngineUnavailable, PDAEngine, XG2RefEngine, XGrammarEngine
 
 __all__ = ["BY_DESIGN", "ENGINE_NAMES", "KNOWN_DEFECTS", "LLGuidanceEngine", "LLGuidanceMatcher", "OUTLINES_WHITESPACE",
            "OutlinesEngine", "OutlinesMatcher", "UnsupportedByEngine", "available_engines",
@@ -508,8 +508,8 @@ def available_engines() -> dict:
 def make_engine(name: str, info: TokenizerInfo):
     """The adapter for engine `name` over `info`'s vocabulary; EngineUnavailable (with the command
     that installs it) when its package is missing."""
-    makers = {"xg2ref": XG2RefEngine, "xgrammar": XGrammarEngine.from_tokenizer_info,
+    makers = {"xg2ref": XG2RefEngine, "pda": PDAEngine, "xgrammar": XGrammarEngine.from_tokenizer_info,
               "llguidance": LLGuidanceEngine.from_tokenizer_info, "outlines": OutlinesEngine.from_tokenizer_info}
     if name not in makers:
-        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINE_NAMES)}")
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINE_NAMES + ('pda',))}")
     return makers[name](info)

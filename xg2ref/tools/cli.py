@@ -341,9 +341,10 @@ def cmd_diff(args) -> int:
     if args.files:
         report = _diff_files(args, engines, options)
     else:
-        if engines not in ([], ["xgrammar"]):
-            raise UsageError("the bundled suite runs against xgrammar or none; name FILEs to compare other engines")
-        if engines:
+        if engines not in ([], ["xgrammar"], ["pda"]):
+            raise UsageError("the bundled suite runs against xgrammar, pda or none; name FILEs to compare other "
+                             "engines")
+        if engines == ["xgrammar"]:
             import_xgrammar()
         try:
             report = run_diff(args.cases or None, against=engines[0] if engines else None, vocab=args.vocab,

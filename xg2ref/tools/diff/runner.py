@@ -44,7 +44,7 @@ from typing import Optional, Sequence, Union
 
 from .report import CaseResult, DiffReport, ProgressBar
 from .checks import CaseRun, Context, DiffOptions, greedy_encoder, quicktok_encoder
-from ...oracle.engines import Engine, XG2RefEngine, XGrammarEngine, xgrammar_version
+from ...oracle.engines import Engine, PDAEngine, XG2RefEngine, XGrammarEngine, xgrammar_version
 from ...suite import Case, load_cases
 from ...tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
 
@@ -68,9 +68,11 @@ def _context(vocab, against, engine, opts: DiffOptions, seed: int) -> Context:
     name = info.name if info.name in QUICKTOK_STOP_TOKENS else None
     encoder = quicktok_encoder(name) if name else greedy_encoder(info)
     reference = None
-    if isinstance(against, str):
+    if against == "pda":  # XGrammar-1's executor (xg2ref/baselines/pda/), a second in-house engine
+        reference = PDAEngine(info)
+    elif isinstance(against, str):
         if against != "xgrammar":
-            raise ValueError(f"unknown reference engine {against!r} (only 'xgrammar' or None)")
+            raise ValueError(f"unknown reference engine {against!r} (only 'xgrammar', 'pda' or None)")
         reference = XGrammarEngine.from_tokenizer_info(info)
     elif against is not None:
         reference = against

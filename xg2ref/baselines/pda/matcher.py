@@ -1,0 +1,248 @@
+"""XGrammar-1's engine as a baseline: compile a grammar to pushdown-automaton machines (with the
+switches of XGrammar §4.3's ablation) and match tokens through the persistent stack, with
+xgrammar's matcher API.
+
+    PDACompiler(info, stage="dfa", mask_cache=True, inline="xg1", context_expansion=True,
+                prefix_reuse=True, max_stacks=100_000)
+        .compile_grammar / compile_json_schema / compile_regex / compile_builtin_json_grammar
+    PDAMatcher(compiled)
+        accept_token, accept_string, fill_next_token_bitmask, compute_bool_mask, rollback, reset,
+        is_completed, is_terminated
+
+The switches, one per row of XGrammar's Table 3:
+
+    stage              "nfa" (the PDA baseline), "merged" (+ node merging), "dfa" (the Earley engine's machines)
+    mask_cache         the adaptive token mask cache (§3.1); off, every token is read per mask
+    inline             "none", "xg1" (rules that reference no rule), "xg2ref" (the default pass)
+    context_expansion  Alg. 2 prunes uncertain tokens at build time (§3.2)
+    prefix_reuse       the byte-sorted walk shares the records of common prefixes (§3.3)
+
+Stop tokens are allowed when the input so far is a sentence; special tokens never. Rollback is
+unlimited (records of every step are kept).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from ...bitmask import bitmask_row_view, pack_bool_mask
+from ...exceptions import MatcherError
+from ...grammar.grammar import Grammar
+from ...kernels import pda_cache as C
+from ...tokenizer_info import TokenizerInfo
+from .cache import PDATokenMaskCache, context_arrays, vocabulary_trie, walk_every_token
+from .machines import INLINE_MODES, STAGES, PDAMachines, build_machines, prepare_ir
+from .stack import DEFAULT_MAX_STACKS, PersistentStack
+
+_STOP_STEP = -1
+
+
+class PDACompiledGrammar:
+    """A grammar compiled for the pushdown automaton: its machines at one stage, the options it
+    was compiled with, and the mask cache (None with mask_cache=False)."""
+
+    def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo, machines: PDAMachines,
+                 cache: Optional[PDATokenMaskCache], options: dict, compile_seconds: float):
+        self.grammar = grammar
+        self.tokenizer_info = tokenizer_info
+        self.machines = machines
+        self.mask_cache = cache
+        self.options = options
+        self.compile_seconds = compile_seconds
+
+    @property
+    def memory_size_bytes(self) -> int:
+        held = int(sum(a.nbytes for a in self.machines.arrays))
+        return held + (self.mask_cache.memory_size_bytes if self.mask_cache is not None else 0)
+
+    def __repr__(self) -> str:
+        f = self.machines.fsms
+        return (f"PDACompiledGrammar({len(f.rule_names)} rules, {f.num_states} states, stage={self.machines.stage!r}, "
+                f"mask_cache={self.mask_cache is not None})")
+
+
+class PDACompiler:
+    """Compiles grammars for XGrammar-1's executor (module docstring); no grammar cache."""
+
+    def __init__(self, tokenizer_info: TokenizerInfo, *, stage: str = "dfa", mask_cache: bool = True,
+                 inline: str = "xg1", context_expansion: bool = True, prefix_reuse: bool = True,
+                 max_stacks: int = DEFAULT_MAX_STACKS, progress=None):
+        if not isinstance(tokenizer_info, TokenizerInfo):
+            raise TypeError(f"PDACompiler needs a TokenizerInfo, got {type(tokenizer_info).__name__}")
+        self.tokenizer_info = tokenizer_info
+        self.options = dict(stage=stage, mask_cache=bool(mask_cache), inline=inline,
+                            context_expansion=bool(context_expansion), prefix_reuse=bool(prefix_reuse),
+                            max_stacks=int(max_stacks))
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+        if inline not in INLINE_MODES:
+            raise ValueError(f"inline must be one of {INLINE_MODES}, got {inline!r}")
+        self.progress = progress
+
+    def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root") -> PDACompiledGrammar:
+        if isinstance(grammar, str):
+            grammar = Grammar.from_ebnf(grammar, root_rule_name=root_rule_name)
+        start = time.perf_counter()
+        o = self.options
+        machines = build_machines(prepare_ir(grammar.ir, o["inline"]), o["stage"])
+        cache = None
+        if o["mask_cache"]:
+            cache = PDATokenMaskCache(machines.arrays, self.tokenizer_info.vocab_arrays(),
+                                      context_expansion=o["context_expansion"], prefix_reuse=o["prefix_reuse"],
+                                      max_stacks=o["max_stacks"], progress=self.progress)
+        return PDACompiledGrammar(grammar, self.tokenizer_info, machines, cache, dict(o),
+                                  time.perf_counter() - start)
+
+    def compile_builtin_json_grammar(self) -> PDACompiledGrammar:
+        return self.compile_grammar(Grammar.builtin_json_grammar())
+
+    def compile_json_schema(self, schema, **options) -> PDACompiledGrammar:
+        return self.compile_grammar(Grammar.from_json_schema(schema, **options))
+
+    def compile_regex(self, regex: str) -> PDACompiledGrammar:
+        return self.compile_grammar(Grammar.from_regex(regex))
+
+
+class PDAMatcher:
+    """Matches one token sequence through the persistent stack (xgrammar's matcher API)."""
+
+    def __init__(self, compiled_grammar: PDACompiledGrammar, *,
+                 override_stop_tokens: Union[None, int, Sequence[int]] = None,
+                 terminate_without_stop_token: bool = False):
+        if not isinstance(compiled_grammar, PDACompiledGrammar):
+            raise TypeError(f"PDAMatcher needs a PDACompiledGrammar, got {type(compiled_grammar).__name__}")
+        self.compiled_grammar = compiled_grammar
+        info = compiled_grammar.tokenizer_info
+        self._vocab_size = info.vocab_size
+        self._vocab = info.vocab_arrays()
+        if override_stop_tokens is None:
+            stops = list(info.stop_token_ids)
+        else:
+            stops = [override_stop_tokens] if isinstance(override_stop_tokens, int) else list(override_stop_tokens)
+            bad = [t for t in stops if not 0 <= t < self._vocab_size]
+            if bad:
+                raise ValueError(f"override_stop_tokens {bad} are outside the vocabulary [0, {self._vocab_size})")
+        self._stops = np.array(stops, dtype=np.int64)
+        self._is_stop = np.zeros(self._vocab_size, np.bool_)
+        self._is_stop[self._stops] = True
+        self._terminate_without_stop_token = terminate_without_stop_token
+        opts = compiled_grammar.options
+        arrays = compiled_grammar.machines.arrays
+        self._stack = PersistentStack(arrays, opts["max_stacks"])
+        self._cache = compiled_grammar.mask_cache
+        self._prefix_reuse = opts["prefix_reuse"]
+        if self._cache is None:
+            self._trie, self._context = vocabulary_trie(self._vocab), context_arrays(arrays)
+            self._out = np.zeros(len(self._vocab.sorted_ids), np.int8)
+            self._pops = np.zeros(int(np.diff(self._vocab.token_offsets).max(initial=0)) + 2, np.bool_)
+        self._mask = np.zeros(self._vocab_size, np.bool_)
+        self._words = np.zeros((self._vocab_size + 31) // 32, np.int32)
+        self._history: list[int] = []
+        self._stop_accepted = False
+        fsms = compiled_grammar.machines.fsms
+        self._empty = not fsms.productive[fsms.root]  # the grammar has no sentence: nothing is a prefix
+        self.bytes_read = 0  # bytes read by the masks' walks (no cache), for the ablation
+
+    @property
+    def stack(self) -> PersistentStack:
+        """The persistent stack (for the teaching views)."""
+        return self._stack
+
+    def is_completed(self) -> bool:
+        return self._stop_accepted or self._stack.can_end()
+
+    def is_terminated(self) -> bool:
+        if self._terminate_without_stop_token:
+            return self._stack.can_end()
+        return self._stop_accepted
+
+    def reset(self) -> None:
+        self._stack.reset()
+        self._history.clear()
+        self._stop_accepted = False
+
+    def accept_token(self, token_id: int, *, debug_print: bool = False) -> bool:
+        """Accept one token; False (state unchanged) when it is rejected, out of range, special,
+        or the matcher has terminated."""
+        if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
+            raise TypeError(f"token_id must be an integer, got {type(token_id).__name__}")
+        if self._stop_accepted or self._empty or not 0 <= token_id < self._vocab_size:
+            return False
+        if self._is_stop[token_id]:
+            if self._terminate_without_stop_token or not self._stack.can_end():
+                return False
+            self._stop_accepted = True
+            self._history.append(_STOP_STEP)
+            return True
+        v = self._vocab
+        begin, end = v.token_offsets[token_id], v.token_offsets[token_id + 1]
+        if begin == end or v.is_special[token_id] or v.is_stop[token_id]:
+            return False
+        if not self._stack.read(v.token_bytes[begin:end]):
+            return False
+        self._history.append(int(end - begin))
+        return True
+
+    def accept_string(self, input_str: Union[str, bytes], *, debug_print: bool = False) -> bool:
+        """Accept a whole string (one rollback step); all or nothing."""
+        if self._stop_accepted or self._empty:
+            return False
+        data = input_str.encode("utf-8") if isinstance(input_str, str) else bytes(input_str)
+        if not self._stack.read(np.frombuffer(data, dtype=np.uint8)):
+            return False
+        self._history.append(len(data))
+        return True
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        if not isinstance(num_tokens, (int, np.integer)) or num_tokens < 0:
+            raise MatcherError(f"rollback needs a non-negative number of tokens, got {num_tokens!r}")
+        if num_tokens > len(self._history):
+            raise MatcherError(f"cannot roll back {num_tokens} tokens: only {len(self._history)} have been accepted")
+        for _ in range(num_tokens):
+            step = self._history.pop()
+            if step == _STOP_STEP:
+                self._stop_accepted = False
+            elif step:
+                self._stack.rollback(step)
+
+    def _fill_mask(self) -> np.ndarray:
+        if self._stop_accepted:
+            raise MatcherError("the matcher has terminated after accepting a stop token; "
+                               "there is no next-token mask (roll back or reset first)")
+        mask = self._mask
+        if self._cache is not None:
+            self._cache.fill(self._stack, mask)
+        else:
+            self.bytes_read += walk_every_token(self._stack, self._trie, self._context, self._pops, self._out,
+                                                self._prefix_reuse)
+            mask[:] = False
+            mask[self._vocab.sorted_ids[self._out == C.ACCEPTED]] = True
+        mask[self._is_stop] = False
+        if len(self._stops) and self._stack.can_end() and not self._terminate_without_stop_token:
+            mask[self._stops] = True
+        return mask
+
+    def compute_bool_mask(self) -> np.ndarray:
+        """bool[vocab_size]: the allowed tokens now (a fresh array)."""
+        return self._fill_mask().copy()
+
+    def fill_next_token_bitmask(self, bitmask, index: int = 0, *, debug_print: bool = False) -> bool:
+        """Row `index` of an int32 bitmask (bit 1 = allowed); True when some token is masked."""
+        row = bitmask_row_view(bitmask, index, self._vocab_size)
+        mask = self._fill_mask()
+        pack_bool_mask(mask, self._words)
+        n = len(self._words)
+        row[:n] = self._words
+        if len(row) > n:
+            row[n:] = 0
+        return not bool(mask.all())
+
+    @property
+    def num_stacks(self) -> int:
+        return self._stack.num_stacks
+
+
+__all__ = ["PDACompiler", "PDACompiledGrammar", "PDAMatcher"]
