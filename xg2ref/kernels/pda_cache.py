@@ -212,11 +212,34 @@ def entry_walk(pda, st, trie, ctx, state, out, pops, opts):
     return status
 
 
+class FillScratch(NamedTuple):
+    """What a fill (Alg. 1) works in: PartialAcc as bits, and per token how many accept-heavy
+    tops reject it (zero between fills: only listed tokens are touched, and reset).
+
+    acc_words : uint32[ceil(vocab / 32)]   regular_words : uint32[ceil(vocab / 32)]  the regular tokens
+    rej_count : int32[vocab]
+    """
+
+    acc_words: np.ndarray
+    regular_words: np.ndarray
+    rej_count: np.ndarray
+
+
 @njit(cache=True, _nrt=False)
-def _read_uncertain(pda, st, trie, entries, q, p, mask, rej_count, opts):
+def _set(words, tid):
+    words[tid >> 5] |= np.uint32(1) << np.uint32(tid & 31)
+
+
+@njit(cache=True, _nrt=False)
+def _has(words, tid):
+    return (words[tid >> 5] >> np.uint32(tid & 31)) & np.uint32(1) != 0
+
+
+@njit(cache=True, _nrt=False)
+def _read_uncertain(pda, st, trie, entries, q, p, scratch, opts):
     """Read entry q's uncertain tokens from the one configuration (q, p), in byte order with
-    TRIE-SHARE: a token read joins PartialAcc (mask), one not read counts as rejected by q when
-    q is accept-heavy. Returns a status; the history is as it was."""
+    TRIE-SHARE: a token read joins PartialAcc, one not read counts as rejected by q when q is
+    accept-heavy. Returns a status; the history is as it was."""
     before = st.meta[M_RECORDS]
     status = start(pda, st, q, p, False, opts[W_MAX_STACKS])
     if status != OK:
@@ -241,10 +264,10 @@ def _read_uncertain(pda, st, trie, entries, q, p, mask, rej_count, opts):
                 break
             read += 1
         if status == OK:
-            mask[tid] = True
+            _set(scratch.acc_words, tid)
         elif status == DEAD:
             if entries.kind[q] == KIND_REJECTED:
-                rej_count[tid] += 1
+                scratch.rej_count[tid] += 1
         else:
             st.meta[M_RECORDS] = before
             return status
@@ -254,33 +277,61 @@ def _read_uncertain(pda, st, trie, entries, q, p, mask, rej_count, opts):
 
 
 @njit(cache=True, _nrt=False)
-def fill_from_cache(pda, st, trie, entries, mask, rej_count, opts):
-    """Alg. 1 (module docstring) into bool[vocab] `mask` (False on entry) over the scannable
-    tops of the last record; rej_count: int32[vocab] zeros, left zero. Returns a status (on
-    NEED_SPACE / TOO_MANY the caller clears both arrays, grows and fills again)."""
+def _rejected_by(entries, trie, q, scratch, heavy, words, clear):
+    """Over accept-heavy entry q's rejected and uncertain tokens: with `clear`, drop from `words`
+    those every accept-heavy top rejects (count == heavy) and none accepts; reset their counts."""
+    for part in range(2):
+        lo = entries.list_indptr[q] if part == 0 else entries.unc_indptr[q]
+        hi = entries.list_indptr[q + 1] if part == 0 else entries.unc_indptr[q + 1]
+        pos = entries.list_pos if part == 0 else entries.unc_pos
+        for e in range(lo, hi):
+            tid = trie.sorted_ids[pos[e]]
+            if clear and scratch.rej_count[tid] == heavy and not _has(scratch.acc_words, tid):
+                words[tid >> 5] &= ~(np.uint32(1) << np.uint32(tid & 31))
+            scratch.rej_count[tid] = 0
+
+
+@njit(cache=True, _nrt=False)
+def fill_from_cache(pda, st, trie, entries, words, scratch, opts):
+    """Alg. 1 (module docstring) into uint32 `words` (the regular tokens' bits; the caller adds
+    stop tokens) over the scannable tops of the last record. Works in `scratch` and touches only
+    listed tokens besides one pass over the words. Returns a status (on NEED_SPACE / TOO_MANY the
+    caller grows and fills again: the counts are reset first in every case)."""
     k = st.meta[M_RECORDS]
-    accept_heavy = 0
+    for w in range(scratch.acc_words.shape[0]):
+        scratch.acc_words[w] = 0
+    heavy = 0
+    first = -1
+    status = OK
     for i in range(st.hist_tops[k - 1], st.hist_tops[k]):
         q = st.tops_state[i]
         if pda.byte_indptr[q] == pda.byte_indptr[q + 1]:
             continue
         kind = entries.kind[q]
         if kind == KIND_REJECTED:
-            accept_heavy += 1
+            heavy += 1
+            if first < 0:
+                first = q
         for e in range(entries.list_indptr[q], entries.list_indptr[q + 1]):
             tid = trie.sorted_ids[entries.list_pos[e]]
             if kind == KIND_ACCEPTED:
-                mask[tid] = True
+                _set(scratch.acc_words, tid)
             else:
-                rej_count[tid] += 1
+                scratch.rej_count[tid] += 1
         if entries.unc_indptr[q] < entries.unc_indptr[q + 1]:
-            status = _read_uncertain(pda, st, trie, entries, q, st.tops_parent[i], mask, rej_count, opts)
+            status = _read_uncertain(pda, st, trie, entries, q, st.tops_parent[i], scratch, opts)
             if status != OK:
-                return status
-    if accept_heavy > 0:
-        for j in range(trie.sorted_ids.shape[0]):
-            tid = trie.sorted_ids[j]
-            if rej_count[tid] < accept_heavy:
-                mask[tid] = True
-            rej_count[tid] = 0
-    return OK
+                break
+    if heavy == 0 or status != OK:
+        for w in range(words.shape[0]):
+            words[w] = scratch.acc_words[w]
+    else:
+        for w in range(words.shape[0]):
+            words[w] = scratch.regular_words[w]
+        # the intersection of the rejected sets lies inside the first accept-heavy entry's
+        _rejected_by(entries, trie, first, scratch, heavy, words, True)
+    for i in range(st.hist_tops[k - 1], st.hist_tops[k]):  # every count back to zero
+        q = st.tops_state[i]
+        if pda.byte_indptr[q] < pda.byte_indptr[q + 1] and entries.kind[q] == KIND_REJECTED:
+            _rejected_by(entries, trie, q, scratch, heavy, words, False)
+    return status

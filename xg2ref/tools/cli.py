@@ -15,6 +15,7 @@
     xg2ref bench dynamic [--requests N]               static vs dynamic tool sets: reuse, compile time (Table 1, Fig. 6)
     xg2ref bench ablation [--sample N]                Baseline, +JIT, +cross-grammar cache, +repetition compression (Table 4)
     xg2ref bench targets [--requests N]               the default path vs xgrammar: first masks, masks p50-max, cliffs
+    xg2ref bench xg1-ablation [--limit N]             XGrammar's Table 3 on XGrammar-1's pushdown automaton
     xg2ref bench kernels                              bitmask applied to logits: each backend vs xgrammar's, GPU when present
     xg2ref bench maskbench [--sample N]               time to first mask and between masks: xg2ref, xgrammar, llguidance
     xg2ref cases                                      the bundled suite
@@ -400,6 +401,11 @@ def cmd_bench(args) -> int:
 
         return bench_ablation(args.data, vocab=args.vocab, sample=args.sample or 3, subsets=args.subsets,
                               max_tokens=args.tokens, timeout=args.timeout)
+    if args.what == "xg1-ablation":
+        from .bench.xg1_ablation import bench_xg1_ablation
+
+        return bench_xg1_ablation(args.data, vocab=args.vocab, texts=args.limit, slow_texts=args.slow_texts,
+                                  slow_steps=args.slow_steps)
     if args.what == "tagdispatch":
         from .bench.tagdispatch import bench_tagdispatch
 
@@ -531,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
     p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
-                                    "kernels", "maskbench"),
+                                    "kernels", "maskbench", "xg1-ablation"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: the default path's time to first mask and "
@@ -539,7 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "every entry, and the cliffs, as ratios to xgrammar; kernels: the bitmask applied to "
                         "logits by each backend, beside xgrammar's and the bandwidth bound on a GPU; maskbench: "
                         "time to first mask and between masks on a JSONSchemaBench and json-mode-eval sample, "
-                        "beside xgrammar and llguidance")
+                        "beside xgrammar and llguidance; xg1-ablation: XGrammar's Table 3 on XGrammar-1's pushdown "
+                        "automaton, with xg2ref's Earley engine and xgrammar as two more rows")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
                    help="folder holding json_mode_eval/ (default ../shared/data)")
@@ -571,6 +578,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="dynamic: where Figure 6 goes, as PNG (the numbers beside it as .json); maskbench: the "
                         "per-token CDF (default benchmarks/maskbench/cdf.png)")
     p.add_argument("--tokens", type=int, default=40, help="ablation: tokens replayed per schema (default 40)")
+    p.add_argument("--slow-texts", type=int, default=10, metavar="N",
+                   help="xg1-ablation: completions for the two rows without a cache (default 10)")
+    p.add_argument("--slow-steps", type=int, default=64, metavar="N",
+                   help="xg1-ablation: tokens per completion for the rows without a cache (default 64)")
     return parser
 
 

@@ -125,19 +125,19 @@ class PDATokenMaskCache:
         self.entries = C.EntryArrays(kind, _indptr(lists), _concat(lists), _indptr(uncertain), _concat(uncertain))
         s.stored_bytes = int(sum(a.nbytes for a in self.entries))
         s.bitset_bytes = s.entries * ((vocab.token_offsets.shape[0] - 1 + 31) // 32) * 4
-        self.rej_count = np.zeros(len(vocab.token_offsets) - 1, np.int32)
+        vocab_size = len(vocab.token_offsets) - 1
+        regular = np.zeros(vocab_size, np.bool_)
+        regular[vocab.sorted_ids] = True
+        num_words = (vocab_size + 31) // 32
+        regular_words = np.packbits(np.concatenate([regular, np.zeros(32 * num_words - vocab_size, np.bool_)]),
+                                    bitorder="little").view(np.uint32)
+        self.scratch = C.FillScratch(np.zeros(num_words, np.uint32), regular_words, np.zeros(vocab_size, np.int32))
         s.seconds = time.perf_counter() - start
 
-    def fill(self, stack: PersistentStack, mask: np.ndarray) -> None:
-        """Alg. 1 into bool `mask` (the regular tokens; the caller adds stop tokens)."""
+    def fill(self, stack: PersistentStack, words: np.ndarray) -> None:
+        """Alg. 1 into uint32 `words` (the regular tokens; the caller adds stop tokens)."""
         opts = walk_options(stack.max_stacks, self.prefix_reuse, False)
-
-        def call(st):
-            mask[:] = False
-            self.rej_count[:] = 0
-            return C.fill_from_cache(self.pda, st, self.trie, self.entries, mask, self.rej_count, opts)
-
-        stack.run(call)
+        stack.run(lambda st: C.fill_from_cache(self.pda, st, self.trie, self.entries, words, self.scratch, opts))
 
     @property
     def memory_size_bytes(self) -> int:

@@ -28,7 +28,8 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from ...bitmask import bitmask_row_view, pack_bool_mask
+from ...bitmask import bitmask_row_view, pack_bool_mask, unpack_bitmask
+from ...kernels.mask_fill import all_allowed
 from ...exceptions import MatcherError
 from ...grammar.grammar import Grammar
 from ...kernels import pda_cache as C
@@ -126,6 +127,8 @@ class PDAMatcher:
             if bad:
                 raise ValueError(f"override_stop_tokens {bad} are outside the vocabulary [0, {self._vocab_size})")
         self._stops = np.array(stops, dtype=np.int64)
+        self._stop_word = self._stops >> 5
+        self._stop_bit = (np.uint32(1) << (self._stops & 31).astype(np.uint32)).astype(np.uint32)
         self._is_stop = np.zeros(self._vocab_size, np.bool_)
         self._is_stop[self._stops] = True
         self._terminate_without_stop_token = terminate_without_stop_token
@@ -208,37 +211,40 @@ class PDAMatcher:
             elif step:
                 self._stack.rollback(step)
 
-    def _fill_mask(self) -> np.ndarray:
+    def _fill_words(self) -> np.ndarray:
+        """The allowed tokens now, as int32 bitmask words (`self._words`)."""
         if self._stop_accepted:
             raise MatcherError("the matcher has terminated after accepting a stop token; "
                                "there is no next-token mask (roll back or reset first)")
-        mask = self._mask
+        bits = self._words.view(np.uint32)
         if self._cache is not None:
-            self._cache.fill(self._stack, mask)
+            self._cache.fill(self._stack, bits)
         else:
             self.bytes_read += walk_every_token(self._stack, self._trie, self._context, self._pops, self._out,
                                                 self._prefix_reuse)
+            mask = self._mask
             mask[:] = False
             mask[self._vocab.sorted_ids[self._out == C.ACCEPTED]] = True
-        mask[self._is_stop] = False
-        if len(self._stops) and self._stack.can_end() and not self._terminate_without_stop_token:
-            mask[self._stops] = True
-        return mask
+            pack_bool_mask(mask, self._words)
+        if len(self._stops):
+            np.bitwise_and.at(bits, self._stop_word, ~self._stop_bit)
+            if self._stack.can_end() and not self._terminate_without_stop_token:
+                np.bitwise_or.at(bits, self._stop_word, self._stop_bit)
+        return self._words
 
     def compute_bool_mask(self) -> np.ndarray:
         """bool[vocab_size]: the allowed tokens now (a fresh array)."""
-        return self._fill_mask().copy()
+        return unpack_bitmask(self._fill_words(), self._vocab_size)
 
     def fill_next_token_bitmask(self, bitmask, index: int = 0, *, debug_print: bool = False) -> bool:
         """Row `index` of an int32 bitmask (bit 1 = allowed); True when some token is masked."""
         row = bitmask_row_view(bitmask, index, self._vocab_size)
-        mask = self._fill_mask()
-        pack_bool_mask(mask, self._words)
-        n = len(self._words)
-        row[:n] = self._words
+        words = self._fill_words()
+        n = len(words)
+        row[:n] = words
         if len(row) > n:
             row[n:] = 0
-        return not bool(mask.all())
+        return not bool(all_allowed(words, self._vocab_size))
 
     @property
     def num_stacks(self) -> int:
