@@ -405,7 +405,7 @@ def cmd_bench(args) -> int:
         from .bench.xg1_ablation import bench_xg1_ablation
 
         return bench_xg1_ablation(args.data, vocab=args.vocab, texts=args.limit, slow_texts=args.slow_texts,
-                                  slow_steps=args.slow_steps)
+                                  slow_steps=args.slow_steps, grammar=(args.cases or ["json"])[0])
     if args.what == "tagdispatch":
         from .bench.tagdispatch import bench_tagdispatch
 

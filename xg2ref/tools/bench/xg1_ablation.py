@@ -73,15 +73,16 @@ class _Engine:
     """One row's compiled grammar and a matcher factory, with `mask(matcher, out)` and the
     bool mask of the last fill."""
 
-    def __init__(self, kind: str, info: TokenizerInfo, options: Optional[dict] = None, xgr=None, xinfo=None):
+    def __init__(self, kind: str, info: TokenizerInfo, grammar: str, options: Optional[dict] = None, xgr=None,
+                 xinfo=None):
         self.kind, self.n = kind, info.vocab_size
         start = time.perf_counter()
         if kind == "pda":
-            self.compiled = PDACompiler(info, **options).compile_builtin_json_grammar()
+            self.compiled = PDACompiler(info, **options).compile_grammar(grammar)
         elif kind == "earley":
-            self.compiled = GrammarCompiler(info).compile_builtin_json_grammar()
+            self.compiled = GrammarCompiler(info).compile_grammar(grammar)
         else:
-            self.compiled = xgr.GrammarCompiler(xinfo, max_threads=1, cache_enabled=False).compile_builtin_json_grammar()
+            self.compiled = xgr.GrammarCompiler(xinfo, max_threads=1, cache_enabled=False).compile_grammar(grammar)
         self.compile_ms = (time.perf_counter() - start) * 1e3
         self.xgr = xgr
         self.bitmask = (xgr.allocate_token_bitmask(1, self.n) if kind == "xgrammar"
@@ -148,31 +149,36 @@ def timed(engine: _Engine, streams: list) -> list:
 
 
 def bench_xg1_ablation(data_dir: str = DEFAULT_DATA, vocab: str = "llama3", texts: Optional[int] = None,
-                       slow_texts: int = 10, slow_steps: int = 64, out_dir: Optional[str] = DEFAULT_OUT,
-                       out=print) -> int:
-    """Run the ablation; print its table (and write JSON and a PNG to `out_dir`). Returns 1 when
-    some row's masks differ from the Earley engine's."""
+                       slow_texts: int = 10, slow_steps: int = 64, grammar: str = "json",
+                       out_dir: Optional[str] = DEFAULT_OUT, out=print) -> int:
+    """Run the ablation on `grammar` (a bundled case whose sentences the completions are: "json",
+    the builtin grammar, or "llama_json", llama.cpp's, closer to XGrammar-1's own); print its table
+    (and write JSON and a PNG to `out_dir`). Returns 1 when some row's masks differ from the
+    Earley engine's."""
+    from ...suite import load_cases
+
     from ..diff.checks import quicktok_encoder
     from ...oracle.engines import import_xgrammar
     from .mask import _xgrammar_info
 
     xgr = import_xgrammar()
+    text = load_cases([grammar])[0].text
     info = TokenizerInfo.from_quicktok(vocab)
     xinfo = _xgrammar_info(xgr, info)
     encode = quicktok_encoder(vocab)
     all_texts = json_mode_eval_texts(data_dir, texts)
     fast = _streams(all_texts, encode, None)
     slow = _streams(all_texts[:slow_texts], encode, slow_steps)
-    out(f"builtin JSON grammar, {vocab} ({info.vocab_size:,} ids), {len(fast)} json-mode-eval completions "
+    out(f"grammar {grammar}, {vocab} ({info.vocab_size:,} ids), {len(fast)} json-mode-eval completions "
         f"({sum(map(len, fast)) + len(fast):,} masks); rows without a cache: {len(slow)} completions, at most "
         f"{slow_steps} tokens ({sum(map(len, slow)) + len(slow):,} masks)")
     start = time.perf_counter()
-    earley = _Engine("earley", info)
+    earley = _Engine("earley", info, text)
     out(f"warm-up and the Earley engine's reference masks... ({time.perf_counter() - start:.1f} s)")
     ref_fast, ref_slow = reference_masks(earley, fast), reference_masks(earley, slow)
     rows, engines = [], []
     for name, options, paper in ROWS + tuple((n, o, None) for n, o in EXTRA):
-        engine = _Engine("pda", info, options)
+        engine = _Engine("pda", info, text, options)
         row = AblationRow(name, paper, slow=not options["mask_cache"], compile_ms=engine.compile_ms)
         if engine.compiled.mask_cache is not None:
             row.stats = asdict(engine.compiled.mask_cache.stats)
@@ -180,7 +186,7 @@ def bench_xg1_ablation(data_dir: str = DEFAULT_DATA, vocab: str = "llama3", text
         engines.append(engine)
     rows.append(AblationRow("xg2ref Earley (defaults)", compile_ms=earley.compile_ms))
     engines.append(earley)
-    x = _Engine("xgrammar", info, xgr=xgr, xinfo=xinfo)
+    x = _Engine("xgrammar", info, text, xgr=xgr, xinfo=xinfo)
     rows.append(AblationRow("xgrammar 0.2.8", compile_ms=x.compile_ms))
     engines.append(x)
     problems = []
