@@ -24,7 +24,9 @@ from xg2ref.oracle.recognizer import Recognizer
 from xg2ref.oracle.strategies import byte_strings, grammars, sentences, vocabularies
 from xg2ref.suite import SUITE_DIR, ebnf_case_names, load_cases
 
-SETTINGS = settings(max_examples=120, deadline=None,
+from hypothesis_budget import examples
+
+SETTINGS = settings(max_examples=examples(120), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 # Random grammars are often ambiguous enough that the stacks grow exponentially (XGrammar-2 §3.4):
 # past this many at one position the example is dropped (test_a_stack_blow_up_stops_at_max_stacks
@@ -292,3 +294,25 @@ def test_diff_against_pda_runs_the_suite_through_both_executors():
     assert report.exit_status() == 0, report.format()
     text = report.format()
     assert "pda cannot compile it" in text and "left-recursive" in text
+
+
+def test_the_views_read_the_stacks_and_draw_the_tree():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from xg2ref.views.parsing import draw_stack_tree, pda_stacks, stack_history
+
+    grammar = 'root ::= "[" value "]"\nvalue ::= "\\"" [a-z]* "\\"" | "[" value "]" | "[" value "," value "]"'
+    history = stack_history(grammar, '[["a', stage="nfa")
+    assert [r["read"] for r in history] == [b"", b"[", b"[[", b'[["', b'[["a']
+    # inside the inner string: every stack is value's state over one of value's two return
+    # states (after "[" value, two alternatives) over root's: the frames are shared, none made
+    last = history[-1]
+    assert last["made"] == [] and len(last["shared"]) == 3
+    assert {tuple(s.split(":")[0] for s in c["stack"]) for c in last["configurations"]} == {("value", "root")}
+    assert len({c["stack"][0] for c in last["configurations"]}) == 2
+    matcher = PDAMatcher(PDACompiler(xgr.TokenizerInfo([b"a"]), stage="nfa", mask_cache=False).compile_grammar(grammar))
+    assert matcher.accept_string('[["a')
+    assert pda_stacks(matcher) == last["configurations"]
+    ax = draw_stack_tree(matcher)
+    assert "stacks sharing 3 frames" in ax.get_title()

@@ -10,6 +10,8 @@ Each function looks inside one mechanism and returns lists, dicts, strings or nu
     the adaptive token-mask cache (Table 6, right half;   mask_cache_entries, entry_forms, entry_tokens,
       XGrammar §3.1, Figures 4 and 5, Algorithm 1)        mask_from_cache, every_token_mask
     context expansion and lookahead (XGrammar §3.2)       context_expansion, lookahead_assertions
+    XGrammar-1's persistent stack (XGrammar §3.3,         pda_stacks, stack_history, draw_stack_tree
+      Figure 3; xg2ref/baselines/pda/)
     TagDispatch (XGrammar-2 §3.2, Figure 3, Table 2)      aho_corasick, draw_aho_corasick,
                                                           plain_tag_dispatch, tag_dispatch_sizes,
                                                           tag_dispatch_table, random_tags
@@ -29,12 +31,14 @@ rules.
     grammar_fsm.py    the IR, its normalization, the per-rule FSMs and their stages, drawn
     chart_cache.py    the Earley chart, the token-mask cache's entries, context expansion
     tag_dispatch.py   the Aho-Corasick automaton of TagDispatch, Table 2; a text table printer
+    pda.py            the pushdown automaton's stacks and their shared tree of frames
 """
 
 from .chart_cache import (chart_sets, context_expansion, earley_trace, entry_forms, entry_tokens, every_token_mask,
                           lookahead_assertions, mask_cache_entries, mask_from_cache)
 from .grammar_fsm import (draw_fsm, fsm_stages, fsm_text, ir_outline, normalization_steps, rule_fsms, stage_accepts,
                           utf8_pieces)
+from .pda import draw_stack_tree, pda_stacks, stack_history
 from .tag_dispatch import (aho_corasick, draw_aho_corasick, format_table, plain_tag_dispatch, random_tags,
                            tag_dispatch_sizes, tag_dispatch_table)
 
