@@ -9,9 +9,10 @@ The kernels are xg2ref/kernels/pda.py (the moves, the stack) and xg2ref/kernels/
 vocabulary walks, the entries, Alg. 1). specs/08-pda-baseline.md derives them.
 """
 
+from ...exceptions import GrammarLimitError
 from .machines import STAGES, UnsupportedByBaseline, build_machines, merge_nodes, prepare_ir
 from .matcher import PDACompiledGrammar, PDACompiler, PDAMatcher
 from .stack import Frame, PersistentStack
 
-__all__ = ["STAGES", "UnsupportedByBaseline", "build_machines", "merge_nodes", "prepare_ir", "PDACompiler",
+__all__ = ["GrammarLimitError", "STAGES", "UnsupportedByBaseline", "build_machines", "merge_nodes", "prepare_ir", "PDACompiler",
            "PDACompiledGrammar", "PDAMatcher", "Frame", "PersistentStack"]
