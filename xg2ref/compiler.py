@@ -88,18 +88,20 @@ class CompiledGrammar:
 def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: bool = False,
                        eager_entries: Optional[int] = 0, pool: Optional[CrossGrammarCache] = None,
                        repetition_threshold: Optional[int] = REPETITION_THRESHOLD,
-                       max_bytes: int = -1) -> CompiledGrammar:
+                       max_bytes: int = -1, share_entries: bool = True) -> CompiledGrammar:
     """Normalize, build the FSMs, flatten: no grammar-level caching. With `jit`, mask-cache
     entries are built when a mask first needs them, except the `eager_entries` estimated to
     cost most (XGrammar-2 §3.5; None: as many as the cost model chooses, mask/jit.py auto_eager);
     with `pool`, entries go through the cross-grammar cache (§3.3);
     repetitions of more than `repetition_threshold` copies are counted, not unrolled (§3.6;
     None: every repetition is unrolled); past `max_bytes` of FSM arrays and entries (negative: no
-    limit), GrammarLimitError."""
+    limit), GrammarLimitError; without `share_entries`, one entry per scannable state (no state
+    classes: XGrammar's cache, for the parser-only comparisons of the benches)."""
     start = time.perf_counter()
     a = analyse(grammar.ir, shapes=pool.shapes if pool is not None else None,
                 repetition_threshold=repetition_threshold, hashed=pool is not None)
-    return _assemble(grammar, tokenizer_info, a.analysed(), jit, eager_entries, pool, max_bytes, start)
+    return _assemble(grammar, tokenizer_info, a.analysed(), jit, eager_entries, pool, max_bytes, start,
+                     share_entries)
 
 
 def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, parts: PartCache, *, jit: bool = False,
@@ -125,7 +127,7 @@ def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, part
 
 def _assemble(grammar: Grammar, tokenizer_info: TokenizerInfo, analysed: AnalysedGrammar, jit: bool,
               eager_entries: Optional[int], pool: Optional[CrossGrammarCache], max_bytes: int = -1,
-              start: Optional[float] = None) -> CompiledGrammar:
+              start: Optional[float] = None, share_entries: bool = True) -> CompiledGrammar:
     """The mask cache over the analysed machines, and the compiled grammar holding both
     (`start`: when compiling began, for the cost model's budget)."""
     fsms, arrays, hashes, lookahead = analysed.fsms, analysed.arrays, analysed.hashes, analysed.lookahead
@@ -143,7 +145,7 @@ def _assemble(grammar: Grammar, tokenizer_info: TokenizerInfo, analysed: Analyse
         pool.note_rules(hashes)
         view = pool.view(fsms, hashes, lookahead, len(tokenizer_info.vocab_arrays().sorted_ids))
     facts = GrammarFacts(lookahead, analysed.follow, analysed.first, analysed.state_classes)
-    plan = BuildPlan(jit, eager_entries, max_bytes=max_bytes - fsm_bytes if max_bytes >= 0 else -1,
+    plan = BuildPlan(jit, eager_entries, share_entries, max_bytes=max_bytes - fsm_bytes if max_bytes >= 0 else -1,
                      compile_seconds=time.perf_counter() - start if start is not None else 0.0)
     cache = AdaptiveTokenMaskCache(arrays, tokenizer_info.vocab_arrays(), tokenizer_info.vocab_size, facts, plan,
                                    pool=view)

@@ -16,6 +16,7 @@
     xg2ref bench ablation [--sample N]                Baseline, +JIT, +cross-grammar cache, +repetition compression (Table 4)
     xg2ref bench targets [--requests N]               the default path vs xgrammar: first masks, masks p50-max, cliffs
     xg2ref bench xg1-ablation [--limit N]             XGrammar's Table 3 on XGrammar-1's pushdown automaton
+    xg2ref bench earley-vs-pda [--sample N]           Earley against the pushdown automaton on JSONSchemaBench (Fig. 10)
     xg2ref bench kernels                              bitmask applied to logits: each backend vs xgrammar's, GPU when present
     xg2ref bench maskbench [--sample N]               time to first mask and between masks: xg2ref, xgrammar, llguidance
     xg2ref cases                                      the bundled suite
@@ -401,6 +402,11 @@ def cmd_bench(args) -> int:
 
         return bench_ablation(args.data, vocab=args.vocab, sample=args.sample or 3, subsets=args.subsets,
                               max_tokens=args.tokens, timeout=args.timeout)
+    if args.what == "earley-vs-pda":
+        from .bench.earley_vs_pda import bench_earley_vs_pda
+
+        return bench_earley_vs_pda(args.data, sample=args.sample or 20, subsets=args.subsets, vocab=args.vocab,
+                                   timeout=args.timeout, results=args.results)
     if args.what == "xg1-ablation":
         from .bench.xg1_ablation import bench_xg1_ablation
 
@@ -537,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
     p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
-                                    "kernels", "maskbench", "xg1-ablation"),
+                                    "kernels", "maskbench", "xg1-ablation", "earley-vs-pda"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: the default path's time to first mask and "
@@ -546,7 +552,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "logits by each backend, beside xgrammar's and the bandwidth bound on a GPU; maskbench: "
                         "time to first mask and between masks on a JSONSchemaBench and json-mode-eval sample, "
                         "beside xgrammar and llguidance; xg1-ablation: XGrammar's Table 3 on XGrammar-1's pushdown "
-                        "automaton, with xg2ref's Earley engine and xgrammar as two more rows")
+                        "automaton, with xg2ref's Earley engine and xgrammar as two more rows; earley-vs-pda: XGrammar-2 "
+                        "Fig. 10, compile time and time per mask of the Earley engine against the pushdown "
+                        "automaton on JSONSchemaBench")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
                    help="folder holding json_mode_eval/ (default ../shared/data)")
