@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install clean notebooks
+.PHONY: run test install clean notebooks peers
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,17 @@ test: $(STAMP)
 		tests/test_entry_build.py tests/test_slices.py tests/test_background.py tests/test_context_expansion.py \
 		tests/test_pda.py; \
 		status=$$?; rm -rf $$cache; exit $$status
+
+# XGrammar-1 itself (xgrammar 0.1.19, a pushdown automaton) in a side environment of its own, for the
+# optional column of `xg2ref bench xg1-ablation` and `earley-vs-pda` (xg2ref/tools/bench/xg1_peer.py);
+# never built in CI. Its package name is xgrammar's, so it cannot live beside 0.2.8.
+PEERS := benchmarks/peers/.venv-xg1
+peers: $(PEERS)/.installed
+$(PEERS)/.installed:
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/pip install -q --no-deps 'xgrammar==0.1.19'
+	$(PEERS)/bin/pip install -q 'torch==2.13.0' pydantic numpy sentencepiece tiktoken 'transformers>=4.38.0' ninja
+	touch $@
 
 # Execute each notebook's jupytext source into the .ipynb beside it (NB=notebooks/03_*.py for one).
 NB ?= notebooks/[0-9]*.py
