@@ -1,4 +1,5 @@
-"""Engine adapters: one small interface over xg2ref, xgrammar 0.2.8 and the brute-force oracle.
+"""Engine adapters: one small interface over xg2ref, xgrammar 0.2.8, the brute-force oracle and
+XGrammar-1's pushdown automaton (`PDAEngine`, xg2ref/baselines/pda/).
 
 The differential runner (`xg2ref/tools/diff/runner.py`) compares engines question by question, so each
 engine is wrapped to answer the same questions in the same words:

@@ -522,7 +522,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=".ebnf/.gbnf/.lark/.regex/.json files (schemas, structural tags); none: the bundled suite")
     p.add_argument("--kind", default="auto", help="auto (default), ebnf, lark, regex, json_schema, structural_tag")
     p.add_argument("--against", default="xgrammar",
-                   help="engines compared, comma-separated: xgrammar (default), llguidance, outlines; or none")
+                   help="engines compared, comma-separated: xgrammar (default), llguidance, outlines, pda "
+                        "(XGrammar-1's pushdown automaton; alone on the bundled suite); or none")
     add_front_end_arguments(p)
     p.add_argument("--cases", nargs="+", metavar="NAME", help="suite cases (default: all)")
     p.add_argument("--vocab", default="llama3", help="quicktok name or tokenizer.json (default llama3)")
