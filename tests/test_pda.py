@@ -107,6 +107,21 @@ def test_masks_match_earley_and_the_oracle_along_walks(ir, vocab_spec, config, s
 
 
 @SETTINGS
+@given(grammars(lookaheads=True), vocabularies(b"abc", 12), st.sampled_from(["nfa", "merged", "dfa"]),
+       st.booleans(), st.integers(0, 2**16))
+@dropped_on_blow_up
+def test_lookahead_filters_keep_the_masks_exact(ir, vocab_spec, stage, context, seed):
+    """Lookahead assertions (which never change a language) prune the entries' uncertain tokens
+    with the switch on; the masks stay the Earley engine's."""
+    vocab, stop_ids, _ = vocab_spec
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=list(stop_ids))
+    grammar = Grammar.from_ir(ir)
+    pda = PDAMatcher(pda_or_skip(info, grammar, stage=stage, lookahead=True, context_expansion=context))
+    earley = xgr.GrammarMatcher(compile_ir_grammar(grammar, info))
+    walk_and_compare(pda, earley, random.Random(seed), 12)
+
+
+@SETTINGS
 @given(grammars(), byte_strings(b"abc", 6), st.sampled_from(["nfa", "merged", "dfa"]))
 @dropped_on_blow_up
 def test_prefix_verdicts_match_the_oracle(ir, data, stage):
@@ -253,6 +268,9 @@ def test_the_cache_counts_what_xgrammar_reports():
     without = PDACompiler(info, stage="dfa", context_expansion=False).compile_builtin_json_grammar()
     assert without.mask_cache.stats.uncertain >= s.uncertain
     assert without.mask_cache.stats.entries == s.entries
+    # the builtin grammar's assertions (e.g. a string item is followed by [ \n\r\t]* [,\]]) prune more
+    filtered = PDACompiler(info, stage="dfa", lookahead=True).compile_builtin_json_grammar()
+    assert filtered.mask_cache.stats.uncertain < s.uncertain
 
 
 def test_bad_arguments_are_clear_errors():

@@ -15,6 +15,9 @@ need the real stack (kernels/pda.py marks the record). For a token t of n bytes:
     pops and t[d:] passes CONTEXT(rule of s)                     |-  t uncertain
     otherwise                                                    |-  t rejected
 
+With the lookahead switch (XGrammar §3.2, as xgrammar 0.1 used it), a pop at d also needs t[d:]
+to agree with the rule's lookahead filter (xg2ref/lookahead.py: verified or inferred assertions).
+
 A pop before any byte is left out: the configuration it returns to is a top of its own, with its
 own entry. CONTEXT (Alg. 2, §3.2): the expanded-suffix automaton of rule R is the union, over
 every edge u -R-> v of every rule, of what v reaches by bytes and ε edges, a state that is final
@@ -36,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from .pda import DEAD, M_RECORDS, OK, OPEN_FRAME, read_byte, start
+from .pure_walk import filter_walk
 from .trie_walk import NO_FAIL, common_prefix, next_after_rejected, shared_with_previous, under_rejected_prefix
 
 REJECTED, ACCEPTED, UNCERTAIN = 0, 1, 2
@@ -53,6 +57,8 @@ class ContextArrays(NamedTuple):
     ctx_stop : bool_[S]       final in the automaton: final in its rule, or calls a rule
     cur, nxt : int32[S]       scratch: the walk's state sets
     mark : int64[S], meta : int64[1]   scratch: epoch stamps (a state is in the set being built)
+    la_start, la_next, la_final   the rules' lookahead filters (xg2ref/lookahead.py `LookaheadArrays`;
+                              la_start[r] = -1: rule r has none, as when the switch is off)
     """
 
     ctx_indptr: np.ndarray
@@ -62,6 +68,9 @@ class ContextArrays(NamedTuple):
     nxt: np.ndarray
     mark: np.ndarray
     meta: np.ndarray
+    la_start: np.ndarray
+    la_next: np.ndarray
+    la_final: np.ndarray
 
 
 class EntryArrays(NamedTuple):
@@ -134,14 +143,21 @@ def context_passes(pda, ctx, rule, data, lo, hi):
 
 @njit(cache=True, _nrt=False)
 def _uncertain(pda, st, ctx, pops, base, token_bytes, begin, length, upto, opts):
-    """UNCERTAIN: a record after d bytes, 1 <= d <= upto, popped (st.rec_pop), and with context
-    expansion on, the rest t[d:] passes CONTEXT (the token is token_bytes[begin:begin+length];
+    """UNCERTAIN: a record after d bytes, 1 <= d <= upto, popped (st.rec_pop), the rest t[d:]
+    agrees with the rule's lookahead filter (when it has one) and, with context expansion on,
+    passes CONTEXT (the token is token_bytes[begin:begin+length];
     record base - 1 + d is the one after d bytes; pops[d]: some record up to d popped)."""
     if not pops[upto]:
         return False
+    rule = opts[W_RULE]
     for d in range(1, upto + 1):
         if st.rec_pop[base - 1 + d]:
-            if opts[W_CONTEXT] == 0 or context_passes(pda, ctx, opts[W_RULE], token_bytes, begin + d, begin + length):
+            if ctx.la_start[rule] >= 0:  # LOOKAHEAD: the rest must agree with the rule's assertion
+                agrees, _ = filter_walk(ctx.la_next, ctx.la_final, ctx.la_start[rule], token_bytes, begin + d,
+                                        begin + length)
+                if not agrees:
+                    continue
+            if opts[W_CONTEXT] == 0 or context_passes(pda, ctx, rule, token_bytes, begin + d, begin + length):
                 return True
     return False
 

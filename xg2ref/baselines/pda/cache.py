@@ -23,6 +23,7 @@ import numpy as np
 
 from ...kernels import pda_cache as C
 from ...kernels.trie_walk import TrieArrays, trie_subtree_end
+from ...lookahead import LookaheadArrays, no_lookahead
 from ...tokenizer_info import VocabArrays
 from .machines import PDAArrays
 from .stack import PersistentStack
@@ -53,17 +54,19 @@ def vocabulary_trie(vocab: VocabArrays) -> TrieArrays:
     return TrieArrays(vocab.token_bytes, vocab.token_offsets, vocab.sorted_ids, vocab.sorted_lcp, sub)
 
 
-def context_arrays(pda: PDAArrays) -> C.ContextArrays:
+def context_arrays(pda: PDAArrays, lookahead: Optional[LookaheadArrays] = None) -> C.ContextArrays:
     """Alg. 2's expanded-suffix automata: rule R starts at every v of an edge u -R-> v; a
-    state is final there when it is final in its rule or calls a rule."""
+    state is final there when it is final in its rule or calls a rule. With `lookahead`, the
+    rules' filters ride along (else none)."""
     num_rules, num_states = len(pda.rule_start), len(pda.state_rule)
     order = np.argsort(pda.ref_rule, kind="stable")
     counts = np.bincount(pda.ref_rule, minlength=num_rules) if len(pda.ref_rule) else np.zeros(num_rules, np.int64)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     calls = np.diff(pda.ref_indptr) > 0
+    la = lookahead if lookahead is not None else no_lookahead(num_rules)
     return C.ContextArrays(indptr, np.ascontiguousarray(pda.ref_dst[order]), pda.is_final | calls,
                            np.zeros(num_states, np.int32), np.zeros(num_states, np.int32),
-                           np.zeros(num_states, np.int64), np.zeros(1, np.int64))
+                           np.zeros(num_states, np.int64), np.zeros(1, np.int64), la.la_start, la.la_next, la.la_final)
 
 
 def walk_options(max_stacks: int, prefix_reuse: bool, context_expansion: bool, rule: int = 0) -> np.ndarray:
@@ -77,12 +80,12 @@ class PDATokenMaskCache:
     """The entries of every scannable state (module docstring) and the fill of Alg. 1."""
 
     def __init__(self, pda: PDAArrays, vocab: VocabArrays, *, context_expansion: bool = True,
-                 prefix_reuse: bool = True, max_stacks: int = 100_000,
+                 prefix_reuse: bool = True, max_stacks: int = 100_000, lookahead: Optional[LookaheadArrays] = None,
                  progress: Optional[Callable[[int, int], None]] = None):
         start = time.perf_counter()
         self.pda = pda
         self.trie = vocabulary_trie(vocab)
-        self.context = context_arrays(pda)
+        self.context = context_arrays(pda, lookahead)
         self.prefix_reuse = prefix_reuse
         self.stats = PDACacheStats()
         m = len(vocab.sorted_ids)

@@ -15,6 +15,7 @@ The switches, one per row of XGrammar's Table 3:
     mask_cache         the adaptive token mask cache (§3.1); off, every token is read per mask
     inline             "none", "xg1" (rules that reference no rule), "xg2ref" (the default pass)
     context_expansion  Alg. 2 prunes uncertain tokens at build time (§3.2)
+    lookahead          the rules' lookahead assertions prune them too (§3.2, as xgrammar 0.1 did)
     prefix_reuse       the byte-sorted walk shares the records of common prefixes (§3.3)
 
 Stop tokens are allowed when the input so far is a sentence; special tokens never. Rollback is
@@ -34,6 +35,8 @@ from ...exceptions import MatcherError
 from ...grammar.grammar import Grammar
 from ...kernels import pda_cache as C
 from ...tokenizer_info import TokenizerInfo
+from ...fsm.build import build_grammar_fsms
+from ...lookahead import LookaheadArrays, first_bytes, lookahead_arrays
 from .cache import PDATokenMaskCache, context_arrays, vocabulary_trie, walk_every_token
 from .machines import INLINE_MODES, STAGES, PDAMachines, build_machines, prepare_ir
 from .stack import DEFAULT_MAX_STACKS, PersistentStack
@@ -70,13 +73,13 @@ class PDACompiler:
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, stage: str = "dfa", mask_cache: bool = True,
                  inline: str = "xg1", context_expansion: bool = True, prefix_reuse: bool = True,
-                 max_stacks: int = DEFAULT_MAX_STACKS, progress=None):
+                 lookahead: bool = False, max_stacks: int = DEFAULT_MAX_STACKS, progress=None):
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"PDACompiler needs a TokenizerInfo, got {type(tokenizer_info).__name__}")
         self.tokenizer_info = tokenizer_info
         self.options = dict(stage=stage, mask_cache=bool(mask_cache), inline=inline,
                             context_expansion=bool(context_expansion), prefix_reuse=bool(prefix_reuse),
-                            max_stacks=int(max_stacks))
+                            lookahead=bool(lookahead), max_stacks=int(max_stacks))
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
         if inline not in INLINE_MODES:
@@ -88,12 +91,14 @@ class PDACompiler:
             grammar = Grammar.from_ebnf(grammar, root_rule_name=root_rule_name)
         start = time.perf_counter()
         o = self.options
-        machines = build_machines(prepare_ir(grammar.ir, o["inline"]), o["stage"])
+        ir = prepare_ir(grammar.ir, o["inline"])
+        machines = build_machines(ir, o["stage"])
         cache = None
         if o["mask_cache"]:
             cache = PDATokenMaskCache(machines.arrays, self.tokenizer_info.vocab_arrays(),
                                       context_expansion=o["context_expansion"], prefix_reuse=o["prefix_reuse"],
-                                      max_stacks=o["max_stacks"], progress=self.progress)
+                                      max_stacks=o["max_stacks"], lookahead=lookahead_filters(ir) if o["lookahead"]
+                                      else None, progress=self.progress)
         return PDACompiledGrammar(grammar, self.tokenizer_info, machines, cache, dict(o),
                                   time.perf_counter() - start)
 
@@ -105,6 +110,14 @@ class PDACompiler:
 
     def compile_regex(self, regex: str) -> PDACompiledGrammar:
         return self.compile_grammar(Grammar.from_regex(regex))
+
+
+def lookahead_filters(ir) -> LookaheadArrays:
+    """The rules' lookahead filters (xg2ref/lookahead.py), computed on the Earley engine's
+    machines of the same normalized grammar: a filter is about the bytes after a rule, the same
+    at every stage, and the rules are numbered alike."""
+    fsms = build_grammar_fsms(ir)
+    return lookahead_arrays(ir, fsms, first_bytes(fsms))[0]
 
 
 class PDAMatcher:
