@@ -163,6 +163,26 @@ def _uncertain(pda, st, ctx, pops, base, token_bytes, begin, length, upto, opts)
 
 
 @njit(cache=True, _nrt=False)
+def _read_on(pda, st, trie, base, begin, length, lcp, pops, max_stacks):
+    """TRIE-SHARE, then read: keep the records of the (at most) `lcp` bytes a token shares with
+    the one read before it from record base - 1, and read its other bytes. Returns (status,
+    bytes read, bytes kept); with `pops` (length > 0), pops[d] = some record up to d popped."""
+    depth = st.meta[M_RECORDS] - base
+    keep = lcp if lcp < depth else depth
+    st.meta[M_RECORDS] = base + keep
+    read = keep
+    status = OK
+    while read < length:
+        status = read_byte(pda, st, trie.token_bytes[begin + read], max_stacks)
+        if status != OK:
+            break
+        read += 1
+        if pops.shape[0] > 0:
+            pops[read] = pops[read - 1] or st.rec_pop[base - 1 + read]
+    return status, read, keep
+
+
+@njit(cache=True, _nrt=False)
 def walk_tokens(pda, st, trie, ctx, lo, hi, out, pops, opts):
     """out[j] for sorted tokens lo <= j < hi, read from the last record: ACCEPTED, UNCERTAIN (only
     when the walk starts at an entry's (s, OPEN_FRAME), module docstring) or REJECTED (out is
@@ -183,17 +203,7 @@ def walk_tokens(pda, st, trie, ctx, lo, hi, out, pops, opts):
         if under_rejected_prefix(lcp, fail_len) and not pops[fail_len - 1]:
             j += 1  # TRIE-SKIP (no pop on the way: its whole rest is rejected too)
             continue
-        depth = st.meta[M_RECORDS] - base
-        keep = lcp if lcp < depth else depth
-        st.meta[M_RECORDS] = base + keep  # TRIE-SHARE: roll back to the shared prefix
-        read = keep
-        status = OK
-        while read < length:
-            status = read_byte(pda, st, trie.token_bytes[begin + read], opts[W_MAX_STACKS])
-            if status != OK:
-                break
-            read += 1
-            pops[read] = pops[read - 1] or st.rec_pop[base - 1 + read]
+        status, read, keep = _read_on(pda, st, trie, base, begin, length, lcp, pops, opts[W_MAX_STACKS])
         opts[W_BYTES_READ] += read - keep
         if status == OK:
             out[j] = ACCEPTED
@@ -233,12 +243,13 @@ class FillScratch(NamedTuple):
     tops reject it (zero between fills: only listed tokens are touched, and reset).
 
     acc_words : uint32[ceil(vocab / 32)]   regular_words : uint32[ceil(vocab / 32)]  the regular tokens
-    rej_count : int32[vocab]
+    rej_count : int32[vocab]   no_pops : bool_[0]
     """
 
     acc_words: np.ndarray
     regular_words: np.ndarray
     rej_count: np.ndarray
+    no_pops: np.ndarray  # bool_[0]: the uncertain reads track no pops
 
 
 @njit(cache=True, _nrt=False)
@@ -270,15 +281,7 @@ def _read_uncertain(pda, st, trie, entries, q, p, scratch, opts):
         begin = trie.token_offsets[tid]
         length = trie.token_offsets[tid + 1] - begin
         lcp = common_prefix(trie.token_bytes, prev_begin, prev_len, begin, length) if reuse else 0
-        depth = st.meta[M_RECORDS] - base
-        st.meta[M_RECORDS] = base + (lcp if lcp < depth else depth)
-        read = st.meta[M_RECORDS] - base
-        status = OK
-        while read < length:
-            status = read_byte(pda, st, trie.token_bytes[begin + read], opts[W_MAX_STACKS])
-            if status != OK:
-                break
-            read += 1
+        status, _, _ = _read_on(pda, st, trie, base, begin, length, lcp, scratch.no_pops, opts[W_MAX_STACKS])
         if status == OK:
             _set(scratch.acc_words, tid)
         elif status == DEAD:

@@ -134,7 +134,8 @@ class PDATokenMaskCache:
         num_words = (vocab_size + 31) // 32
         regular_words = np.packbits(np.concatenate([regular, np.zeros(32 * num_words - vocab_size, np.bool_)]),
                                     bitorder="little").view(np.uint32)
-        self.scratch = C.FillScratch(np.zeros(num_words, np.uint32), regular_words, np.zeros(vocab_size, np.int32))
+        self.scratch = C.FillScratch(np.zeros(num_words, np.uint32), regular_words, np.zeros(vocab_size, np.int32),
+                                    np.zeros(0, np.bool_))
         s.seconds = time.perf_counter() - start
 
     def fill(self, stack: PersistentStack, words: np.ndarray) -> None:
