@@ -304,3 +304,85 @@ def test_mask_differences_are_told_apart_by_specs_05():
     assert difference_kind(mask(0, 4), mask(0), info, [], b"")[0] == "undocumented"
     assert documented_keywords({"properties": {"a": {"type": "string", "format": "date"}}}) == \
         {"format", "properties without type"}
+
+
+@pytest.mark.jit_only
+@pytest.mark.xgrammar
+def test_earley_vs_pda_compares_masks_validates_instances_and_resumes(tmp_path, monkeypatch):
+    import json
+
+    from xg2ref.tools.bench import earley_vs_pda as ep
+
+    schemas = {"small": {"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer"}},
+                         "required": ["ok"]},
+               "enum": {"enum": ["red", "green"]},
+               "bad": {"type": "object", "properties": {"x": {"$ref": "#/nowhere"}}, "required": ["x"]}}
+    data = _bench_data(tmp_path, schemas)
+    results = tmp_path / "records.jsonl"
+    lines = []
+    assert ep.bench_earley_vs_pda(data, sample=None, subsets=["Glaiveai2K"], results=str(results),
+                                  out_dir=str(tmp_path / "fig"), progress=False, peer=False,
+                                  out=lines.append) == 0
+    records = {r["id"]: r for r in map(json.loads, results.read_text().splitlines())}
+    assert set(records) == set(schemas)
+    for uid in ("small", "enum"):
+        r = records[uid]
+        assert r["P"]["ms"] > 0 and r["E"]["ms"] > 0 and r["valid"] is True and "mismatch" not in r
+        assert len(r["P"]["mask_us"]) == len(r["E"]["mask_us"]) >= 2
+        assert r["P"]["entries"] > 0 and r["E"]["entries"] > 0
+    assert all(records["bad"][e]["failed"].startswith("error: ") for e in ("P", "E", "E+"))
+    table = "\n".join(lines)
+    assert "compiled by both P and E: 2" in table and "masks of P and E equal at every step" in table
+    assert "instances: 2 walks finished, 2 valid under jsonschema" in table and "P failed: error: " in table
+    assert (tmp_path / "fig" / "fig10.png").stat().st_size > 0
+
+    def refuse(*args):
+        raise AssertionError("a schema with a record was run again")
+
+    with open(results, "a", encoding="utf-8") as f:
+        f.write('{"subset": "Glaiveai2K", "id": "cut sh')  # a line a stopped run left half written
+    monkeypatch.setattr(ep._Worker, "__init__", refuse)
+    again = []
+    assert ep.bench_earley_vs_pda(data, sample=None, subsets=["Glaiveai2K"], results=str(results), out_dir=None,
+                                  progress=False, peer=False, out=again.append) == 0
+    assert again == [line for line in lines if not line.startswith(("wrote", "xgrammar 0.1.19"))]
+
+
+def test_earley_vs_pda_table_counts_wins_refusals_and_differences():
+    from xg2ref.tools.bench.earley_vs_pda import format_table
+
+    def rec(uid, p, e, **extra):
+        return dict(subset="s", id=uid, P=p, E=e, **{"E+": dict(ms=1.0), "xgrammar": dict(ms=1.0)}, **extra)
+
+    records = [rec("a", dict(ms=10.0, mask_us=[5.0, 5.0], uncertain=7), dict(ms=2.0, mask_us=[1.0, 1.0], uncertain=3),
+                   valid=True),
+               rec("b", dict(ms=1.0, mask_us=[1.0], uncertain=1), dict(ms=4.0, mask_us=[2.0], uncertain=1),
+                   valid=False, mismatch=0),
+               rec("c", dict(failed="timeout"), dict(ms=3.0)),
+               rec("d", dict(failed="refused: rule 'x' is left-recursive"), dict(ms=3.0))]
+    text = format_table(records)
+    assert "compiled by both P and E: 2; E compiles faster on 1 (50%), P on 1" in text
+    assert "walked by both: 2; E's mean time per mask is lower on 1 (50%), P's on 1" in text
+    assert "P failed: timeout x1" in text and "P failed: refused: rule 'x' is left-recursive x1" in text
+    assert "uncertain tokens summed over the entries: P 8, E 4" in text
+    assert "instances: 2 walks finished, 1 valid" in text and "1 schemas differ" in text
+
+
+@pytest.mark.jit_only
+@pytest.mark.xgrammar
+def test_xg1_ablation_checks_every_row_then_times_it(tmp_path):
+    import json
+
+    from xg2ref.tools.bench.xg1_ablation import ROWS, bench_xg1_ablation
+
+    lines = []
+    assert bench_xg1_ablation(texts=1, slow_texts=1, slow_steps=3, out_dir=str(tmp_path), peer=False,
+                              out=lines.append) == 0
+    text = "\n".join(lines)
+    assert "masks: every row equals the Earley engine's at every step" in text
+    for name, _, paper in ROWS:
+        assert name in text and f"{paper:.3f}" in text
+    record = json.loads((tmp_path / "table3.json").read_text())
+    assert [r["name"] for r in record][:len(ROWS)] == [name for name, _, _ in ROWS]
+    assert record[0]["masks"] == 4 and all(r["mean_ms"] > 0 for r in record)
+    assert record[-1]["name"] == "xgrammar 0.2.8" and (tmp_path / "table3.png").stat().st_size > 0

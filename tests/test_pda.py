@@ -265,6 +265,9 @@ def test_the_cache_counts_what_xgrammar_reports():
     s = compiled.mask_cache.stats
     assert s.entries > 0 and s.accepted + s.rejected + s.uncertain == s.entries * 10
     assert 0 < s.read_share <= 1
+    # adaptive storage: entries with two short lists keep one, balanced ones a bitset
+    kinds = set(compiled.mask_cache.entries.kind[compiled.mask_cache.entries.kind > 0].tolist())
+    assert 0 < s.balanced < s.entries and len(kinds) >= 2
     without = PDACompiler(info, stage="dfa", context_expansion=False).compile_builtin_json_grammar()
     assert without.mask_cache.stats.uncertain >= s.uncertain
     assert without.mask_cache.stats.entries == s.entries

@@ -73,10 +73,21 @@ from .earley import EarleyParser
 from .exceptions import BitmaskError, MatcherError
 from .kernels import mask_fill as MF
 from .rule_options import RuleOptionTables, active_temperature, captures
-from .tokenizer_info import sorted_regular_tokens
+from .tokenizer_info import sorted_regular_tokens, stop_token_list
 from .util import layout_key
 
-_STOP_STEP = -1  # history marker: a stop token (no bytes)
+STOP_STEP = -1  # history marker: a stop token (no bytes)
+
+
+def pop_history(history: list, num_tokens) -> list[int]:
+    """Take the last `num_tokens` steps off a matcher's history (bytes per accepted token or
+    string, STOP_STEP for a stop token), the last first; a bad count raises MatcherError and
+    leaves the history as it was."""
+    if not isinstance(num_tokens, (int, np.integer)) or num_tokens < 0:
+        raise MatcherError(f"rollback needs a non-negative number of tokens, got {num_tokens!r}")
+    if num_tokens > len(history):
+        raise MatcherError(f"cannot roll back {num_tokens} tokens: only {len(history)} have been accepted")
+    return [history.pop() for _ in range(num_tokens)]
 
 
 class GrammarMatcher:
@@ -90,13 +101,7 @@ class GrammarMatcher:
         self.compiled_grammar = compiled_grammar
         info = compiled_grammar.tokenizer_info
         self._vocab_size = info.vocab_size
-        if override_stop_tokens is None:
-            stops = list(info.stop_token_ids)
-        else:
-            stops = [override_stop_tokens] if isinstance(override_stop_tokens, int) else list(override_stop_tokens)
-            bad = [t for t in stops if not 0 <= t < self._vocab_size]
-            if bad:
-                raise ValueError(f"override_stop_tokens {bad} are outside the vocabulary [0, {self._vocab_size})")
+        stops = stop_token_list(info, override_stop_tokens, self._vocab_size)
         self._stop_token_ids = stops
         self._is_stop = np.zeros(self._vocab_size, dtype=np.bool_)
         self._is_stop[stops] = True
@@ -227,7 +232,7 @@ class GrammarMatcher:
             if self._terminate_without_stop_token or not self._parser.is_completed():
                 return False
             self._stop_accepted = True
-            self._history.append(_STOP_STEP)
+            self._history.append(STOP_STEP)
             self._enforce_pending = False
             return True
         data = self._token_bytes(token_id)
@@ -267,13 +272,8 @@ class GrammarMatcher:
 
     def rollback(self, num_tokens: int = 1) -> None:
         """Undo the last `num_tokens` accepted tokens or strings, termination included."""
-        if not isinstance(num_tokens, (int, np.integer)) or num_tokens < 0:
-            raise MatcherError(f"rollback needs a non-negative number of tokens, got {num_tokens!r}")
-        if num_tokens > len(self._history):
-            raise MatcherError(f"cannot roll back {num_tokens} tokens: only {len(self._history)} have been accepted")
-        for _ in range(num_tokens):
-            step = self._history.pop()
-            if step == _STOP_STEP:
+        for step in pop_history(self._history, num_tokens):
+            if step == STOP_STEP:
                 self._stop_accepted = False
             else:
                 self._parser.rollback(step)

@@ -112,6 +112,18 @@ def _sorted_lcp(token_bytes: np.ndarray, offsets: np.ndarray, ids: np.ndarray) -
     return lcp
 
 
+def stop_token_list(info: "TokenizerInfo", override_stop_tokens, vocab_size: int) -> list[int]:
+    """The matcher's stop tokens: the vocabulary's, or `override_stop_tokens` (an id or ids, each
+    checked to lie in the vocabulary)."""
+    if override_stop_tokens is None:
+        return list(info.stop_token_ids)
+    stops = [override_stop_tokens] if isinstance(override_stop_tokens, int) else list(override_stop_tokens)
+    bad = [t for t in stops if not 0 <= t < vocab_size]
+    if bad:
+        raise ValueError(f"override_stop_tokens {bad} are outside the vocabulary [0, {vocab_size})")
+    return stops
+
+
 def sorted_regular_tokens(vocab: VocabArrays, is_stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The regular tokens for a matcher with stop tokens of its own (`is_stop`): ids with
     non-empty bytes, neither special nor stop, sorted by bytes, and each one's common prefix

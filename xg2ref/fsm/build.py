@@ -251,16 +251,16 @@ class GrammarFSMs:
             state_rule=state_rule,
             rule_start=np.array([offsets[r] + fsm.start for r, fsm in enumerate(self.fsms)], dtype=np.int32),
             is_final=is_final,
-            byte_indptr=_indptr(b[:, 0], total),
+            byte_indptr=edge_indptr(b[:, 0], total),
             byte_lo=np.ascontiguousarray(b[:, 1]),
             byte_hi=np.ascontiguousarray(b[:, 2]),
             byte_dst=np.ascontiguousarray(b[:, 3]),
-            ref_indptr=_indptr(f[:, 0], total),
+            ref_indptr=edge_indptr(f[:, 0], total),
             ref_rule=np.ascontiguousarray(f[:, 1]),
             ref_dst=np.ascontiguousarray(f[:, 2]),
             rule_nullable=np.array(self.nullable, dtype=np.bool_),
             root_rule=np.array([self.root], dtype=np.int32),
-            tok_indptr=_indptr(t[:, 0], total),
+            tok_indptr=edge_indptr(t[:, 0], total),
             tok_set=np.ascontiguousarray(t[:, 1]),
             tok_dst=np.ascontiguousarray(t[:, 2]),
             rule_budget=np.array(self.max_tokens or [-1] * len(self.fsms), dtype=np.int32),
@@ -275,7 +275,8 @@ class GrammarFSMs:
         )
 
 
-def _indptr(sources: np.ndarray, num_states: int) -> np.ndarray:
+def edge_indptr(sources: np.ndarray, num_states: int) -> np.ndarray:
+    """CSR offsets of edges sorted by source state: state s's edges are [out[s], out[s + 1])."""
     counts = np.bincount(sources, minlength=num_states) if len(sources) else np.zeros(num_states, dtype=np.int64)
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
 
@@ -320,7 +321,7 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
         fsms.append(relabel(hit[0], [rule_ids[name] for name in refs], hit[1], token_sets))
     if raw_states > MAX_GRAMMAR_STATES:
         raise GrammarLimitError(f"the grammar needs more than {MAX_GRAMMAR_STATES} FSM states")
-    productive = _productive_rules(fsms, repeats)
+    productive = productive_rules(fsms, repeats)
     # an unordered rule must see its required members: with one of them unproductive, so is it
     needs = {r: [rule_ids[m] for m in referenced_rules(rule.body)
                  if m in rule_ids and ir.rules[rule_ids[m]].option("member") is not None
@@ -330,14 +331,14 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
         for r, ms in needs.items():
             if not all(productive[m] for m in ms):
                 fsms[r] = FSM(1, 0, frozenset())
-        productive = _productive_rules(fsms, repeats)
+        productive = productive_rules(fsms, repeats)
     dead = {r for r, ok in enumerate(productive) if not ok}
     if shapes is None:
         fsms = [f.without_rules(dead).simplified(max_dfa_states) for f in fsms]
     elif dead:  # the cached machines are simplified already: only rules that lost edges again
         fsms = [f.without_rules(dead).simplified(max_dfa_states) if any(e[1] in dead for e in f.rule_edges) else f
                 for f in fsms]
-    nullable = _nullable_rules(fsms, repeats)
+    nullable = nullable_fsm_rules(fsms, repeats)
     budgets = tuple(int(rule.option("max_tokens", -1)) for rule in ir.rules)
     char_budgets = tuple(int(rule.option("max_chars", -1)) for rule in ir.rules)
     captures, temperatures = rule_option_tables(ir)
@@ -399,13 +400,13 @@ def rule_option_tables(ir: GrammarIR) -> tuple[tuple, tuple]:
             temperatures if any(t is not None for t in temperatures) else ())
 
 
-def _productive_rules(fsms: list[FSM], repeats: tuple = ()) -> list[bool]:
+def productive_rules(fsms: list[FSM], repeats: tuple = ()) -> list[bool]:
     """Least fixpoint: a rule is productive when a path start -> final uses only bytes and
     references to productive rules (its language is non-empty); a counted R{0,r} always is."""
     return _rule_fixpoint(fsms, allow_bytes=True, repeats=repeats)
 
 
-def _nullable_rules(fsms: list[FSM], repeats: tuple = ()) -> list[bool]:
+def nullable_fsm_rules(fsms: list[FSM], repeats: tuple = ()) -> list[bool]:
     """Least fixpoint: a rule is nullable when a path start -> final uses only references to
     nullable rules (no byte edge); a counted R{l,r} is nullable exactly when l = 0 (R is not)."""
     return _rule_fixpoint(fsms, allow_bytes=False, repeats=repeats)

@@ -24,9 +24,13 @@ every edge u -R-> v of every rule, of what v reaches by bytes and ε edges, a st
 or calls a rule being final there. t[d:] passes when walking it either reads it all or reaches a
 final state; else no context can read it and t is rejected at build time.
 
-MASK (Alg. 1). For each scannable top (q, p) of the last record: entry q's accepted tokens join
-PartialAcc; an accept-heavy entry stores its rejected tokens instead and PartialRej is their
-intersection; each uncertain token is read from the one configuration (q, p) with its real
+STORAGE (XGrammar §3.1's adaptive storage). An entry keeps the smaller of its accepted and
+rejected lists, or, when even that list would take more bytes than a vocabulary bitset (the
+balanced case), its accepted tokens as a bitset over token ids.
+
+MASK (Alg. 1). For each scannable top (q, p) of the last record: entry q's accepted tokens (a
+list or a bitset) join PartialAcc; an accept-heavy entry stores its rejected tokens instead and
+PartialRej is their intersection; each uncertain token is read from the one configuration (q, p) with its real
 stack, joining PartialAcc when it is read, and counting as rejected by q otherwise. Allowed:
 PartialAcc, or, when some entry is accept-heavy, everything but PartialRej \\ PartialAcc.
 """
@@ -43,7 +47,7 @@ from .pure_walk import filter_walk
 from .trie_walk import NO_FAIL, common_prefix, next_after_rejected, shared_with_previous, under_rejected_prefix
 
 REJECTED, ACCEPTED, UNCERTAIN = 0, 1, 2
-KIND_NONE, KIND_ACCEPTED, KIND_REJECTED = 0, 1, 2  # what an entry stores beside its uncertain tokens
+KIND_NONE, KIND_ACCEPTED, KIND_REJECTED, KIND_BITSET = 0, 1, 2, 3  # what an entry stores beside its uncertain tokens
 # WalkOptions slots
 W_MAX_STACKS, W_PREFIX_REUSE, W_CONTEXT, W_RULE, W_BYTES_READ = 0, 1, 2, 3, 4
 WALK_OPTIONS = 5
@@ -75,9 +79,11 @@ class ContextArrays(NamedTuple):
 
 class EntryArrays(NamedTuple):
     """The cache: per state, what it stores (KIND_*), its stored list and its uncertain list,
-    as positions in the sorted vocabulary, each list in byte order.
+    as positions in the sorted vocabulary, each list in byte order; a KIND_BITSET entry's
+    accepted tokens as uint32 words over token ids (its list is empty).
 
     kind : int8[S]   list_indptr : int64[S+1], list_pos : int32[...]   unc_indptr : int64[S+1], unc_pos : int32[...]
+    bits_indptr : int64[S+1] (in words), bits : uint32[...]
     """
 
     kind: np.ndarray
@@ -85,6 +91,8 @@ class EntryArrays(NamedTuple):
     list_pos: np.ndarray
     unc_indptr: np.ndarray
     unc_pos: np.ndarray
+    bits_indptr: np.ndarray
+    bits: np.ndarray
 
 
 @njit(cache=True, _nrt=False)
@@ -331,6 +339,10 @@ def fill_from_cache(pda, st, trie, entries, words, scratch, opts):
             heavy += 1
             if first < 0:
                 first = q
+        elif kind == KIND_BITSET:
+            base = entries.bits_indptr[q]
+            for w in range(entries.bits_indptr[q + 1] - base):
+                scratch.acc_words[w] |= entries.bits[base + w]
         for e in range(entries.list_indptr[q], entries.list_indptr[q + 1]):
             tid = trie.sorted_ids[entries.list_pos[e]]
             if kind == KIND_ACCEPTED:

@@ -400,13 +400,15 @@ def cmd_bench(args) -> int:
     if args.what == "ablation":
         from .bench.ablation import bench_ablation
 
-        return bench_ablation(args.data, vocab=args.vocab, sample=args.sample or 3, subsets=args.subsets,
+        return bench_ablation(args.data, vocab=args.vocab, sample=_sample_size(args.sample, 3), subsets=args.subsets,
                               max_tokens=args.tokens, timeout=args.timeout)
     if args.what == "earley-vs-pda":
         from .bench.earley_vs_pda import bench_earley_vs_pda
 
-        return bench_earley_vs_pda(args.data, sample=args.sample or 20, subsets=args.subsets, vocab=args.vocab,
-                                   timeout=args.timeout, results=args.results)
+        return bench_earley_vs_pda(args.data, sample=_sample_size(args.sample, 20), subsets=args.subsets,
+                                   vocab=args.vocab,
+                                   timeout=args.timeout, results=args.results, jobs=args.jobs,
+                                   progress=not args.no_progress)
     if args.what == "xg1-ablation":
         from .bench.xg1_ablation import bench_xg1_ablation
 
@@ -422,12 +424,13 @@ def cmd_bench(args) -> int:
         plot = args.plot if args.plot != DYNAMIC_PLOT else os.path.join("benchmarks", "maskbench", "cdf.png")
         results = args.results or os.path.join("benchmarks", "maskbench", "records.jsonl")
         os.makedirs(os.path.dirname(results) or ".", exist_ok=True)
-        return bench_maskbench(args.data, sample=args.sample or 5, vocab=args.vocab, results=results,
+        return bench_maskbench(args.data, sample=_sample_size(args.sample, 5), vocab=args.vocab, results=results,
                                plot=plot, progress=not args.no_progress)
     if args.what == "jsonschemabench":
         from .bench.jsonschemabench import bench_jsonschemabench
 
-        return bench_jsonschemabench(args.data, sample=args.sample, subsets=args.subsets, vocab=args.vocab,
+        return bench_jsonschemabench(args.data, sample=_sample_size(args.sample, None), subsets=args.subsets,
+                                     vocab=args.vocab,
                                      jit=not args.eager, jobs=args.jobs, results=args.results,
                                      report_only=args.report_only, rerun=args.rerun,
                                      progress=not args.no_progress, timeout=args.timeout)
@@ -561,17 +564,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder holding json_mode_eval/ (default ../shared/data)")
     p.add_argument("--cases", nargs="+", metavar="NAME", help="workloads: json and suite case names (default: all)")
     p.add_argument("--limit", type=int, help="json-mode-eval completions used (default: all 100)")
-    p.add_argument("--sample", type=int, metavar="N",
-                   help="jsonschemabench: N seeded schemas per subset (default: all; ablation: 3; maskbench: 5)")
+    p.add_argument("--sample", type=_sample, metavar="N",
+                   help="jsonschemabench: N seeded schemas per subset, or `all` (default: all; ablation: 3; "
+                        "maskbench: 5; earley-vs-pda: 20)")
     p.add_argument("--subsets", nargs="+", metavar="NAME", help="jsonschemabench, ablation: subsets (default: all ten)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="jsonschemabench: stop an xg2ref compile after S seconds (default 60)")
     p.add_argument("--eager", action="store_true",
                    help="jsonschemabench: build every mask-cache entry at compile time (default: JIT, on first use)")
     p.add_argument("--jobs", type=int, default=1,
-                   help="jsonschemabench: worker processes, each one thread (default 1)")
+                   help="jsonschemabench, earley-vs-pda: worker processes, each one thread (default 1)")
     p.add_argument("--results", metavar="PATH",
-                   help="jsonschemabench: one JSON line per schema; schemas already there are not run again; "
+                   help="jsonschemabench, earley-vs-pda: one JSON line per schema; schemas already there are not "
+                        "run again; "
                         "maskbench: one JSON line per schema, written anew (default benchmarks/maskbench/records.jsonl)")
     p.add_argument("--rerun", choices=("failures", "invalid", "both"),
                    help="jsonschemabench: run again the schemas --results records as xg2ref compile failures "
@@ -592,6 +597,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slow-steps", type=int, default=64, metavar="N",
                    help="xg1-ablation: tokens per completion for the rows without a cache (default 64)")
     return parser
+
+
+def _sample(text: str):
+    """`--sample`: a positive count, or `all`."""
+    if text == "all":
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive count or `all`, got {text!r}")
+    return n
+
+
+def _sample_size(sample, default: Optional[int]) -> Optional[int]:
+    """A bench's sample size: None for `all`, its default when `--sample` is not given."""
+    return None if sample == "all" else (sample if sample is not None else default)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -37,7 +37,8 @@ class PDACacheStats:
     accepted: int = 0
     rejected: int = 0
     uncertain: int = 0
-    stored_bytes: int = 0  # the lists held
+    balanced: int = 0  # entries held as a bitset (neither list is smaller)
+    stored_bytes: int = 0  # the lists and bitsets held
     bitset_bytes: int = 0  # one vocabulary bitset per entry, for comparison
     bytes_read: int = 0  # bytes the walks read
     bytes_total: int = 0  # bytes of the vocabulary, times the entries
@@ -97,6 +98,9 @@ class PDATokenMaskCache:
         kind = np.zeros(num_states, np.int8)
         lists: list = [np.zeros(0, np.int32)] * num_states
         uncertain: list = [np.zeros(0, np.int32)] * num_states
+        bitsets: list = [np.zeros(0, np.uint32)] * num_states
+        vocab_size = len(vocab.token_offsets) - 1
+        num_words = (vocab_size + 31) // 32
         out = np.zeros(m, np.int8)
         vocab_bytes = int(np.diff(vocab.token_offsets)[vocab.sorted_ids].sum())
         s = self.stats
@@ -112,7 +116,9 @@ class PDATokenMaskCache:
             acc = np.flatnonzero(out == C.ACCEPTED).astype(np.int32)
             unc = np.flatnonzero(out == C.UNCERTAIN).astype(np.int32)
             rejected = m - len(acc) - len(unc)
-            if len(acc) <= rejected:
+            if min(len(acc), rejected) > num_words:  # balanced: a bitset is smaller than either list
+                kind[q], bitsets[q] = C.KIND_BITSET, _bitset(vocab.sorted_ids[acc], num_words)
+            elif len(acc) <= rejected:
                 kind[q], lists[q] = C.KIND_ACCEPTED, acc
             else:
                 kind[q], lists[q] = C.KIND_REJECTED, np.flatnonzero(out == C.REJECTED).astype(np.int32)
@@ -125,13 +131,13 @@ class PDATokenMaskCache:
             s.bytes_total += vocab_bytes
             if progress is not None:
                 progress(n + 1, len(scannable))
-        self.entries = C.EntryArrays(kind, _indptr(lists), _concat(lists), _indptr(uncertain), _concat(uncertain))
+        self.entries = C.EntryArrays(kind, _indptr(lists), _concat(lists), _indptr(uncertain), _concat(uncertain),
+                                     _indptr(bitsets), np.concatenate(bitsets).astype(np.uint32))
         s.stored_bytes = int(sum(a.nbytes for a in self.entries))
-        s.bitset_bytes = s.entries * ((vocab.token_offsets.shape[0] - 1 + 31) // 32) * 4
-        vocab_size = len(vocab.token_offsets) - 1
+        s.bitset_bytes = s.entries * num_words * 4
+        s.balanced = int((kind == C.KIND_BITSET).sum())
         regular = np.zeros(vocab_size, np.bool_)
         regular[vocab.sorted_ids] = True
-        num_words = (vocab_size + 31) // 32
         regular_words = np.packbits(np.concatenate([regular, np.zeros(32 * num_words - vocab_size, np.bool_)]),
                                     bitorder="little").view(np.uint32)
         self.scratch = C.FillScratch(np.zeros(num_words, np.uint32), regular_words, np.zeros(vocab_size, np.int32),
@@ -161,6 +167,13 @@ def walk_every_token(stack: PersistentStack, trie: TrieArrays, context: C.Contex
 
     stack.run(walk)
     return int(opts[C.W_BYTES_READ])
+
+
+def _bitset(token_ids: np.ndarray, num_words: int) -> np.ndarray:
+    """uint32[num_words] with the bits of `token_ids` set."""
+    bits = np.zeros(32 * num_words, np.bool_)
+    bits[token_ids] = True
+    return np.packbits(bits, bitorder="little").view(np.uint32)
 
 
 def _indptr(lists: list) -> np.ndarray:

@@ -35,7 +35,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from ...exceptions import XG2RefError
-from ...fsm.build import (GrammarFSMs, _indptr, _nullable_rules, _productive_rules, build_grammar_fsms,
+from ...fsm.build import (GrammarFSMs, build_grammar_fsms, edge_indptr, nullable_fsm_rules, productive_rules,
                           rule_fsm)
 from ...fsm.fsm import FSM
 from ...grammar.ir import GrammarIR
@@ -135,12 +135,12 @@ def _thompson_machines(ir: GrammarIR, merged: bool) -> GrammarFSMs:
     rule_ids = {name: i for i, name in enumerate(names)}
     token_sets: dict = {}
     fsms = [rule_fsm(rule.body, rule_ids, rule.name, token_sets).trim() for rule in ir.rules]
-    productive = _productive_rules(fsms)
+    productive = productive_rules(fsms)
     dead = {r for r, ok in enumerate(productive) if not ok}
     fsms = [f.without_rules(dead).trim() for f in fsms]
     if merged:
         fsms = [merge_nodes(f) for f in fsms]
-    nullable = _nullable_rules(fsms)
+    nullable = nullable_fsm_rules(fsms)
     return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive), tuple(token_sets))
 
 
@@ -151,7 +151,7 @@ def pda_arrays(fsms: GrammarFSMs) -> PDAArrays:
     rows = sorted((int(offsets[r]) + s, int(offsets[r]) + d) for r, f in enumerate(fsms.fsms) for s, d in f.eps_edges)
     eps = np.array(rows, dtype=np.int32).reshape(-1, 2)
     return PDAArrays(a.state_rule, a.rule_start, a.is_final, a.root_rule, a.byte_indptr, a.byte_lo, a.byte_hi,
-                     a.byte_dst, a.ref_indptr, a.ref_rule, a.ref_dst, _indptr(eps[:, 0], int(offsets[-1])),
+                     a.byte_dst, a.ref_indptr, a.ref_rule, a.ref_dst, edge_indptr(eps[:, 0], int(offsets[-1])),
                      np.ascontiguousarray(eps[:, 1]))
 
 

@@ -30,18 +30,17 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from ...bitmask import bitmask_row_view, pack_bool_mask, unpack_bitmask
-from ...kernels.mask_fill import all_allowed
 from ...exceptions import MatcherError
+from ...fsm.build import build_grammar_fsms
 from ...grammar.grammar import Grammar
 from ...kernels import pda_cache as C
-from ...tokenizer_info import TokenizerInfo
-from ...fsm.build import build_grammar_fsms
+from ...kernels.mask_fill import all_allowed
 from ...lookahead import LookaheadArrays, first_bytes, lookahead_arrays
+from ...matcher import STOP_STEP, pop_history
+from ...tokenizer_info import TokenizerInfo, stop_token_list
 from .cache import PDATokenMaskCache, context_arrays, vocabulary_trie, walk_every_token
 from .machines import INLINE_MODES, STAGES, PDAMachines, build_machines, prepare_ir
 from .stack import DEFAULT_MAX_STACKS, PersistentStack
-
-_STOP_STEP = -1
 
 
 class PDACompiledGrammar:
@@ -132,14 +131,7 @@ class PDAMatcher:
         info = compiled_grammar.tokenizer_info
         self._vocab_size = info.vocab_size
         self._vocab = info.vocab_arrays()
-        if override_stop_tokens is None:
-            stops = list(info.stop_token_ids)
-        else:
-            stops = [override_stop_tokens] if isinstance(override_stop_tokens, int) else list(override_stop_tokens)
-            bad = [t for t in stops if not 0 <= t < self._vocab_size]
-            if bad:
-                raise ValueError(f"override_stop_tokens {bad} are outside the vocabulary [0, {self._vocab_size})")
-        self._stops = np.array(stops, dtype=np.int64)
+        self._stops = np.array(stop_token_list(info, override_stop_tokens, self._vocab_size), dtype=np.int64)
         self._stop_word = self._stops >> 5
         self._stop_bit = (np.uint32(1) << (self._stops & 31).astype(np.uint32)).astype(np.uint32)
         self._is_stop = np.zeros(self._vocab_size, np.bool_)
@@ -191,7 +183,7 @@ class PDAMatcher:
             if self._terminate_without_stop_token or not self._stack.can_end():
                 return False
             self._stop_accepted = True
-            self._history.append(_STOP_STEP)
+            self._history.append(STOP_STEP)
             return True
         v = self._vocab
         begin, end = v.token_offsets[token_id], v.token_offsets[token_id + 1]
@@ -213,13 +205,8 @@ class PDAMatcher:
         return True
 
     def rollback(self, num_tokens: int = 1) -> None:
-        if not isinstance(num_tokens, (int, np.integer)) or num_tokens < 0:
-            raise MatcherError(f"rollback needs a non-negative number of tokens, got {num_tokens!r}")
-        if num_tokens > len(self._history):
-            raise MatcherError(f"cannot roll back {num_tokens} tokens: only {len(self._history)} have been accepted")
-        for _ in range(num_tokens):
-            step = self._history.pop()
-            if step == _STOP_STEP:
+        for step in pop_history(self._history, num_tokens):
+            if step == STOP_STEP:
                 self._stop_accepted = False
             elif step:
                 self._stack.rollback(step)

@@ -173,9 +173,9 @@ class _Worker:
             xinfo = xgr.TokenizerInfo(list(info.decoded_vocab), xgr.VocabType.RAW, vocab_size=info.vocab_size,
                                       stop_token_ids=list(info.stop_token_ids))
             self.xcompiler = xgr.GrammarCompiler(xinfo, max_threads=1, cache_enabled=False)
-            self.xgrammar_error = None
+            self.note = None
         except EngineUnavailable as err:
-            self.xcompiler, self.xgrammar_error = None, str(err)
+            self.xcompiler, self.note = None, f"xgrammar not installed, its column stays empty ({err})"
         self.decoded = info.decoded_vocab
         self.stops, self.first_bytes, self.lengths = walk_tables(info)
 
@@ -293,33 +293,38 @@ def validation_error(schema, text: bytes) -> Optional[str]:
     return None if error is None else str(error.message)
 
 
-_WORKER: Optional[_Worker] = None
+_WORKER = None
 
 
-def _init_worker(vocab: str, jit: bool, timeout: Optional[float], seed: int) -> None:
+def _init_worker(factory, args: tuple) -> None:
     global _WORKER
-    _WORKER = _Worker(vocab, jit, timeout, seed)
+    _WORKER = factory(*args)
 
 
 def _run_in_worker(job: tuple) -> dict:
     return _WORKER.run(*job)
 
 
-def _records(jobs: list, n_procs: int, vocab: str, jit: bool, timeout: Optional[float], seed: int, out):
-    """Yield one record per job, from this process or from `n_procs` worker processes."""
+def worker_records(factory, args: tuple, jobs: list, n_procs: int, out=None):
+    """Yield `factory(*args).run(*job)` for each job, from this process or, unordered, from
+    `n_procs` forked worker processes with one worker each. A worker's `note` (a missing engine)
+    is printed in this process's run; `close()` is called when it has one. No job, no worker."""
+    if not jobs:
+        return
     if n_procs <= 1:
-        worker = _Worker(vocab, jit, timeout, seed)
-        if worker.xcompiler is None:
-            out(f"xgrammar not installed, its column stays empty ({worker.xgrammar_error})")
+        worker = factory(*args)
+        if out and getattr(worker, "note", None):
+            out(worker.note)
         try:
             for job in jobs:
                 yield worker.run(*job)
         finally:
-            worker.close()
+            if hasattr(worker, "close"):
+                worker.close()
         return
     import multiprocessing
 
-    with multiprocessing.get_context("fork").Pool(n_procs, _init_worker, (vocab, jit, timeout, seed)) as pool:
+    with multiprocessing.get_context("fork").Pool(n_procs, _init_worker, (factory, args)) as pool:
         yield from pool.imap_unordered(_run_in_worker, jobs)
 
 
@@ -359,7 +364,7 @@ def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=N
             if f.read(1) != b"\n":
                 sink.write("\n")  # end a line cut short, so the next record starts its own
     try:
-        for rec in _records(todo, jobs, vocab, jit, timeout, seed, out):
+        for rec in worker_records(_Worker, (vocab, jit, timeout, seed), todo, jobs, out):
             records.append(rec)
             if sink:
                 sink.write(json.dumps(rec) + "\n")

@@ -8,7 +8,10 @@ automaton (xg2ref/baselines/pda/), each row the one above plus one optimization:
     + context expansion           Alg. 2 (§3.2)
 
 and, beside the table, the same cache over the Earley engine's DFAs, xg2ref's Earley engine with
-its defaults, and xgrammar 0.2.8 (one thread, its cache off), all in this process.
+its defaults, and xgrammar 0.2.8 (one thread, its cache off), all in this process; and the real
+XGrammar-1, xgrammar 0.1.19, in its side process when `make peers` has built it (the same EBNF,
+its fills timed inside that process; its masks are compared, a difference counted and not fatal:
+specs/08 lists what they come from).
 
 Workload (the paper's "CFG (unconstrained JSON)" task): the builtin JSON grammar, the Llama-3
 vocabulary, the gold completions of json-mode-eval tokenized with the vocabulary's tokenizer.
@@ -150,7 +153,7 @@ def timed(engine: _Engine, streams: list) -> list:
 
 def bench_xg1_ablation(data_dir: str = DEFAULT_DATA, vocab: str = "llama3", texts: Optional[int] = None,
                        slow_texts: int = 10, slow_steps: int = 64, grammar: str = "json",
-                       out_dir: Optional[str] = DEFAULT_OUT, out=print) -> int:
+                       out_dir: Optional[str] = DEFAULT_OUT, peer: bool = True, out=print) -> int:
     """Run the ablation on `grammar` (a bundled case whose sentences the completions are: "json",
     the builtin grammar, or "llama_json", llama.cpp's, closer to XGrammar-1's own); print its table
     (and write JSON and a PNG to `out_dir`). Returns 1 when some row's masks differ from the
@@ -189,6 +192,7 @@ def bench_xg1_ablation(data_dir: str = DEFAULT_DATA, vocab: str = "llama3", text
     x = _Engine("xgrammar", info, text, xgr=xgr, xinfo=xinfo)
     rows.append(AblationRow("xgrammar 0.2.8", compile_ms=x.compile_ms))
     engines.append(x)
+    peer_row = _peer_row(info, text, fast, ref_fast, out) if peer else None
     problems = []
     for row, engine in zip(rows, engines):  # correctness first
         streams, ref = (slow, ref_slow) if row.slow else (fast, ref_fast)
@@ -204,29 +208,65 @@ def bench_xg1_ablation(data_dir: str = DEFAULT_DATA, vocab: str = "llama3", text
     out("masks: every row equals the Earley engine's at every step")
     for row, engine in zip(rows, engines):
         row.times_us = timed(engine, slow if row.slow else fast)
+    if peer_row is not None:  # after xgrammar 0.2.8's, which stays the last row the ratios divide by
+        rows.insert(len(rows) - 1, peer_row)
     out(format_table(rows, len(ref_slow)))
     if out_dir:
-        _write(rows, out_dir, out)
+        _write(rows, speed_ups(rows, len(ref_slow)), out_dir, out)
     return 0
 
 
+def _peer_row(info: TokenizerInfo, text: str, streams: list, reference: list, out) -> Optional[AblationRow]:
+    """xgrammar 0.1.19's row from its side process (None when `make peers` has not run): its
+    compile and fill times, and its masks compared with the reference's."""
+    from .xg1_peer import XG1Peer, peer_available
+
+    if not peer_available():
+        out("xgrammar 0.1.19 not set up (`make peers`): no row for it")
+        return None
+    peer = XG1Peer(info)
+    try:
+        row = AblationRow(f"xgrammar {peer.version} (side process)", compile_ms=peer.compile("ebnf", text))
+        step, bad, cut = 0, 0, 0
+        for ids in streams:
+            us, masks = peer.masks(ids)
+            row.times_us += us
+            bad += sum(not np.array_equal(np.packbits(m), reference[step + k]) for k, m in enumerate(masks))
+            cut += len(ids) + 1 - len(masks)  # steps after a token it rejected
+            step += len(ids) + 1
+    finally:
+        peer.close()
+    row.stats = dict(differing_masks=bad, steps_not_reached=cut)
+    out(f"xgrammar {peer.version}: its mask differs from the Earley engine's at {bad} steps, {cut} steps not "
+        f"reached after a token it rejected (specs/08 lists why)" if bad or cut else
+        f"xgrammar {peer.version}: masks equal the Earley engine's at every step")
+    return row
+
+
+def speed_ups(rows: list, slow_steps: int) -> list:
+    """Each row of the table's speed-up over the row above (None for the first and for the rows
+    beside the table), on the steps both ran: the slow subset's first masks when either is slow."""
+    ups: list = [None] * len(rows)
+    for i in range(1, min(len(ROWS), len(rows))):
+        r, above = rows[i], rows[i - 1]
+        steps = slow_steps if (r.slow or above.slow) else None
+        ups[i] = above.mean_us(steps) / r.mean_us(steps)
+    return ups
+
+
 def format_table(rows: list, slow_steps: int) -> str:
-    """Mean / p50 / p99 per token (ms), the speed-up over the row above (on the steps both ran:
-    the slow subset's first masks when either row is a slow one), the paper's figures."""
+    """Mean / p50 / p99 per token (ms), the speed-up over the row above (`speed_ups`), the
+    paper's figures."""
     head = (f"{'row':<40}{'masks':>6}  {'mean ms':>9}  {'p50 ms':>9}  {'p99 ms':>9}  {'speed-up':>8}  "
             f"{'paper ms':>8}  {'paper':>6}  {'compile ms':>10}")
     lines = [head, "-" * len(head)]
-    for i, r in enumerate(rows):
-        up = paper_up = ""
-        if 0 < i < len(ROWS):
-            above = rows[i - 1]
-            steps = slow_steps if (r.slow or above.slow) else None
-            up = f"{above.mean_us(steps) / r.mean_us(steps):.1f}x"
-            paper_up = f"{above.paper_ms / r.paper_ms:.1f}x"
+    for i, (r, up) in enumerate(zip(rows, speed_ups(rows, slow_steps))):
+        ours = f"{up:.1f}x" if up is not None else ""
+        paper_up = f"{rows[i - 1].paper_ms / r.paper_ms:.1f}x" if up is not None else ""
         t = np.array(r.times_us) / 1e3
         paper = f"{r.paper_ms:.3f}" if r.paper_ms is not None else ""
         lines.append(f"{r.name:<40}{len(t):>6}  {t.mean():>9.3f}  {np.percentile(t, 50):>9.3f}  "
-                     f"{np.percentile(t, 99):>9.3f}  {up:>8}  {paper:>8}  {paper_up:>6}  {r.compile_ms:>10.0f}")
+                     f"{np.percentile(t, 99):>9.3f}  {ours:>8}  {paper:>8}  {paper_up:>6}  {r.compile_ms:>10.0f}")
     x = rows[-1].mean_us()
     lines.append("(one thread, one process; the paper's figures from an AMD Ryzen 9 7950X with Llama-3.1 8B)")
     lines.append("ratios to xgrammar 0.2.8 (mean per token, the full set of completions): " + ", ".join(
@@ -242,7 +282,7 @@ def format_table(rows: list, slow_steps: int) -> str:
     return "\n".join(lines)
 
 
-def _write(rows: list, out_dir: str, out) -> None:
+def _write(rows: list, ups: list, out_dir: str, out) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -251,7 +291,8 @@ def _write(rows: list, out_dir: str, out) -> None:
     os.makedirs(out_dir, exist_ok=True)
     record = [dict(name=r.name, paper_ms=r.paper_ms, slow=r.slow, compile_ms=r.compile_ms, masks=len(r.times_us),
                    mean_ms=r.mean_us() / 1e3, p50_ms=float(np.percentile(r.times_us, 50)) / 1e3,
-                   p99_ms=float(np.percentile(r.times_us, 99)) / 1e3, stats=r.stats) for r in rows]
+                   p99_ms=float(np.percentile(r.times_us, 99)) / 1e3, speed_up=up, stats=r.stats)
+              for r, up in zip(rows, ups)]
     with open(os.path.join(out_dir, "table3.json"), "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1)
     fig, ax = plt.subplots(figsize=(9, 4.5))

@@ -12,6 +12,7 @@ arrays; none changes what the engine computes:
     the ablation (§4.4, Table 4)                        ablation
     JSONSchemaBench (Appendix E, Figure 11)             jsonschemabench_sample, jsonschemabench_run,
                                                         jsonschemabench_records, jsonschemabench_summary
+    XGrammar's Table 3, XGrammar-2's Figure 10          xg1_ablation_table, earley_vs_pda_records
     walks for checks against the oracle                 random_walk
     vocabularies, data and the command line             sub_vocabulary, encode, data_dir, benchmarks_dir,
                                                         run_cli
@@ -20,17 +21,17 @@ The benchmark views are the `xg2ref bench ...` commands cut down to a caller's s
 vocabulary, with their results returned instead of printed; each checks masks before it times
 (against xgrammar 0.2.8 where it runs it, against the baseline configuration in `ablation`).
 
-What it leaves out: the Earley chart, the mask cache's entries and TagDispatch, which
-`xg2ref.views.parsing` covers; Figure 10 (Earley against a PDA parser), whose PDA baseline does
-not exist in xg2ref.
+What it leaves out: the Earley chart, the mask cache's entries, TagDispatch and the pushdown
+automaton's stacks, which `xg2ref.views.parsing` covers.
 
     common.py       sub-vocabularies, encoding, the data folders, the command line, random walks
     caches.py       FSM hashing, the cross-grammar cache, JIT entries, repetition zones
     benchmarks.py   dynamic tool calling, the ablation, JSONSchemaBench, as data
 """
 
-from .benchmarks import (ablation, dynamic_workload, json_mode_eval, jsonschemabench_records, jsonschemabench_run,
-                         jsonschemabench_sample, jsonschemabench_summary, load_tools)
+from .benchmarks import (ablation, dynamic_workload, earley_vs_pda_records, json_mode_eval, jsonschemabench_records,
+                         jsonschemabench_run, jsonschemabench_sample, jsonschemabench_summary, load_tools,
+                         xg1_ablation_table)
 from .caches import (cache_counters, count_zones, counted_items, entry_costs, entry_summary, grammar_size, mask_steps,
                      pool_lookups, rule_hashes, same_structure)
 from .common import benchmarks_dir, data_dir, encode, random_walk, run_cli, sub_vocabulary
@@ -39,5 +40,6 @@ __all__ = [
     "rule_hashes", "same_structure", "pool_lookups", "cache_counters", "entry_summary", "entry_costs", "mask_steps",
     "grammar_size", "count_zones", "counted_items", "load_tools", "dynamic_workload", "json_mode_eval", "ablation",
     "jsonschemabench_sample", "jsonschemabench_run", "jsonschemabench_records", "jsonschemabench_summary",
+    "xg1_ablation_table", "earley_vs_pda_records",
     "random_walk", "sub_vocabulary", "encode", "data_dir", "benchmarks_dir", "run_cli",
 ]

@@ -1,5 +1,6 @@
 """The papers' benchmarks as data for the notebooks: dynamic tool calling (XGrammar-2 §4.1, Table 1,
-Figure 6), the ablation (§4.4, Table 4) and JSONSchemaBench (Appendix E, Figure 11)."""
+Figure 6), the ablation (§4.4, Table 4), JSONSchemaBench (Appendix E, Figure 11), and the records
+of XGrammar's Table 3 and XGrammar-2's Figure 10 (the pushdown automaton, xg2ref/baselines/pda/)."""
 
 from __future__ import annotations
 
@@ -351,3 +352,41 @@ def jsonschemabench_summary(records: Sequence[dict]) -> list:
                                                if ran_theirs else None),
                      "validity": valid / finished if finished else float("nan")})
     return rows
+
+
+# ---- XGrammar-1's pushdown automaton (XGrammar §4.3, Table 3; XGrammar-2 §4.4, Figure 10) --------
+
+
+def xg1_ablation_table(path: Optional[str] = None) -> list:
+    """The committed rows of `xg2ref bench xg1-ablation` (benchmarks/xg1_ablation/table3.json):
+    dicts with name, paper_ms (None for the rows beside the table), slow (the row ran on the
+    subset without a cache), compile_ms, masks, mean_ms, p50_ms, p99_ms and the cache's stats.
+
+    Example: [r["name"] for r in xg1_ablation_table()][:2]  # ['PDA baseline', '+ node merging']
+    """
+    if path is None:
+        path = os.path.join(benchmarks_dir(), "xg1_ablation", "table3.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def earley_vs_pda_records(path: Optional[str] = None) -> list:
+    """The committed per-schema records of `xg2ref bench earley-vs-pda`
+    (benchmarks/earley_vs_pda/records.jsonl; the last line of a schema counts): dicts with
+    subset, id, schema_bytes, and per engine ("P", "E", "E+", "xgrammar", "xg1") either ms (the
+    compile) or failed (the reason), with entries, uncertain and mask_us (µs per mask along the
+    walk) for the engines that walked; valid when the walk's instance finished.
+
+    Example: sum("ms" in r["P"] for r in earley_vs_pda_records())  # schemas the PDA compiled
+    """
+    if path is None:
+        path = os.path.join(benchmarks_dir(), "earley_vs_pda", "records.jsonl")
+    last: dict = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a stopped run
+            last[(rec["subset"], rec["id"])] = rec
+    return list(last.values())
