@@ -328,12 +328,14 @@ def test_earley_vs_pda_compares_masks_validates_instances_and_resumes(tmp_path, 
     for uid in ("small", "enum"):
         r = records[uid]
         assert r["P"]["ms"] > 0 and r["E"]["ms"] > 0 and r["valid"] is True and "mismatch" not in r
-        assert len(r["P"]["mask_us"]) == len(r["E"]["mask_us"]) >= 2
+        assert len(r["P"]["mask_us"]) == len(r["E"]["mask_us"]) == len(r["E+"]["mask_us"]) >= 2
+        assert len(r["xgrammar"]["mask_us"]) == len(r["E"]["mask_us"]) and r["xgrammar"]["differs_at"] is None
         assert r["P"]["entries"] > 0 and r["E"]["entries"] > 0
     assert all(records["bad"][e]["failed"].startswith("error: ") for e in ("P", "E", "E+"))
     table = "\n".join(lines)
     assert "compiled by both P and E: 2" in table and "masks of P and E equal at every step" in table
     assert "instances: 2 walks finished, 2 valid under jsonschema" in table and "P failed: error: " in table
+    assert "xgrammar 0.2.8's masks against E's: equal along 2 of 2 walks" in table
     assert (tmp_path / "fig" / "fig10.png").stat().st_size > 0
 
     def refuse(*args):

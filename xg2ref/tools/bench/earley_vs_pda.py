@@ -140,7 +140,7 @@ class _Worker:
             except GrammarLimitError:
                 rec[engine] = dict(failed="limit")
             except Exception as err:  # a front-end refusal, counted by class (xg1's by its message's end)
-                why = str(err).rsplit(": ", 1)[-1][:80] if engine == "xg1" else type(err).__name__
+                why = str(err).rsplit(": ", 1)[-1].strip()[:80] if engine == "xg1" else type(err).__name__
                 rec[engine] = dict(failed=f"error: {why}")
         for engine in ("P", "E"):
             if engine in compiled:
@@ -151,9 +151,11 @@ class _Worker:
         return rec
 
     def _walk(self, rec: dict, schema, compiled: dict) -> None:
-        """One seeded walk over E's masks, its instance validated, replayed through P and E
-        (masks timed and compared) and through xg1 (compared with P's)."""
+        """One seeded walk over E's masks, its instance validated, replayed through every engine
+        that compiled: `fill_next_token_bitmask` timed, the words compared with E's (P and E+
+        must agree: a difference is a mismatch; xgrammar's and xg1's are counted)."""
         from ...baselines.pda import PDAMatcher
+        from ...bitmask import allocate_token_bitmask
         from ...exceptions import GrammarLimitError
         from ...matcher import GrammarMatcher
 
@@ -165,35 +167,53 @@ class _Worker:
             rec["valid"] = error is None
             if error is not None:
                 rec["why"] = error[:200]
-        times: dict = {"P": [], "E": []}
-        p_masks = []
-        matchers = dict(P=PDAMatcher(compiled["P"]), E=GrammarMatcher(compiled["E"]))
+        tokens = walker.tokens
+        n = self.info.vocab_size
+        matchers = dict(E=GrammarMatcher(compiled["E"]), P=PDAMatcher(compiled["P"]))
+        if "E+" in compiled:
+            matchers["E+"] = GrammarMatcher(compiled["E+"])
+        if "xgrammar" in compiled:
+            matchers["xgrammar"] = self.xgr.GrammarMatcher(compiled["xgrammar"])
+        rows = {e: (self.xgr.allocate_token_bitmask(1, n) if e == "xgrammar" else allocate_token_bitmask(1, n))
+                for e in matchers}
+        times: dict = {e: [] for e in matchers}
+        differs: dict = {}
+        reference = []  # E's words per step, for xg1
         try:
             with time_limit(self.timeout):
-                for k in range(len(walker.tokens) + 1):
-                    masks = {}
+                for k in range(len(tokens) + 1):
+                    words = {}
                     for engine, m in matchers.items():
                         t0 = time.perf_counter()
-                        masks[engine] = m.compute_bool_mask()
+                        m.fill_next_token_bitmask(rows[engine])
                         times[engine].append((time.perf_counter() - t0) * 1e6)
-                    if not np.array_equal(masks["P"], masks["E"]):
+                        row = rows[engine]
+                        words[engine] = np.array(row.numpy()[0] if hasattr(row, "numpy") else row[0])
+                    reference.append(words["E"])
+                    for engine, w in words.items():
+                        if engine != "E" and engine not in differs and not np.array_equal(w, words["E"]):
+                            differs[engine] = k
+                    if "P" in differs or "E+" in differs:
                         rec["mismatch"] = k
                         break
-                    p_masks.append(np.packbits(masks["P"]))
-                    if k < len(walker.tokens):
+                    if k < len(tokens):
                         for m in matchers.values():
-                            m.accept_token(walker.tokens[k])
+                            m.accept_token(tokens[k])
         except (TimedOut, GrammarLimitError) as err:
             rec["walk_stopped"] = type(err).__name__
-        rec["P"]["mask_us"] = [round(u, 1) for u in times["P"]]
-        rec["E"]["mask_us"] = [round(u, 1) for u in times["E"]]
+        for engine, us in times.items():
+            rec[engine]["mask_us"] = [round(u, 1) for u in us]
+            if engine not in ("E", "P", "E+"):
+                rec[engine]["differs_at"] = differs.get(engine)
         rec["P"]["peak_stacks"] = matchers["P"].stack.peak_stacks
         if "xg1" in compiled:
-            us, masks = compiled["xg1"].masks(walker.tokens[:len(p_masks) - 1] if p_masks else [])
+            us, masks = compiled["xg1"].masks(tokens[:len(reference) - 1] if reference else [])
             rec["xg1"]["mask_us"] = [round(u, 1) for u in us]
-            rec["xg1"]["differs_at"] = next((k for k, (a, b) in enumerate(zip(masks, p_masks))
-                                             if not np.array_equal(np.packbits(a), b)), None)
-            if rec["xg1"]["differs_at"] is None and len(masks) < len(p_masks):
+            packed = [np.packbits(m.view(np.uint8), bitorder="little") for m in masks]
+            want = [w.view(np.uint8)[:len(p)] for w, p in zip(reference, packed)]
+            rec["xg1"]["differs_at"] = next((k for k, (a, b) in enumerate(zip(packed, want))
+                                             if not np.array_equal(a, b)), None)
+            if rec["xg1"]["differs_at"] is None and len(masks) < len(reference):
                 rec["xg1"]["differs_at"] = len(masks)  # it rejected a token of the walk
 
 
@@ -253,14 +273,18 @@ def format_table(records: list) -> str:
             faster = sum(np.mean(r["E"]["mask_us"]) < np.mean(r["P"]["mask_us"]) for r in walked)
             lines.append(f"walked by both: {len(walked)}; E's mean time per mask is lower on {faster} "
                          f"({faster / len(walked):.0%}), P's on {len(walked) - faster}")
-    head = f"{'engine':<10}{'compiled':>9}  {'compile p50 ms':>14}  {'p90':>9}  {'max':>9}  {'mask p50 µs':>11}  {'p99':>9}"
+    head = (f"{'engine':<10}{'compiled':>9}  {'compile p50 ms':>14}  {'p90':>9}  {'max':>9}  {'÷ xgrammar':>10}  "
+            f"{'mask p50 µs':>11}  {'p99':>9}  {'÷ xgrammar':>10}")
     lines += [head, "-" * len(head)]
     for e in engines:
         ms = [r[e]["ms"] for r in records if "ms" in r.get(e, {})]
         us = [u for r in records for u in r.get(e, {}).get("mask_us", [])]
         pct = (lambda v, q: f"{np.percentile(v, q):.1f}" if v else "-")
         lines.append(f"{e:<10}{len(ms):>9}  {pct(ms, 50):>14}  {pct(ms, 90):>9}  {pct(ms, 100):>9}  "
-                     f"{pct(us, 50):>11}  {pct(us, 99):>9}")
+                     f"{_ratio(records, e, 'ms'):>10}  {pct(us, 50):>11}  {pct(us, 99):>9}  "
+                     f"{_ratio(records, e, 'mask_us'):>10}")
+    lines.append("÷ xgrammar: the median over schemas of the engine's compile time, or of its mean time per mask "
+                 "along the walk, over xgrammar 0.2.8's, both measured in this process")
     failures = Counter((e, r[e]["failed"]) for r in records for e in engines if "failed" in r.get(e, {}))
     for (e, why), n in sorted(failures.items()):
         lines.append(f"  {e} failed: {why} x{n}")
@@ -278,12 +302,28 @@ def format_table(records: list) -> str:
     bad = [r for r in records if "mismatch" in r]
     lines.append(f"masks of P and E compared along the walks: {len(bad)} schemas differ" if bad
                  else "masks of P and E equal at every step of every walk")
+    x = [r for r in records if "differs_at" in r.get("xgrammar", {})]
+    if x:
+        differ = sum(r["xgrammar"]["differs_at"] is not None for r in x)
+        lines.append(f"xgrammar 0.2.8's masks against E's: equal along {len(x) - differ} of {len(x)} walks "
+                     f"(specs/01 lists its inexactness)")
     peer = [r for r in records if "mask_us" in r.get("xg1", {})]
     if peer:
         differ = sum(r["xg1"]["differs_at"] is not None for r in peer)
         lines.append(f"xgrammar 0.1.19's masks against P's: equal along {len(peer) - differ} of {len(peer)} walks "
-                     f"(its own schema converter; specs/08 lists the differences)")
+                     f"(the same EBNF; specs/08 §4 lists the differences)")
     return "\n".join(lines)
+
+
+def _ratio(records: list, engine: str, key: str) -> str:
+    """The median over schemas of engine / xgrammar 0.2.8: compile ms (`key` "ms") or mean µs per
+    mask ("mask_us"); "-" when no schema has both."""
+    values = []
+    for r in records:
+        a, b = r.get(engine, {}).get(key), r.get("xgrammar", {}).get(key)
+        if a and b:
+            values.append(np.mean(a) / np.mean(b))
+    return f"{np.median(values):.2f}x" if values else "-"
 
 
 def plot(records: list, out_dir: str) -> None:

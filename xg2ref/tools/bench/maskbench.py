@@ -49,15 +49,16 @@ ENGINES = ("xg2ref", "xgrammar", "llguidance")
 PERCENTILES = (50, 90, 99, 99.9)
 
 
-def load_sample(data_dir: str, sample: int, seed: int) -> list:
+def load_sample(data_dir: str, sample: Optional[int], seed: int) -> list:
     """[(subset, uid, schema, instance text or None)]: `sample` schemas per JSONSchemaBench subset
-    and `sample` json-mode-eval items (their gold completions as instances)."""
+    and `sample` json-mode-eval items (their gold completions as instances); None: all."""
     out = [(subset, uid, schema, None) for subset, rows in load_schemas(data_dir, SUBSETS, sample, seed).items()
            for uid, schema in rows]
     path = os.path.join(data_dir, "json_mode_eval", "json_mode_eval_from_maskbench.jsonl")
     with open(path, encoding="utf-8") as f:
         items = [json.loads(line) for line in f if line.strip()]
-    for item in random.Random(f"{seed}/{JSON_MODE_EVAL}").sample(items, min(sample, len(items))):
+    count = len(items) if sample is None else min(sample, len(items))  # None: all of them
+    for item in random.Random(f"{seed}/{JSON_MODE_EVAL}").sample(items, count):
         out.append((JSON_MODE_EVAL, item["id"], item["schema"], json.dumps(item["completion"])))
     return out
 
