@@ -44,8 +44,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .jsonschemabench import (SUBSETS, TimedOut, load_schemas, random_walk, time_limit, validation_error, walk_tables,
-                              worker_records)
+from .jsonschemabench import (SUBSETS, TimedOut, load_schemas, open_results, random_walk, time_limit, validation_error,
+                              walk_tables, worker_records)
 
 DEFAULT_OUT = os.path.join("benchmarks", "earley_vs_pda")
 ENGINES = ("P", "E", "E+", "xgrammar", "xg1")
@@ -236,12 +236,7 @@ def bench_earley_vs_pda(data_dir: str, sample: Optional[int] = 20, subsets=None,
     records = list(done.values())
     bar = ProgressBar(len(wanted), enabled=progress)
     bar.update(len(records))
-    sink = open(results, "a", encoding="utf-8") if results else None
-    if sink and sink.tell() > 0:
-        with open(results, "rb") as f:
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) != b"\n":
-                sink.write("\n")  # end a line cut short, so the next record starts its own
+    sink = open_results(results)
     try:
         for rec in worker_records(_Worker, (vocab, timeout, seed, peer), todo, jobs, out):
             records.append(rec)

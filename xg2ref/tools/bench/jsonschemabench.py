@@ -293,6 +293,20 @@ def validation_error(schema, text: bytes) -> Optional[str]:
     return None if error is None else str(error.message)
 
 
+def open_results(path: Optional[str]):
+    """A results file opened to append one JSON line per record (None without a path); a last
+    line cut short by a stopped run is ended first, so the next record starts its own."""
+    if not path:
+        return None
+    sink = open(path, "a", encoding="utf-8")
+    if sink.tell() > 0:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                sink.write("\n")
+    return sink
+
+
 _WORKER = None
 
 
@@ -357,12 +371,7 @@ def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=N
     records = [rec for key, rec in done_records.items() if key in wanted]
     bar = ProgressBar(len(wanted), enabled=progress)
     bar.update(len(records))
-    sink = open(results, "a", encoding="utf-8") if results else None
-    if sink and sink.tell() > 0:
-        with open(results, "rb") as f:
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) != b"\n":
-                sink.write("\n")  # end a line cut short, so the next record starts its own
+    sink = open_results(results)
     try:
         for rec in worker_records(_Worker, (vocab, jit, timeout, seed), todo, jobs, out):
             records.append(rec)

@@ -17,6 +17,7 @@ import numpy as np
 from ...compiler import CompiledGrammar, GrammarCompiler
 from ...matcher import GrammarMatcher
 from ...tokenizer_info import TokenizerInfo
+from ...util import read_json_lines
 from .common import benchmarks_dir, data_dir
 
 
@@ -381,12 +382,6 @@ def earley_vs_pda_records(path: Optional[str] = None) -> list:
     """
     if path is None:
         path = os.path.join(benchmarks_dir(), "earley_vs_pda", "records.jsonl")
-    last: dict = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a stopped run
-            last[(rec["subset"], rec["id"])] = rec
-    return list(last.values())
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} not found (`xg2ref bench earley-vs-pda --results` writes it)")
+    return list({(rec["subset"], rec["id"]): rec for rec in read_json_lines(path)}.values())
