@@ -258,23 +258,33 @@ def test_maskbench_compares_masks_then_times_every_engine(tmp_path):
     pytest.importorskip("xgrammar")
     import json
 
-    from xg2ref.tools.bench.jsonschemabench import SUBSETS
-    from xg2ref.tools.bench.maskbench import JSON_MODE_EVAL, bench_maskbench
+    from xg2ref.tools.bench.maskbench import ENGINES, JSON_MODE_EVAL, bench_maskbench
 
     lines = []
     records_path, plot = tmp_path / "records.jsonl", tmp_path / "cdf.png"
-    status = bench_maskbench("../shared/data", sample=1, results=str(records_path), plot=str(plot), progress=False,
-                             out=lines.append)
+    subsets = ("Github_trivial", "Github_easy", JSON_MODE_EVAL)
+    status = bench_maskbench("../shared/data", sample=1, subsets=subsets, results=str(records_path), plot=str(plot),
+                             timeout=30, progress=False, out=lines.append)
     text = "\n".join(lines)
     records = [json.loads(line) for line in records_path.read_text().splitlines()]
-    assert {r["subset"] for r in records} == set(SUBSETS) | {JSON_MODE_EVAL} and len(records) == 11
+    assert {r["subset"] for r in records} == set(subsets) and len(records) == 3
     undocumented = [r for r in records if r["mask_check"] and r["mask_check"].get("undocumented")]
     assert status == (1 if undocumented else 0)
     checked = [r for r in records if r["mask_check"] and "steps" in r["mask_check"]]
     assert checked and all(r["mask_check"]["steps"] >= 1 for r in checked)
-    for engine in ("xg2ref", "xgrammar", "llguidance"):
+    for engine in ENGINES:
         assert any(line.startswith(engine) for line in text.splitlines()), engine
-    assert "ttfm p50" in text and "p99.9" in text and plot.stat().st_size > 0
+        timed = [r["timing"][engine] for r in records if r["timing"][engine]["ttfm"] is not None]
+        assert timed and all(0 < t["compile"] <= t["ttfm"] for t in timed), engine
+    assert "compile p50" in text and "<= 1 ms" in text and "p99.9" in text and plot.stat().st_size > 0
+    for subset in subsets:  # a table per subset
+        assert subset in text.splitlines()
+    # the run resumes: nothing is left to run, and the report is the same
+    again = []
+    assert bench_maskbench("../shared/data", sample=1, subsets=subsets, results=str(records_path), plot=None,
+                           progress=False, out=again.append) == status
+    assert len(records_path.read_text().splitlines()) == 3
+    assert again[-1] == lines[-2]
 
 
 def test_mask_differences_are_told_apart_by_specs_05():
@@ -388,3 +398,67 @@ def test_xg1_ablation_checks_every_row_then_times_it(tmp_path):
     assert [r["name"] for r in record][:len(ROWS)] == [name for name, _, _ in ROWS]
     assert record[0]["masks"] == 4 and all(r["mean_ms"] > 0 for r in record)
     assert record[-1]["name"] == "xgrammar 0.2.8" and (tmp_path / "table3.png").stat().st_size > 0
+
+
+def test_formats_render_marks_the_argument_spans():
+    from xg2ref.tools.bench.formats import render
+
+    text, spans = render("llama", "Sure.", [("f", '{"a": 1}'), ("g", "{}")])
+    assert text == 'Sure. {"name": "f", "parameters": {"a": 1}}{"name": "g", "parameters": {}}'
+    assert [text.encode()[lo:hi] for lo, hi in spans] == [b'{"a": 1}', b"{}"]
+    text, spans = render("harmony", "Let me think.", [("f", '{"é": 1}')])
+    assert text.startswith("<|channel|>analysis<|message|>Let me think.<|end|><|start|>assistant<|channel|>commentary")
+    assert [text.encode()[lo:hi] for lo, hi in spans] == ['{"é": 1}'.encode()] and text.endswith("<|call|>")
+    assert render("harmony", "Hi.", [])[0] == "<|channel|>final<|message|>Hi.<|return|>"
+    with pytest.raises(ValueError, match="format"):
+        render("chatml", "Hi.", [])
+
+
+@pytest.mark.jit_only
+@pytest.mark.xgrammar
+def test_formats_bench_times_every_engine_on_sentences_of_every_grammar(tmp_path):
+    import json
+
+    from xg2ref.tools.bench.formats import bench_formats
+
+    lines = []
+    assert bench_formats("../shared/data", runs=("llama",), turns=2, tool_counts=(3,), slow_turns=1,
+                         engines=("xg2ref", "xgrammar", "llguidance", "pda"), out_dir=str(tmp_path), progress=False,
+                         out=lines.append) == 0
+    rows = {r["engine"]: r for r in json.loads((tmp_path / "formats.json").read_text())}
+    assert set(rows) == {"xg2ref", "xgrammar", "llguidance", "pda"}
+    for r in rows.values():
+        assert r["refused"] == 0 and r["timeouts"] == 0 and r["tokens"] > 0 and r["mean_us"] > 0
+        assert r["compile_warm_ms"] > 0 and r["ttfm_cold_ms"] >= r["compile_cold_ms"]
+    assert rows["xg2ref"]["turns"] == 2 and rows["pda"]["turns"] == 1  # the slow engine reads the first turn only
+    assert rows["xgrammar"]["differ"] == 0 and rows["pda"]["differ"] == 0  # the same structural tag, exact masks
+    assert rows["pda"]["compile_cold_ms"] == rows["pda"]["compile_warm_ms"]  # no cache: one measurement for both
+    assert rows["xg2ref"]["token_vs_xgrammar"] > 0 and rows["xg2ref"]["compile_vs_llguidance"] > 0
+    assert (tmp_path / "fig7.png").stat().st_size > 0 and (tmp_path / "fig8.png").stat().st_size > 0
+    table = "\n".join(lines)
+    assert "÷ xgrammar" in table and "÷ llguidance" in table
+
+
+def test_formats_sensitivity_vocabulary_makes_each_harmony_marker_one_token():
+    from xg2ref.tools.bench.formats_engines import HARMONY_MARKERS, marker_vocabulary
+
+    info, encode = marker_vocabulary()
+    tokens = encode("<|channel|>final<|message|>Hi.<|return|>".encode())
+    decoded = info.decoded_vocab
+    assert [decoded[t] for t in tokens][0] == b"<|channel|>" and decoded[tokens[-1]] == b"<|return|>"
+    assert b"".join(decoded[t] for t in tokens) == b"<|channel|>final<|message|>Hi.<|return|>"
+    assert len(tokens) <= 6 and all(len(encode(m.encode())) == 1 for m in HARMONY_MARKERS)
+    assert tokens[-1] not in info.stop_token_ids and len(info.stop_token_ids) == 1
+
+
+def test_formats_legacy_tags_are_xgrammar_0_1s_tags_and_triggers():
+    from xg2ref.frontends.structural_tag.models import HARMONY_FUNCTION_HEADERS
+    from xg2ref.tools.bench.formats_engines import legacy_tags
+
+    tools = [{"function": {"name": "f", "parameters": {"type": "object"}}}, {"function": {"name": "g"}}]
+    tags, triggers = legacy_tags("llama", tools)
+    assert tags == [('{"name": "f", "parameters": ', '{"type": "object"}', "}"),
+                    ('{"name": "g", "parameters": ', '{"type": "object"}', "}")] and triggers == ['{"name": ']
+    tags, triggers = legacy_tags("harmony", tools)
+    assert len(tags) == 2 * len(HARMONY_FUNCTION_HEADERS) and all(t[2] == "<|call|>" for t in tags)
+    assert all(any(begin.startswith(trigger) for trigger in triggers) for begin, _, _ in tags)

@@ -159,3 +159,25 @@ def test_the_actual_code_check():
     assert resolves("xg2ref.matcher.GrammarMatcher.rollback")
     assert not resolves("xg2ref.matcher.GrammarMatcher.no_such_method")
     assert not resolves("xg2ref.no_such_module.f")
+
+
+def test_the_reproduction_index_names_commands_and_notebooks_that_exist():
+    """notebooks/README.md's reproduction index: every `xg2ref bench X` is a bench the command
+    line has, every notebook number a notebook that exists, every status one of the legend's."""
+    from xg2ref.tools.cli import build_parser
+
+    text = (NOTEBOOK_DIR / "README.md").read_text(encoding="utf-8")
+    index = text[text.index("## Reproduction index"):]
+    index = index[:index.index("\n## ", 1)]
+    rows = [line.split("|")[1:-1] for line in index.splitlines() if line.startswith("| XG") or
+            line.startswith("| WG") or line.startswith("| CZ")]
+    assert len(rows) >= 40
+    bench = next(a for a in build_parser()._subparsers._group_actions[0].choices["bench"]._actions
+                 if a.dest == "what")
+    numbers = {p.name[:2] for p in NOTEBOOKS}
+    for artefact, status, command, notebook, _ in (map(str.strip, r) for r in rows):
+        assert status in {"reproduced", "stand-ins", "taught", "partly", "not yet", "out of reach"}, artefact
+        for what in re.findall(r"`xg2ref bench ([\w-]+)`", command):
+            assert what in bench.choices, (artefact, what)
+        for n in re.findall(r"\d\d", notebook):
+            assert n in numbers, (artefact, n)

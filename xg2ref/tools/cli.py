@@ -17,8 +17,9 @@
     xg2ref bench targets [--requests N]               the default path vs xgrammar: first masks, masks p50-max, cliffs
     xg2ref bench xg1-ablation [--limit N]             XGrammar's Table 3 on XGrammar-1's pushdown automaton
     xg2ref bench earley-vs-pda [--sample N]           Earley against the pushdown automaton on JSONSchemaBench (Fig. 10)
+    xg2ref bench formats [--tools N ...]              per-token overhead and compile time, llama and harmony (Figs. 7, 8)
     xg2ref bench kernels                              bitmask applied to logits: each backend vs xgrammar's, GPU when present
-    xg2ref bench maskbench [--sample N]               time to first mask and between masks: xg2ref, xgrammar, llguidance
+    xg2ref bench maskbench [--sample N]               compile, first mask, between masks on JSON schemas (Fig. 11)
     xg2ref cases                                      the bundled suite
 
 GRAMMAR is a path to an EBNF (.ebnf, .gbnf) file, the name of a bundled case (`json`,
@@ -388,10 +389,16 @@ def cmd_bench(args) -> int:
         from .bench.kernels import bench_kernels
 
         return bench_kernels()
+    if args.what == "formats":
+        from .bench.formats import bench_formats
+
+        return bench_formats(args.data, turns=args.requests, tool_counts=args.tools or (20,),
+                             slow_turns=args.slow_turns, slow_timeout=args.slow_timeout,
+                             progress=not args.no_progress)
     if args.what == "dynamic":
         from .bench.dynamic import bench_dynamic
 
-        return bench_dynamic(args.data, vocab=args.vocab, requests=args.requests, tool_counts=args.tools,
+        return bench_dynamic(args.data, vocab=args.vocab, requests=args.requests, tool_counts=args.tools or (5, 20, 50),
                              fmt=args.format, plot=args.plot)
     if args.what == "targets":
         from .bench.targets import bench_targets
@@ -425,7 +432,8 @@ def cmd_bench(args) -> int:
         results = args.results or os.path.join("benchmarks", "maskbench", "records.jsonl")
         os.makedirs(os.path.dirname(results) or ".", exist_ok=True)
         return bench_maskbench(args.data, sample=_sample_size(args.sample, 5), vocab=args.vocab, results=results,
-                               plot=plot, progress=not args.no_progress)
+                               plot=plot, jobs=args.jobs, timeout=args.timeout, subsets=args.subsets,
+                               progress=not args.no_progress)
     if args.what == "jsonschemabench":
         from .bench.jsonschemabench import bench_jsonschemabench
 
@@ -547,18 +555,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
     p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
-                                    "kernels", "maskbench", "xg1-ablation", "earley-vs-pda"),
+                                    "kernels", "maskbench", "xg1-ablation", "earley-vs-pda", "formats"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: the default path's time to first mask and "
                         "between masks (p50 to max, cache on and off, a simulated forward pass), compile with "
                         "every entry, and the cliffs, as ratios to xgrammar; kernels: the bitmask applied to "
                         "logits by each backend, beside xgrammar's and the bandwidth bound on a GPU; maskbench: "
-                        "time to first mask and between masks on a JSONSchemaBench and json-mode-eval sample, "
-                        "beside xgrammar and llguidance; xg1-ablation: XGrammar's Table 3 on XGrammar-1's pushdown "
+                        "XGrammar-2 Fig. 11, compile time, time to first mask and between masks on a JSONSchemaBench "
+                        "and json-mode-eval sample, beside xgrammar, llguidance, outlines and the pushdown "
+                        "automaton, a table per subset; xg1-ablation: XGrammar's Table 3 on XGrammar-1's pushdown "
                         "automaton, with xg2ref's Earley engine and xgrammar as two more rows; earley-vs-pda: XGrammar-2 "
                         "Fig. 10, compile time and time per mask of the Earley engine against the pushdown "
-                        "automaton on JSONSchemaBench")
+                        "automaton on JSONSchemaBench; formats: XGrammar-2 Figs. 7 and 8, per-token overhead and "
+                        "compile time of tool calling in the llama and harmony formats beside xgrammar, "
+                        "llguidance and the pushdown automata")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
                    help="folder holding json_mode_eval/ (default ../shared/data)")
@@ -567,26 +578,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample", type=_sample, metavar="N",
                    help="jsonschemabench: N seeded schemas per subset, or `all` (default: all; ablation: 3; "
                         "maskbench: 5; earley-vs-pda: 20)")
-    p.add_argument("--subsets", nargs="+", metavar="NAME", help="jsonschemabench, ablation: subsets (default: all ten)")
+    p.add_argument("--subsets", nargs="+", metavar="NAME",
+                   help="jsonschemabench, ablation, earley-vs-pda: subsets (default: all ten); maskbench: these and "
+                        "json-mode-eval")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                   help="jsonschemabench: stop an xg2ref compile after S seconds (default 60)")
+                   help="jsonschemabench: stop an xg2ref compile after S seconds; earley-vs-pda, maskbench: an "
+                        "engine's work on a schema (default 60)")
     p.add_argument("--eager", action="store_true",
                    help="jsonschemabench: build every mask-cache entry at compile time (default: JIT, on first use)")
     p.add_argument("--jobs", type=int, default=1,
-                   help="jsonschemabench, earley-vs-pda: worker processes, each one thread (default 1)")
+                   help="jsonschemabench, earley-vs-pda, maskbench: worker processes, each one thread (default 1)")
     p.add_argument("--results", metavar="PATH",
-                   help="jsonschemabench, earley-vs-pda: one JSON line per schema; schemas already there are not "
-                        "run again; "
-                        "maskbench: one JSON line per schema, written anew (default benchmarks/maskbench/records.jsonl)")
+                   help="jsonschemabench, earley-vs-pda, maskbench: one JSON line per schema; schemas already there "
+                        "are not run again (maskbench's default: benchmarks/maskbench/records.jsonl)")
     p.add_argument("--rerun", choices=("failures", "invalid", "both"),
                    help="jsonschemabench: run again the schemas --results records as xg2ref compile failures "
                         "or timeouts, as invalid outputs, or both (the new record replaces the old)")
     p.add_argument("--report-only", action="store_true",
                    help="jsonschemabench: run nothing, print the table of the schemas --results holds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--requests", type=int, default=100, help="dynamic: requests per workload (default 100)")
-    p.add_argument("--tools", type=int, nargs="+", default=[5, 20, 50], metavar="N",
-                   help="dynamic: tools per request, one workload pair each (default 5 20 50)")
+    p.add_argument("--requests", type=int, default=100,
+                   help="dynamic: requests per workload; formats: turns per format (default 100)")
+    p.add_argument("--tools", type=int, nargs="+", metavar="N",
+                   help="dynamic: tools per request, one workload pair each (default 5 20 50); formats: tools per "
+                        "turn, one run each (default 20)")
+    p.add_argument("--slow-turns", type=int, default=5, metavar="N",
+                   help="formats: turns read by the pushdown automata, which compile in seconds (default 5)")
+    p.add_argument("--slow-timeout", type=float, default=120.0, metavar="S",
+                   help="formats: xgrammar 0.1.19's compiles past S seconds are counted, not waited for (default 120)")
     p.add_argument("--format", default="llama", help="dynamic: the model format of the tool-calling structural tag")
     p.add_argument("--plot", default=DYNAMIC_PLOT, metavar="PATH",
                    help="dynamic: where Figure 6 goes, as PNG (the numbers beside it as .json); maskbench: the "

@@ -110,6 +110,14 @@ class PDACompiler:
     def compile_regex(self, regex: str) -> PDACompiledGrammar:
         return self.compile_grammar(Grammar.from_regex(regex))
 
+    def compile_structural_tag(self, structural_tag, triggers=None) -> PDACompiledGrammar:
+        """A structural tag (xgrammar 0.2.8's format, or the legacy tags and triggers xgrammar
+        0.1.19 read) through xg2ref's converter; its TagDispatch is one rule machine like any other."""
+        from ...frontends.structural_tag.converter import legacy_structural_tag, structural_tag_to_ir
+
+        tag = legacy_structural_tag(structural_tag, triggers) if triggers is not None else structural_tag
+        return self.compile_grammar(Grammar.from_ir(structural_tag_to_ir(tag, self.tokenizer_info)))
+
 
 def lookahead_filters(ir) -> LookaheadArrays:
     """The rules' lookahead filters (xg2ref/lookahead.py), computed on the Earley engine's

@@ -1,12 +1,14 @@
-"""`xg2ref bench maskbench`: time to first mask and time between masks on JSON schemas, for
-xg2ref, xgrammar 0.2.8 and llguidance 1.9.1 in one process, as a user meets them (XGrammar-2 §4:
-the system with all its mechanisms on, `GrammarCompiler(info)` and nothing else).
+"""`xg2ref bench maskbench`: XGrammar-2 App. E, Figure 11 ("most JSON Schemas within 1 ms"):
+compile time, time to first mask and time between masks on JSON schemas, for xg2ref, xgrammar
+0.2.8, llguidance 1.9.1, outlines-core 0.2.14 and XGrammar-1's pushdown automaton
+(xg2ref/baselines/pda), as a user meets them (`GrammarCompiler(info)` and nothing else; each
+engine's defaults).
 
-The sample: `--sample N` schemas per JSONSchemaBench subset (seeded), and N json-mode-eval items.
-An instance is a JSON text the schema accepts, tokenized with the vocabulary's own encoder: the
-gold completion of a json-mode-eval item, or for a JSONSchemaBench schema a seeded random walk over
-xg2ref's masks (`bench_jsonschema.random_walk`) that `jsonschema` validates (schemas without one
-get their time to first mask only).
+The sample: `--sample N` schemas per JSONSchemaBench subset (seeded; `all`: the 9,557), and N
+json-mode-eval items. An instance is a JSON text the schema accepts, tokenized with the
+vocabulary's own encoder: the gold completion of a json-mode-eval item, or for a JSONSchemaBench
+schema a seeded random walk over xg2ref's masks (`bench_jsonschema.random_walk`) that `jsonschema`
+validates (schemas without one get their compile and first mask only).
 
 Correctness first, nothing timed: along each instance, xg2ref's mask and xgrammar's are compared
 at every step (fresh compilers, caches off). A step that differs is *documented* when it is
@@ -18,16 +20,22 @@ surrogate), or *attributed* when the schema uses a keyword of another difference
 *undocumented*, printed with its tokens, and makes the exit status 1. Attributed ones are
 recorded with the keywords that explain them, so that a reader can check them one by one.
 
-Then, per schema and engine, with one compiler per engine kept across the whole run (caches on,
-as a server keeps them; cold first requests included; the process has warmed Numba's kernels
-once on a schema outside the sample):
+Then, per schema and engine, with one compiler per engine kept across the worker's schemas (caches
+on, as a server keeps them; cold first requests included; each worker has warmed its kernels once
+on a schema outside the sample), under `--timeout` seconds per engine:
 
-- time to first mask: compile the schema, make a matcher, fill the first bitmask;
+- compile: the engine's compile call alone (xg2ref, xgrammar, the PDA: `compile_json_schema`;
+  llguidance: the grammar and its matcher, where llguidance builds its parser; outlines: the
+  schema's regex and its token index);
+- time to first mask: the compile, a matcher and the first bitmask;
 - time between masks: for each token of the instance, accept it and fill the next bitmask.
 
-The report gives time to first mask p50 / p99 and time between masks avg / p50 / p90 / p99 /
-p99.9 / max per engine with the ratio to xgrammar's; `--plot` draws the per-token distributions
-as CDFs (PNG); `--results` keeps one JSON line per schema (`benchmarks/maskbench/`).
+The time limit is an alarm, taken between calls: a compile inside one native call (outlines'
+index, xgrammar's) is stopped when that call returns.
+
+`--jobs N` worker processes share the schemas; `--results` keeps one JSON line per schema, and a
+run stopped midway goes on where it left off (a record made with fewer engines runs again);
+xg2ref/tools/bench/maskbench_report.py reads them.
 """
 
 from __future__ import annotations
@@ -40,20 +48,27 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .jsonschemabench import SUBSETS, load_schemas, random_walk, validation_error, walk_tables
+from .jsonschemabench import (SUBSETS, TimedOut, load_schemas, open_results, random_walk, time_limit, validation_error,
+                              walk_tables, worker_records)
 from ...bitmask import unpack_bitmask
-from ..diff.report import ProgressBar
 
 JSON_MODE_EVAL = "json-mode-eval"
-ENGINES = ("xg2ref", "xgrammar", "llguidance")
-PERCENTILES = (50, 90, 99, 99.9)
+ENGINES = ("xg2ref", "xgrammar", "llguidance", "outlines", "pda")
+WARM_UP_SCHEMA = {"type": "object", "properties": {"w": {"type": "string"}}}
 
 
-def load_sample(data_dir: str, sample: Optional[int], seed: int) -> list:
+def load_sample(data_dir: str, sample: Optional[int], seed: int, subsets=None) -> list:
     """[(subset, uid, schema, instance text or None)]: `sample` schemas per JSONSchemaBench subset
-    and `sample` json-mode-eval items (their gold completions as instances); None: all."""
-    out = [(subset, uid, schema, None) for subset, rows in load_schemas(data_dir, SUBSETS, sample, seed).items()
-           for uid, schema in rows]
+    (of `subsets`, default all ten) and `sample` json-mode-eval items (their gold completions as
+    instances; when `subsets` names it, or by default); None: all."""
+    subsets = list(subsets or SUBSETS + (JSON_MODE_EVAL,))
+    unknown = set(subsets) - set(SUBSETS) - {JSON_MODE_EVAL}
+    if unknown:
+        raise ValueError(f"unknown subsets {sorted(unknown)}; choose from {list(SUBSETS) + [JSON_MODE_EVAL]}")
+    out = [(subset, uid, schema, None) for subset, rows in
+           load_schemas(data_dir, [s for s in subsets if s in SUBSETS], sample, seed).items() for uid, schema in rows]
+    if JSON_MODE_EVAL not in subsets:
+        return out
     path = os.path.join(data_dir, "json_mode_eval", "json_mode_eval_from_maskbench.jsonl")
     with open(path, encoding="utf-8") as f:
         items = [json.loads(line) for line in f if line.strip()]
@@ -63,63 +78,65 @@ def load_sample(data_dir: str, sample: Optional[int], seed: int) -> list:
     return out
 
 
-class _Engines:
-    """The three engines over one vocabulary: adapters with one shape (compile, first mask, step)."""
+class _Worker:
+    """The engines over one vocabulary, one compiler each kept across this process's schemas;
+    `run` checks and times one schema."""
 
-    def __init__(self, vocab: str):
+    def __init__(self, vocab: str, seed: int, timeout: Optional[float], engines=ENGINES):
         import xgrammar
 
         from .mask import _xgrammar_info
         from ..diff.checks import quicktok_encoder
+        from ...oracle.engines import EngineUnavailable
+        from ...oracle.other_engines import LLGuidanceEngine, OutlinesEngine
         from ...tokenizer_info import TokenizerInfo
 
+        self.seed, self.timeout, self.asked = seed, timeout, list(engines)
         self.info = TokenizerInfo.from_quicktok(vocab)
         self.encode = quicktok_encoder(vocab)
         self.xgr = xgrammar
         self.xinfo = _xgrammar_info(xgrammar, self.info)
-        self.lltok = self._llguidance_tokenizer()
         self.walk_tables = walk_tables(self.info)  # for the instances' random walks
+        self.engines, missing, self.peers = [], [], {}
+        for name, make in (("llguidance", LLGuidanceEngine), ("outlines", OutlinesEngine)):
+            if name in engines:
+                try:
+                    self.peers[name] = make.from_tokenizer_info(self.info, encoder=self.encode)
+                except (ImportError, EngineUnavailable):
+                    missing.append(name)
+        self.engines = [e for e in engines if e not in missing]
+        self.note = f"not installed, their columns stay empty: {', '.join(missing)}" if missing else None
+        self.compilers = self.make_compilers()
+        self.time_schema(json.dumps(WARM_UP_SCHEMA), self.encode(b'{"w": "x"}'), self.make_compilers())
 
-    def _llguidance_tokenizer(self):
-        """llguidance's tokenizer over the same tokens, encoding with the same encoder."""
-        try:
-            import llguidance
-        except ImportError:
-            return None
-        info, encode = self.info, self.encode
-
-        class Vocabulary:
-            eos_token_id = info.stop_token_ids[0] if info.stop_token_ids else 0
-            bos_token_id = None
-            tokens = [bytes(t) for t in info.decoded_vocab]
-            special_token_ids = list(info.special_token_ids)
-
-            def __call__(self, data: bytes):
-                return encode(data) or []
-
-        return llguidance.LLTokenizer(llguidance.TokenizerWrapper(Vocabulary()), n_vocab=info.vocab_size,
-                                      eos_token=list(info.stop_token_ids) or None)
-
-    def compilers(self) -> dict:
-        """A fresh compiler per engine, defaults on (llguidance compiles per matcher)."""
+    def make_compilers(self) -> dict:
+        """A fresh compiler per engine, defaults on (llguidance and outlines compile per matcher)."""
+        from ...baselines.pda import PDACompiler
         from ...compiler import GrammarCompiler
 
-        out = {"xg2ref": GrammarCompiler(self.info), "xgrammar": self.xgr.GrammarCompiler(self.xinfo, max_threads=1)}
-        if self.lltok is not None:
-            out["llguidance"] = self.lltok
-        return out
+        made = {"xg2ref": lambda: GrammarCompiler(self.info),
+                "xgrammar": lambda: self.xgr.GrammarCompiler(self.xinfo, max_threads=1),
+                "pda": lambda: PDACompiler(self.info)}
+        return {e: made[e]() if e in made else self.peers[e] for e in self.engines}
 
-    def first_mask(self, engine: str, compiler, schema_text: str):
-        """Compile, make a matcher, fill the first bitmask: (matcher, bitmask, step function)."""
+    def compile(self, engine: str, compiler, schema_text: str):
+        """The engine's compile call alone (module docstring)."""
         if engine == "llguidance":
-            import llguidance
-            import llguidance.numpy as lnp
-
-            grammar = llguidance.LLMatcher.grammar_from_json_schema(schema_text,
-                                                                     defaults={"whitespace_flexible": True})
-            matcher = llguidance.LLMatcher(compiler, grammar, log_level=0)
+            llg = compiler.llg
+            grammar = llg.LLMatcher.grammar_from_json_schema(schema_text, defaults={"whitespace_flexible": True})
+            matcher = llg.LLMatcher(compiler.tokenizer, grammar, log_level=0)
             if matcher.is_error():
                 raise ValueError(matcher.get_error())
+            return matcher
+        if engine == "outlines":
+            return compiler.oc.Index(compiler.json_schema_regex(schema_text), compiler.vocabulary)
+        return compiler.compile_json_schema(schema_text)
+
+    def first_mask(self, engine: str, compiler, compiled) -> Callable[[int], bool]:
+        """A matcher of `compiled` and its first bitmask; the step function (accept a token, fill the
+        next bitmask)."""
+        if engine == "llguidance":
+            lnp, matcher = compiler.llg_numpy, compiled
             bitmask = lnp.allocate_token_bitmask(1, self.info.vocab_size)
             lnp.fill_next_token_bitmask(matcher, bitmask, 0)
 
@@ -127,9 +144,28 @@ class _Engines:
                 ok = matcher.consume_token(token)
                 lnp.fill_next_token_bitmask(matcher, bitmask, 0)
                 return ok and not matcher.is_error()
-            return matcher, bitmask, step
-        lib = self.xgr if engine == "xgrammar" else _xg2ref()
-        matcher = lib.GrammarMatcher(compiler.compile_json_schema(schema_text))
+            return step
+        if engine == "outlines":
+            guide = compiler.oc.Guide(compiled)
+            words = np.zeros((self.info.vocab_size + 31) // 32, np.int32)
+            guide.write_mask_into(words.ctypes.data, words.size, 4)
+
+            def step(token: int) -> bool:
+                if not guide.accepts_tokens([token]):
+                    return False
+                guide.advance(token, return_tokens=False)
+                guide.write_mask_into(words.ctypes.data, words.size, 4)
+                return True
+            return step
+        if engine == "xgrammar":
+            lib = self.xgr
+        else:
+            import xg2ref as lib
+        if engine == "pda":
+            from ...baselines.pda import PDAMatcher as make_matcher
+        else:
+            make_matcher = lib.GrammarMatcher
+        matcher = make_matcher(compiled)
         bitmask = lib.allocate_token_bitmask(1, self.info.vocab_size)
         matcher.fill_next_token_bitmask(bitmask)
 
@@ -137,16 +173,54 @@ class _Engines:
             ok = matcher.accept_token(token)
             matcher.fill_next_token_bitmask(bitmask)
             return ok
-        return matcher, bitmask, step
+        return step
+
+    def time_schema(self, schema_text: str, tokens: Optional[list], compilers: dict) -> dict:
+        """Each engine's compile time, time to first mask and time between masks along `tokens`,
+        each engine under the time limit."""
+        rec = {}
+        for engine, compiler in compilers.items():
+            row = {"compile": None, "ttfm": None, "steps": [], "error": None}
+            try:
+                with time_limit(self.timeout):
+                    start = time.perf_counter()
+                    compiled = self.compile(engine, compiler, schema_text)
+                    row["compile"] = time.perf_counter() - start
+                    step = self.first_mask(engine, compiler, compiled)
+                    row["ttfm"] = time.perf_counter() - start
+                    for k, t in enumerate(tokens or []):
+                        start = time.perf_counter()
+                        ok = step(t)
+                        row["steps"].append(time.perf_counter() - start)
+                        if not ok:
+                            row["error"] = f"refused token {k} of the instance"
+                            break
+            except TimedOut:
+                row["error"] = "timeout"
+            except Exception as err:  # noqa: BLE001  (an engine's refusal of a schema is recorded, not fatal)
+                row["error"] = f"{type(err).__name__}: {err}".splitlines()[0][:200]
+            rec[engine] = row
+        return rec
+
+    def run(self, subset: str, uid: str, schema, instance: Optional[str]) -> dict:
+        if instance is None:
+            instance = make_instance(self, uid, schema, self.seed)
+        tokens = self.encode(instance.encode()) if instance is not None else None
+        check = None
+        if tokens is not None:
+            try:
+                with time_limit(self.timeout):
+                    check = compare_masks(self, json.dumps(schema), tokens)
+            except TimedOut:
+                check = {"error": "timeout"}
+            except Exception as err:  # noqa: BLE001  (an engine refusing the schema: no comparison)
+                check = {"error": f"{type(err).__name__}: {err}".splitlines()[0][:200]}
+        return {"subset": subset, "uid": uid, "engines": self.asked,
+                "tokens": len(tokens) if tokens is not None else None, "mask_check": check,
+                "timing": self.time_schema(json.dumps(schema), tokens, self.compilers)}
 
 
-def _xg2ref():
-    import xg2ref
-
-    return xg2ref
-
-
-def make_instance(engines: _Engines, uid: str, schema, seed: int) -> Optional[str]:
+def make_instance(engines: "_Worker", uid: str, schema, seed: int) -> Optional[str]:
     """A seeded random walk over xg2ref's masks that `jsonschema` validates, or None."""
     from ...compiler import GrammarCompiler
     from ...matcher import GrammarMatcher
@@ -167,7 +241,7 @@ def make_instance(engines: _Engines, uid: str, schema, seed: int) -> Optional[st
         return None
 
 
-def compare_masks(engines: _Engines, schema_text: str, tokens: list) -> dict:
+def compare_masks(engines: "_Worker", schema_text: str, tokens: list) -> dict:
     """xg2ref's and xgrammar's masks at every step of `tokens` (fresh compilers, caches off):
     {"steps", "documented", "undocumented", "example"} (module docstring)."""
     import xg2ref
@@ -242,163 +316,56 @@ def documented_keywords(schema) -> set:
     return found
 
 
-def time_schema(engines: _Engines, compilers: dict, schema_text: str, tokens: Optional[list]) -> dict:
-    """Each engine's time to first mask and its time between masks along `tokens`."""
-    rec = {}
-    for engine, compiler in compilers.items():
-        row = {"ttfm": None, "steps": [], "error": None}
-        try:
-            start = time.perf_counter()
-            _, _, step = engines.first_mask(engine, compiler, schema_text)
-            row["ttfm"] = time.perf_counter() - start
-            for k, t in enumerate(tokens or []):
-                start = time.perf_counter()
-                ok = step(t)
-                row["steps"].append(time.perf_counter() - start)
-                if not ok:
-                    row["error"] = f"refused token {k} of the instance"
-                    break
-        except Exception as err:  # noqa: BLE001  (an engine's refusal of a schema is recorded, not fatal)
-            row["error"] = f"{type(err).__name__}: {err}".splitlines()[0][:200]
-        rec[engine] = row
-    return rec
-
-
-def summarize(records: list) -> dict:
-    """Per engine: schemas timed, time to first mask p50/p99, time between masks avg and
-    percentiles, over the schemas every engine compiled (and the instances every engine read)."""
-    both = [r for r in records if all(r["timing"].get(e, {}).get("ttfm") is not None for e in r["timing"])]
-    engines = sorted({e for r in records for e in r["timing"]}, key=ENGINES.index)
-    common = [r for r in both if all(not r["timing"][e]["error"] for e in engines)]
-    out = {}
-    for e in engines:
-        ttfm = np.array([r["timing"][e]["ttfm"] for r in both if e in r["timing"]])
-        steps = np.array([s for r in common for s in r["timing"][e]["steps"]])
-        row = {"schemas": int(len(ttfm)), "ttfm_p50": _pct(ttfm, 50), "ttfm_p99": _pct(ttfm, 99),
-               "tokens": int(len(steps)), "tbm_avg": float(steps.mean()) if len(steps) else None,
-               "tbm_max": float(steps.max()) if len(steps) else None}
-        for p in PERCENTILES:
-            row[f"tbm_p{p}"] = _pct(steps, p)
-        row["failed"] = sum(1 for r in records if r["timing"].get(e, {}).get("error"))
-        out[e] = row
-    return out
-
-
-def _pct(a: np.ndarray, p: float) -> Optional[float]:
-    return float(np.percentile(a, p)) if len(a) else None
-
-
-def format_report(summary: dict) -> str:
-    cols = [("ttfm_p50", "ttfm p50"), ("ttfm_p99", "ttfm p99"), ("tbm_avg", "tbm avg")] + \
-        [(f"tbm_p{p}", f"p{p}") for p in PERCENTILES] + [("tbm_max", "max")]
-    head = f"{'engine':<12}{'schemas':>8}{'tokens':>8}" + "".join(f"{name:>17}" for _, name in cols)
-    lines = [head, "-" * len(head)]
-    ref = summary.get("xgrammar", {})
-    for engine, row in summary.items():
-        cells = []
-        for key, _ in cols:
-            value = row[key]
-            if value is None:
-                cells.append(f"{'-':>17}")
-                continue
-            text = f"{value * 1e3:.2f} ms" if key.startswith("ttfm") else f"{value * 1e6:.0f} us"
-            if engine != "xgrammar" and ref.get(key):
-                text += f" {value / ref[key]:.2f}x"
-            cells.append(f"{text:>17}")
-        lines.append(f"{engine:<12}{row['schemas']:>8}{row['tokens']:>8}" + "".join(cells))
-    lines.append("(ttfm: compile + matcher + first mask, cold first requests included; tbm: accept a token and fill "
-                 "the next mask, over the instances every engine read; ratios to xgrammar 0.2.8 in the same run)")
-    return "\n".join(lines)
-
-
-def plot_cdf(records: list, path: str) -> None:
-    """The per-token times of each engine as a CDF, log time axis."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    engines = sorted({e for r in records for e in r["timing"]}, key=ENGINES.index)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for e in engines:
-        steps = np.sort([s for r in records for s in r["timing"].get(e, {}).get("steps", [])])
-        if len(steps):
-            ax.plot(steps * 1e6, np.arange(1, len(steps) + 1) / len(steps), label=e)
-    ax.set_xscale("log")
-    ax.set_xlabel("time between masks (µs, log scale)")
-    ax.set_ylabel("share of tokens")
-    ax.set_title("MaskBench sample: per-token time, defaults on every engine")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def bench_maskbench(data_dir: str, sample: int = 5, vocab: str = "llama3", seed: int = 0,
-                    results: Optional[str] = None, plot: Optional[str] = None, progress: bool = True,
+def bench_maskbench(data_dir: str, sample: Optional[int] = 5, subsets=None, vocab: str = "llama3", seed: int = 0,
+                    results: Optional[str] = None, plot: Optional[str] = None, jobs: int = 1,
+                    timeout: Optional[float] = 60.0, engines=ENGINES, progress: bool = True,
                     out: Callable[[str], None] = print) -> int:
-    """Run the benchmark (module docstring); exit status 1 when a mask difference is undocumented."""
+    """Run the benchmark (module docstring) on `sample` schemas per subset (None: all) in `jobs`
+    processes; exit status 1 when a mask difference is undocumented."""
+    from ...util import read_json_lines
+    from ..diff.report import ProgressBar
+    from .maskbench_report import format_report, plot_cdf, summarize
+
     try:
-        engines = _Engines(vocab)
+        import xgrammar  # noqa: F401
     except ImportError:
         out("xgrammar is not installed: `xg2ref bench maskbench` compares against xgrammar 0.2.8")
         return 2
-    if engines.lltok is None:
-        out("llguidance is not installed: its column stays empty")
-    sample_rows = load_sample(data_dir, sample, seed)
-    # one process-level warm-up of every engine's kernels, on a schema outside the sample
-    warm = engines.compilers()
-    time_schema(engines, warm, json.dumps({"type": "object", "properties": {"w": {"type": "string"}}}),
-                engines.encode(b'{"w": "x"}'))
-    bar = ProgressBar(2 * len(sample_rows), enabled=progress)
-    prepared = []
-    for subset, uid, schema, instance in sample_rows:
-        bar.advance(f"check {subset} {uid}")
-        if instance is None:
-            instance = make_instance(engines, uid, schema, seed)
-        tokens = engines.encode(instance.encode()) if instance is not None else None
-        check = None
-        if tokens is not None:
-            try:
-                check = compare_masks(engines, json.dumps(schema), tokens)
-            except Exception as err:  # noqa: BLE001  (an engine refusing the schema: no comparison)
-                check = {"error": f"{type(err).__name__}: {err}".splitlines()[0][:200]}
-        prepared.append((subset, uid, schema, tokens, check))
-    compilers = engines.compilers()
-    records = []
-    sink = open(results, "w", encoding="utf-8") if results else None
+    rows = load_sample(data_dir, sample, seed, subsets)
+    wanted = {(subset, uid) for subset, uid, _, _ in rows}
+    # (a line cut short by a stopped run is skipped: that schema runs again)
+    done = {(r["subset"], r["uid"]): r for r in read_json_lines(results)
+            if (r["subset"], r["uid"]) in wanted and set(engines) <= set(r.get("engines", ()))}
+    todo = [row for row in rows if (row[0], row[1]) not in done]
+    random.Random(seed).shuffle(todo)  # a stopped run is still a fair sample of every subset
+    records = list(done.values())
+    bar = ProgressBar(len(wanted), enabled=progress)
+    bar.update(len(records))
+    sink = open_results(results)
     try:
-        for subset, uid, schema, tokens, check in prepared:
-            bar.advance(f"time {subset} {uid}")
-            rec = {"subset": subset, "uid": uid, "tokens": len(tokens) if tokens is not None else None,
-                   "mask_check": check, "timing": time_schema(engines, compilers, json.dumps(schema), tokens)}
+        for rec in worker_records(_Worker, (vocab, seed, timeout, tuple(engines)), todo, jobs, out):
             records.append(rec)
             if sink:
                 sink.write(json.dumps(rec) + "\n")
                 sink.flush()
+            bar.update(len(records), f"{rec['subset']} {rec['uid']}")
     finally:
-        bar.close()
         if sink:
             sink.close()
+        bar.close()
     checked = [r["mask_check"] for r in records if r["mask_check"] and "steps" in r["mask_check"]]
     undocumented = [r for r in records if r["mask_check"] and r["mask_check"].get("undocumented")]
-    out(f"{len(records)} schemas ({sample} per subset, seed {seed}, {vocab}); masks compared at "
-        f"{sum(c['steps'] for c in checked)} steps of {len(checked)} instances: "
+    out(f"{len(records)} schemas ({'all' if sample is None else sample} per subset, seed {seed}, {vocab}); masks "
+        f"compared at {sum(c['steps'] for c in checked)} steps of {len(checked)} instances: "
         f"{sum(c['documented'] for c in checked)} steps differ as specs/05's difference 3, "
         f"{sum(c['attributed'] for c in checked)} in schemas using the keywords of its other differences, "
         f"{sum(c['undocumented'] for c in checked)} otherwise")
     for r in undocumented:
         out(f"  undocumented difference: {r['subset']} {r['uid']}: {r['mask_check']['example']}")
-    summary = summarize(records)
-    out(format_report(summary))
-    for engine, row in summary.items():
-        if row["failed"]:
-            out(f"{engine}: {row['failed']} schemas refused or failed (records say why)")
+    out(format_report(records))
     if plot:
         plot_cdf(records, plot)
         with open(os.path.splitext(plot)[0] + ".json", "w", encoding="utf-8") as f:
-            json.dump({"sample": sample, "seed": seed, "vocab": vocab, "summary": summary}, f, indent=1)
-        out(f"CDF: {plot}")
+            json.dump({"sample": sample, "seed": seed, "vocab": vocab, "summary": summarize(records)}, f, indent=1)
+        out(f"CDFs: {plot}")
     return 1 if undocumented else 0
