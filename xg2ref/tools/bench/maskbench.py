@@ -50,10 +50,10 @@ import numpy as np
 
 from .jsonschemabench import (SUBSETS, TimedOut, load_schemas, open_results, random_walk, time_limit, validation_error,
                               walk_tables, worker_records)
+from .maskbench_report import ENGINES, format_report, plot_cdf, summarize
 from ...bitmask import unpack_bitmask
 
 JSON_MODE_EVAL = "json-mode-eval"
-ENGINES = ("xg2ref", "xgrammar", "llguidance", "outlines", "pda")
 WARM_UP_SCHEMA = {"type": "object", "properties": {"w": {"type": "string"}}}
 
 
@@ -324,7 +324,6 @@ def bench_maskbench(data_dir: str, sample: Optional[int] = 5, subsets=None, voca
     processes; exit status 1 when a mask difference is undocumented."""
     from ...util import read_json_lines
     from ..diff.report import ProgressBar
-    from .maskbench_report import format_report, plot_cdf, summarize
 
     try:
         import xgrammar  # noqa: F401
