@@ -422,9 +422,11 @@ def test_formats_bench_times_every_engine_on_sentences_of_every_grammar(tmp_path
     from xg2ref.tools.bench.formats import bench_formats
 
     lines = []
-    assert bench_formats("../shared/data", runs=("llama",), turns=2, tool_counts=(3,), slow_turns=1,
-                         engines=("xg2ref", "xgrammar", "llguidance", "pda"), out_dir=str(tmp_path), progress=False,
-                         out=lines.append) == 0
+    records = tmp_path / "records.jsonl"
+    options = dict(runs=("llama",), turns=2, tool_counts=(3,), slow_turns=1, results=str(records), progress=False,
+                   engines=("xg2ref", "xgrammar", "llguidance", "pda"))
+    assert bench_formats("../shared/data", out_dir=str(tmp_path), out=lines.append, **options) == 0
+    assert len(records.read_text().splitlines()) == 2 * 3 + 1  # a line per turn and engine; the PDA on turn 0 only
     rows = {r["engine"]: r for r in json.loads((tmp_path / "formats.json").read_text())}
     assert set(rows) == {"xg2ref", "xgrammar", "llguidance", "pda"}
     for r in rows.values():
@@ -433,10 +435,14 @@ def test_formats_bench_times_every_engine_on_sentences_of_every_grammar(tmp_path
     assert rows["xg2ref"]["turns"] == 2 and rows["pda"]["turns"] == 1  # the slow engine reads the first turn only
     assert rows["xgrammar"]["differ"] == 0 and rows["pda"]["differ"] == 0  # the same structural tag, exact masks
     assert rows["pda"]["compile_cold_ms"] == rows["pda"]["compile_warm_ms"]  # no cache: one measurement for both
-    assert rows["xg2ref"]["token_vs_xgrammar"] > 0 and rows["xg2ref"]["compile_vs_llguidance"] > 0
+    assert rows["xg2ref"]["token_vs_xgrammar"] > 0 and rows["xg2ref"]["ttfm_vs_llguidance"] > 0
     assert (tmp_path / "fig7.png").stat().st_size > 0 and (tmp_path / "fig8.png").stat().st_size > 0
     table = "\n".join(lines)
     assert "÷ xgrammar" in table and "÷ llguidance" in table
+    # a second run reads every turn from the records: nothing runs again, the same table
+    again = []
+    assert bench_formats("../shared/data", out_dir=None, out=again.append, **options) == 0
+    assert len(records.read_text().splitlines()) == 7 and again[0] == lines[0]
 
 
 def test_formats_sensitivity_vocabulary_makes_each_harmony_marker_one_token():
@@ -462,3 +468,17 @@ def test_formats_legacy_tags_are_xgrammar_0_1s_tags_and_triggers():
     tags, triggers = legacy_tags("harmony", tools)
     assert len(tags) == 2 * len(HARMONY_FUNCTION_HEADERS) and all(t[2] == "<|call|>" for t in tags)
     assert all(any(begin.startswith(trigger) for trigger in triggers) for begin, _, _ in tags)
+
+
+def test_formats_classifies_the_differences_specs_05_documents():
+    from xg2ref.tools.bench.formats import classify_difference
+
+    assert classify_difference(b'{"years": -', [b"0"], []) == "-0 (specs/05 JSON 9)"
+    assert classify_difference(b'{"c": "\\', [], [b"ude", b"uda"]) == "lone surrogate (specs/05 JSON 8)"
+    assert classify_difference(b'{"c": "\\u', [], [b"d8"]) == "lone surrogate (specs/05 JSON 8)"
+    assert classify_difference(b'{"date": "8233-09-', [], [b"31"]) == "day of month (specs/05 JSON 7)"
+    assert classify_difference(b'{"s": "', [b"\\n"], [b"\x01"]) == "escape / control (specs/05 JSON 3)"
+    # anything else is told as such, to be looked into
+    assert classify_difference(b'{"years": -', [b"1"], []) == "other"
+    assert classify_difference(b'{"c": "\\', [], [b"uae"]) == "other"
+    assert classify_difference(b"Sure. ", [b"{"], [b"x"]) == "other"

@@ -163,7 +163,8 @@ def test_the_actual_code_check():
 
 def test_the_reproduction_index_names_commands_and_notebooks_that_exist():
     """notebooks/README.md's reproduction index: every `xg2ref bench X` is a bench the command
-    line has, every notebook number a notebook that exists, every status one of the legend's."""
+    line has, every notebook number a notebook that exists, every status one of the legend's,
+    every reproduced row the paper's figure beside ours."""
     from xg2ref.tools.cli import build_parser
 
     text = (NOTEBOOK_DIR / "README.md").read_text(encoding="utf-8")
@@ -175,8 +176,10 @@ def test_the_reproduction_index_names_commands_and_notebooks_that_exist():
     bench = next(a for a in build_parser()._subparsers._group_actions[0].choices["bench"]._actions
                  if a.dest == "what")
     numbers = {p.name[:2] for p in NOTEBOOKS}
-    for artefact, status, command, notebook, _ in (map(str.strip, r) for r in rows):
+    for artefact, status, command, notebook, figures, _ in (map(str.strip, r) for r in rows):
         assert status in {"reproduced", "stand-ins", "taught", "partly", "not yet", "out of reach"}, artefact
+        if status == "reproduced":  # the paper's figure beside ours
+            assert "paper" in figures and "ours" in figures and "ours: —" not in figures, artefact
         for what in re.findall(r"`xg2ref bench ([\w-]+)`", command):
             assert what in bench.choices, (artefact, what)
         for n in re.findall(r"\d\d", notebook):

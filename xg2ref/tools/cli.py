@@ -392,8 +392,10 @@ def cmd_bench(args) -> int:
     if args.what == "formats":
         from .bench.formats import bench_formats
 
+        results = args.results or os.path.join("benchmarks", "formats", "records.jsonl")
+        os.makedirs(os.path.dirname(results) or ".", exist_ok=True)
         return bench_formats(args.data, turns=args.requests, tool_counts=args.tools or (20,),
-                             slow_turns=args.slow_turns, slow_timeout=args.slow_timeout,
+                             slow_turns=args.slow_turns, slow_timeout=args.slow_timeout, results=results,
                              progress=not args.no_progress)
     if args.what == "dynamic":
         from .bench.dynamic import bench_dynamic
@@ -590,7 +592,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jsonschemabench, earley-vs-pda, maskbench: worker processes, each one thread (default 1)")
     p.add_argument("--results", metavar="PATH",
                    help="jsonschemabench, earley-vs-pda, maskbench: one JSON line per schema; schemas already there "
-                        "are not run again (maskbench's default: benchmarks/maskbench/records.jsonl)")
+                        "are not run again (maskbench's default: benchmarks/maskbench/records.jsonl); formats: one "
+                        "per turn and engine, likewise (default benchmarks/formats/records.jsonl)")
     p.add_argument("--rerun", choices=("failures", "invalid", "both"),
                    help="jsonschemabench: run again the schemas --results records as xg2ref compile failures "
                         "or timeouts, as invalid outputs, or both (the new record replaces the old)")

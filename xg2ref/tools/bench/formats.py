@@ -37,9 +37,11 @@ Engines (xg2ref/tools/bench/formats_engines.py), one thread: xg2ref with its def
   the two pushdown automata compile a turn in seconds, so they read the first `slow_turns`
   turns (`--slow-turns`, 5), and every ratio is taken over the turns both engines read; a
   compile of xgrammar 0.1.19 past `--slow-timeout` seconds (120) is counted, not waited for;
-- masks compared with xg2ref's at every step (the words, after the timing): differences are
-  counted per engine, not fatal (llguidance's lazy lexemes and xgrammar 0.1.19's free text are
-  other languages at the edges).
+- masks compared with xg2ref's at every step (the words, after the timing): the first step of a
+  turn where they differ is classified (`first_difference`) and counted per engine, not fatal.
+
+`--results` keeps one JSON line per turn and engine (benchmarks/formats/records.jsonl by
+default): a stopped run goes on where it left off, and the table is computed from the records.
 
 Reported: a table per format and engine (mean, p50, p99 per token; text and arguments apart;
 compile and first mask, warm and cold; ratios to xgrammar 0.2.8), and two PNGs of grouped bars
@@ -51,6 +53,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import time
 from typing import Callable, Optional
 
@@ -155,9 +158,9 @@ class ArgumentMaker:
                                random.Random(rng.random()), closers, lengths)
             if text is None or validation_error(schema, text) is not None:
                 continue
-            try:
-                value = json.loads(text)
-            except ValueError:
+            try:  # strict UTF-8: the grammar's byte classes also spell surrogates (specs/02), text cannot
+                value = json.loads(text.decode("utf-8"))
+            except ValueError:  # (UnicodeDecodeError included)
                 continue
             return json.dumps(value, ensure_ascii=False)
         return None
@@ -231,66 +234,163 @@ def make_engines(info, encode, names=ENGINES, slow_timeout: Optional[float] = SL
 
 def bench_formats(data_dir: str, runs=tuple(RUNS), turns: int = 100, tool_counts=(20,), seed: int = 0,
                   engines=ENGINES, slow_turns: int = SLOW_TURNS, slow_timeout: Optional[float] = SLOW_TIMEOUT,
-                  out_dir: Optional[str] = DEFAULT_OUT, progress: bool = True,
+                  results: Optional[str] = None, out_dir: Optional[str] = DEFAULT_OUT, progress: bool = True,
                   out: Callable[[str], None] = print) -> int:
-    """Run the bench (module docstring); print its table, write the figures. Returns 1 when a
-    rendered turn is not a sentence of xg2ref's grammar (the generator's own check)."""
+    """Run the bench (module docstring); print its table, write the figures. With `results`, one
+    JSON line per turn and engine is kept there, and a turn every planned engine has on record is
+    not run again. Returns 1 when a rendered turn is not a sentence of xg2ref's grammar (the
+    generator's own check)."""
+    from ...util import read_json_lines
     from ..diff.report import ProgressBar
     from .dynamic import load_tools
+    from .jsonschemabench import open_results
 
     pool = load_tools(data_dir)
+    kept: dict = {}  # (run, tools, turn) -> {engine: record}
+    for r in read_json_lines(results):
+        if r.get("seed") == seed:
+            kept.setdefault((r["run"], r["tools"], r["turn"]), {})[r["engine"]] = r
     rows: list = []
     status = 0
-    for run in runs:
-        if run not in RUNS:
-            raise ValueError(f"run must be one of {tuple(RUNS)}, got {run!r}")
-        fmt, info, encode = format_vocabulary(run)
-        decoded = info.decoded_vocab
-        live = make_engines(info, encode, engines, slow_timeout, out)
-        make_args = ArgumentMaker(info)
-        for n_tools in tool_counts:
-            sample = make_turns(fmt, pool, turns, n_tools, make_args, seed)
-            warm_up = make_turns(fmt, pool, 1, n_tools, make_args, seed + 1)[0]
-            for engine in (e for e in live if e.warm_up):  # kernels loaded, kept compilers' caches warmed
-                engine.run(fmt, warm_up.tools, encode(warm_up.text.encode("utf-8")), True)
-            acc = {e.name: dict(done=[], differ=0, refused=0, timeouts=0) for e in live}
-            plan = [(n, e) for n in range(len(sample)) for e in live if not e.slow or n < slow_turns]
-            bar = ProgressBar(len(plan), enabled=progress)
-            ref = None
-            for step, (n, engine) in enumerate(plan):
-                turn = sample[n]
-                tokens = encode(turn.text.encode("utf-8"))
-                a = acc[engine.name]
-                warm = engine.run(fmt, turn.tools, tokens, True)
-                cold = warm if engine.stateless else engine.run(fmt, turn.tools, [], False)
-                bar.update(step + 1, f"{run} {n_tools} tools, turn {n + 1}: {engine.name}")
-                if warm.get("timed_out"):
-                    a["timeouts"] += 1
-                    continue
-                if not warm["completed"]:
-                    a["refused"] += 1
-                    if engine.name == "xg2ref":
-                        out(f"{run} turn {n}: not a sentence of xg2ref's grammar: {turn.text[:120]!r}")
-                        status = 1
-                    continue
-                a["done"].append(dict(turn=n, us=warm["us"], args=turn.regions(tokens, decoded),
-                                      compile_warm=warm["compile_ms"], ttfm_warm=warm["ttfm_ms"],
-                                      compile_cold=cold["compile_ms"], ttfm_cold=cold["ttfm_ms"]))
-                if ref is None or ref[0] != n:
-                    ref = (n, warm["words"])
-                elif any(not np.array_equal(x, y) for x, y in zip(warm["words"], ref[1])):
-                    a["differ"] += 1
-            bar.close()
-            for name in acc:
-                rows.append(_row(run, n_tools, name, acc))
-        for engine in live:
-            if hasattr(engine, "close"):
-                engine.close()
+    sink = open_results(results)
+    try:
+        for run in runs:
+            if run not in RUNS:
+                raise ValueError(f"run must be one of {tuple(RUNS)}, got {run!r}")
+            fmt, info, encode = format_vocabulary(run)
+            live = make_engines(info, encode, engines, slow_timeout, out)
+            make_args = ArgumentMaker(info)
+            for n_tools in tool_counts:
+                sample = make_turns(fmt, pool, turns, n_tools, make_args, seed)
+                records, warmed = [], False
+                bar = ProgressBar(len(sample), enabled=progress)
+                for n, turn in enumerate(sample):
+                    planned = [e for e in live if not e.slow or n < slow_turns]
+                    have = kept.get((run, n_tools, n), {})
+                    if not all(e.name in have for e in planned):
+                        if not warmed:  # kernels loaded, kept compilers' caches warmed, on a turn outside the sample
+                            warm_up = make_turns(fmt, pool, 1, n_tools, make_args, seed + 1)[0]
+                            for engine in (e for e in planned if e.warm_up):
+                                engine.run(fmt, warm_up.tools, encode(warm_up.text.encode("utf-8")), True)
+                            warmed = True
+                        have = run_turn(planned, turn, encode, info, dict(seed=seed, run=run, tools=n_tools, turn=n))
+                        for rec in have.values():
+                            if sink:
+                                sink.write(json.dumps(rec) + "\n")
+                                sink.flush()
+                    for engine in planned:
+                        records.append(have[engine.name])
+                        if engine.name == "xg2ref" and have[engine.name]["status"] == "refused":
+                            out(f"{run} turn {n}: not a sentence of xg2ref's grammar: {turn.text[:120]!r}")
+                            status = 1
+                    bar.update(n + 1, f"{run} {n_tools} tools, turn {n + 1}")
+                bar.close()
+                acc = _accumulate(records, [e.name for e in live])
+                for name in acc:
+                    rows.append(_row(run, n_tools, name, acc))
+            for engine in live:
+                if hasattr(engine, "close"):
+                    engine.close()
+    finally:
+        if sink:
+            sink.close()
     out(format_table(rows))
     if out_dir:
         write_figures(rows, out_dir)
         out(f"wrote {out_dir}/fig7.png, fig8.png and formats.json")
     return status
+
+
+def run_turn(engines: list, turn: Turn, encode, info, key: dict) -> dict:
+    """One turn through every engine of `engines` (the first one's masks the reference): a record
+    per engine, `key` and its status ("done", "refused", "timeout"), its times per token and the
+    token's region, compile and first mask warm and cold, the kind of its first difference."""
+    tokens = encode(turn.text.encode("utf-8"))
+    regions = turn.regions(tokens, info.decoded_vocab)
+    out, ref = {}, None
+    for engine in engines:
+        warm = engine.run(turn.fmt, turn.tools, tokens, True)
+        rec = dict(key, engine=engine.name, status="done")
+        if warm.get("timed_out"):
+            rec["status"] = "timeout"
+        elif not warm["completed"]:
+            rec["status"] = "refused"
+        else:
+            cold = warm if engine.stateless else engine.run(turn.fmt, turn.tools, [], False)
+            rec.update(us=[round(float(u), 2) for u in warm["us"]], args=[bool(x) for x in regions],
+                       compile_warm=warm["compile_ms"], ttfm_warm=warm["ttfm_ms"],
+                       compile_cold=cold["compile_ms"], ttfm_cold=cold["ttfm_ms"], difference=None)
+            if ref is None:
+                ref = warm["words"]
+            else:
+                rec["difference"] = first_difference(warm["words"], ref, tokens, info)
+        out[engine.name] = rec
+    return out
+
+
+def _accumulate(records: list, names: list) -> dict:
+    """Per engine, what `_row` reads, from the turns' records."""
+    acc = {name: dict(done=[], differ=0, kinds={}, refused=0, timeouts=0) for name in names}
+    for r in records:
+        a = acc.setdefault(r["engine"], dict(done=[], differ=0, kinds={}, refused=0, timeouts=0))
+        if r["status"] == "timeout":
+            a["timeouts"] += 1
+        elif r["status"] == "refused":
+            a["refused"] += 1
+        else:
+            a["done"].append(dict(turn=r["turn"], us=np.asarray(r["us"], np.float64),
+                                  args=np.asarray(r["args"], np.bool_), compile_warm=r["compile_warm"], ttfm_warm=r["ttfm_warm"],
+                                  compile_cold=r["compile_cold"], ttfm_cold=r["ttfm_cold"]))
+            if r["difference"]:
+                a["differ"] += 1
+                a["kinds"][r["difference"]] = a["kinds"].get(r["difference"], 0) + 1
+    return acc
+
+
+# The differences specs/05 documents between xg2ref's JSON Schema front end and xgrammar 0.2.8's,
+# recognized by the first step where two masks differ: the prefix read so far and the tokens only
+# one engine allows (a token's bytes appended to the prefix's end).
+_SURROGATE = re.compile(rb'\\u[dD][89a-fA-F]')
+_DATE_DAY = re.compile(rb'[0-9]{4}-[0-9]{2}-[0-9]?$')
+
+
+def classify_difference(prefix: bytes, only_ours: list, only_theirs: list) -> str:
+    """The kind of a step where xg2ref's mask (`only_ours`: tokens only it allows) and another
+    engine's (`only_theirs`) differ, after `prefix`:
+
+        "-0 (specs/05 JSON 9)"                 xg2ref alone takes a 0 after a minus sign
+        "lone surrogate (specs/05 JSON 8)"     the other alone completes a \\u escape of d800-dfff
+        "day of month (specs/05 JSON 7)"       the other alone takes a day the month lacks
+        "escape / control (specs/05 JSON 3)"   xg2ref alone a backslash, the other a raw control byte
+        "other"                                anything else: another language (llguidance's lexemes,
+                                               xgrammar 0.1.19's free text) or a bug to look into"""
+    tail = prefix[-6:]
+    if not only_theirs and prefix.endswith(b"-") and all(t.startswith(b"0") for t in only_ours):
+        return "-0 (specs/05 JSON 9)"
+    if only_theirs and not only_ours and all(any(m.end() > len(tail) for m in _SURROGATE.finditer(tail + t))
+                                             for t in only_theirs):
+        return "lone surrogate (specs/05 JSON 8)"
+    if only_theirs and not only_ours and _DATE_DAY.search(prefix) and all(t[:2].isdigit() or t.isdigit()
+                                                                          for t in only_theirs):
+        return "day of month (specs/05 JSON 7)"
+    if all(b"\\" in t for t in only_ours) and all(any(c < 0x20 for c in t) for t in only_theirs):
+        return "escape / control (specs/05 JSON 3)"
+    return "other"
+
+
+def first_difference(words: list, ref: list, tokens: list, info) -> Optional[str]:
+    """None when the two runs' masks agree at every step; else `classify_difference` of the first
+    step where they differ."""
+    from ...bitmask import unpack_bitmask
+
+    for k, (x, y) in enumerate(zip(words, ref)):
+        if not np.array_equal(x, y):
+            n, decoded = info.vocab_size, info.decoded_vocab
+            theirs, ours = unpack_bitmask(np.asarray(x).reshape(-1), n), unpack_bitmask(np.asarray(y).reshape(-1), n)
+            prefix = b"".join(decoded[t] for t in tokens[:k])
+            return classify_difference(prefix, [decoded[t] for t in np.flatnonzero(ours & ~theirs)],
+                                       [decoded[t] for t in np.flatnonzero(theirs & ~ours)])
+    return None
 
 
 def _row(run: str, n_tools: int, engine: str, acc: dict) -> dict:
@@ -304,6 +404,7 @@ def _row(run: str, n_tools: int, engine: str, acc: dict) -> dict:
     col = (lambda key: [d[key] for d in done])
     row = dict(format=run, tools=n_tools, engine=engine, turns=len(done), tokens=int(len(us)),
                refused=acc[engine]["refused"], timeouts=acc[engine]["timeouts"], differ=acc[engine]["differ"],
+               differences=dict(sorted(acc[engine]["kinds"].items())),
                mean_us=mean(us), p50_us=pct(us, 50),
                p99_us=pct(us, 99), text_us=mean(us[~args]), args_us=mean(us[args]),
                compile_warm_ms=mean(col("compile_warm")), compile_cold_ms=mean(col("compile_cold")),
@@ -314,35 +415,37 @@ def _row(run: str, n_tools: int, engine: str, acc: dict) -> dict:
         both = [d for d in done if d["turn"] in theirs]
         if both:
             t_us = sum(theirs[d["turn"]]["us"].sum() for d in both)
-            t_ms = sum(theirs[d["turn"]]["compile_warm"] for d in both)
+            t_ms = sum(theirs[d["turn"]]["ttfm_warm"] for d in both)
             row[f"token_vs_{ref}"] = float(sum(d["us"].sum() for d in both) / t_us) if t_us else float("nan")
-            row[f"compile_vs_{ref}"] = float(sum(d["compile_warm"] for d in both) / t_ms) if t_ms else float("nan")
+            row[f"ttfm_vs_{ref}"] = float(sum(d["ttfm_warm"] for d in both) / t_ms) if t_ms else float("nan")
     return row
 
 
 def format_table(rows: list) -> str:
     head = (f"{'run':<15}{'tools':>6} {'engine':<16}{'turns':>6}{'tokens':>7}  {'mean µs':>9}{'p50':>8}{'p99':>9}"
             f"{'text':>9}{'args':>9}  {'compile warm ms':>15}{'cold':>9}  {'1st mask warm':>13}{'cold':>9}"
-            f"  {'÷ xgrammar (token, compile)':>28}{'÷ llguidance':>16}")
+            f"  {'÷ xgrammar: token, 1st mask':>30}{'÷ llguidance: token, 1st mask':>32}")
     lines = [head, "-" * len(head)]
     for r in rows:
         ratios = []
         for ref in ("xgrammar", "llguidance"):
-            ratios.append(f"{r[f'token_vs_{ref}']:.2f}x, {r[f'compile_vs_{ref}']:.2f}x"
+            ratios.append(f"{r[f'token_vs_{ref}']:.2f}x, {r[f'ttfm_vs_{ref}']:.2f}x"
                           if f"token_vs_{ref}" in r and r["engine"] != ref else "")
         lines.append(f"{r['format']:<15}{r['tools']:>6} {r['engine']:<16}{r['turns']:>6}{r['tokens']:>7}  "
                      f"{r['mean_us']:>9.1f}{r['p50_us']:>8.1f}{r['p99_us']:>9.1f}{r['text_us']:>9.1f}"
                      f"{r['args_us']:>9.1f}  {r['compile_warm_ms']:>15.2f}{r['compile_cold_ms']:>9.2f}  "
-                     f"{r['ttfm_warm_ms']:>13.2f}{r['ttfm_cold_ms']:>9.2f}  {ratios[0]:>28}{ratios[1]:>16}")
+                     f"{r['ttfm_warm_ms']:>13.2f}{r['ttfm_cold_ms']:>9.2f}  {ratios[0]:>30}{ratios[1]:>32}")
     lines.append("per token: accept_token + fill_next_token_bitmask; text / args: the token's first byte in free "
                  "text or in a call's arguments; warm: one compiler per format across the turns; cold: a new "
-                 "compiler per turn (its construction not timed); ratios over the turns both engines read; "
-                 "one thread")
+                 "compiler per turn (its construction not timed); ratios: mean per token and first mask with a warm "
+                 "compiler (llguidance compiles in its matcher, so its compile alone says little), over the turns "
+                 "both engines read; one thread")
     for r in rows:
         if r["differ"] or r["refused"] or r["timeouts"]:
-            lines.append(f"  {r['format']} {r['engine']}: masks differ from the first engine's on {r['differ']} "
-                         f"turns, {r['refused']} turns not read to the end, {r['timeouts']} compiles past the "
-                         f"time limit (left out of its figures)")
+            kinds = ", ".join(f"{k} x{n}" for k, n in r.get("differences", {}).items())
+            lines.append(f"  {r['format']} {r['engine']}: masks differ from xg2ref's on {r['differ']} turns "
+                         f"({kinds or 'none'}), {r['refused']} turns not read to the end, {r['timeouts']} compiles "
+                         f"past the time limit (left out of its figures)")
     return "\n".join(lines)
 
 

@@ -90,25 +90,19 @@ class PDAEngine(Engine):
     def __init__(self, info):
         import xg2ref
 
-        super().__init__("pda", info, xg2ref)
+        from ...baselines.pda import PDAMatcher
+
+        super().__init__("pda", info, _PDALib(xg2ref, PDAMatcher))
 
     def compiler(self):
         from ...baselines.pda import PDACompiler
 
         return PDACompiler(self.info)
 
-    def run(self, fmt: str, tools: list, tokens: list, warm: bool) -> dict:
-        from ...baselines.pda import PDAMatcher
-
-        lib = self.lib
-        self.lib = _PDALib(lib, PDAMatcher)
-        try:
-            return super().run(fmt, tools, tokens, warm)
-        finally:
-            self.lib = lib
-
 
 class _PDALib:
+    """xg2ref's structural tags and bitmasks, the pushdown automaton's matcher."""
+
     def __init__(self, lib, matcher):
         self.get_model_structural_tag = lib.get_model_structural_tag
         self.allocate_token_bitmask = lib.allocate_token_bitmask
