@@ -168,3 +168,53 @@ def test_kernel_builds_after_python_builds_see_the_grown_tables():
             assert matcher.accept_token(token)
             masks[-1].append(matcher.compute_bool_mask())
     assert all(np.array_equal(a, b) for a, b in zip(*masks))
+
+
+def test_builds_give_way_after_their_work_budget_with_the_same_masks(small_info, monkeypatch):
+    """With a budget of one unit, every classification gives way after each token (PAUSED) and
+    is resumed from the next one, in the kernel's batches and in the Python-built entries alike:
+    the masks are those of builds that never pause."""
+    from xg2ref.mask.classifier import Classifier
+
+    unordered = xgr.Grammar.from_json_schema(SCHEMA, any_order=True)
+
+    def masks_of(compiler):
+        matcher = xgr.GrammarMatcher(compiler.compile_grammar(unordered))
+        out = [matcher.compute_bool_mask()]
+        for b in b'{"s": "a", "n": 1}':
+            assert matcher.accept_string(bytes([b]))
+            out.append(matcher.compute_bool_mask())
+        return _masks(compiler, SCHEMA, TEXT) + out
+
+    want = {jit: masks_of(xgr.GrammarCompiler(small_info, jit=jit, cache_enabled=False)) for jit in (False, True)}
+    pauses = []
+    real_grow = Classifier.grow
+
+    def counting(self, status, which=KC.CHART_MAIN):
+        pauses.append(status == KC.PAUSED)
+        return real_grow(self, status, which)
+
+    monkeypatch.setattr(KC, "WORK_BUDGET", 1)
+    monkeypatch.setattr(Classifier, "grow", counting)
+    for jit in (False, True):
+        got = masks_of(xgr.GrammarCompiler(small_info, jit=jit, cache_enabled=False))
+        assert len(got) == len(want[jit]) and all(np.array_equal(a, b) for a, b in zip(got, want[jit]))
+    assert sum(pauses) > len(small_info.decoded_vocab)  # paused inside entries, many times
+
+
+def test_a_time_limit_stops_a_long_entry_build():
+    """A build of minutes in kernel calls (a string of at most 400 characters, its repetition
+    unrolled, one entry per state: about a minute on the Llama-3 vocabulary) gives way often
+    enough for an alarm to stop it on time."""
+    import time
+
+    from xg2ref.compiler import compile_ir_grammar
+    from xg2ref.tools.bench.jsonschemabench import TimedOut, time_limit
+
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    grammar = xgr.Grammar.from_json_schema({"type": "string", "maxLength": 400})
+    start = time.perf_counter()
+    with pytest.raises(TimedOut):
+        with time_limit(2):
+            compile_ir_grammar(grammar, info, repetition_threshold=None, share_entries=False)
+    assert time.perf_counter() - start < 10

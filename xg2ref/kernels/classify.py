@@ -70,6 +70,8 @@ class ClassifyScratch(NamedTuple):
     seen : int64[R + 1]         the rules climbed in a set (`_climb`), last slot = generation
     loop : bool[256]            SELF-LOOP bytes of the state
     path : int32[L + 2]         the pure walk's states (TRIE-SHARE)
+    meter : int64[2]            the work done since the caller last zeroed meter[0], and the
+                                budget meter[1] (<= 0: none) past which the call gives way (PAUSED)
     """
 
     comp: np.ndarray
@@ -77,6 +79,7 @@ class ClassifyScratch(NamedTuple):
     seen: np.ndarray
     loop: np.ndarray
     path: np.ndarray
+    meter: np.ndarray
 
 
 class ContextCharts(NamedTuple):
@@ -138,6 +141,15 @@ CHART_CONTEXT = 1
 CHART_EVERY = 2
 # a bound above any token's length
 FAR = 1 << 30
+# The work meter (ClassifyScratch.meter): a token costs one unit, a byte read by Earley steps
+# STEP_UNITS, a question to the context CONTEXT_UNITS (about 10 ns a unit on a 2024 CPU core).
+# Past the budget the call returns PAUSED with the token to resume from: a long build gives the
+# caller a turn every WORK_BUDGET units (some 50 ms), so a time limit or Ctrl-C is honoured
+# between two calls of a kernel (Python runs signal handlers only between bytecodes).
+PAUSED = 22
+STEP_UNITS = 32
+CONTEXT_UNITS = 128
+WORK_BUDGET = 1 << 22
 
 
 @njit(cache=True, _nrt=False)
@@ -318,7 +330,8 @@ def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, 
     `loops`, `exits` as long as the vocabulary): loops[j] = the fewest copies a token read inside
     the rule completes (-1 for the others), exits[tid] = 1 when the rule may also end inside it
     before a byte that may follow the rule (see `copies_completed`).
-    Returns (status, j, which).
+    Returns (status, j, which); PAUSED (with j > task.j_start) when scratch.meter's budget
+    is spent: call again from j.
 
     The steps, for each token t in byte order (the rules sit above the code performing them):
 
@@ -371,11 +384,16 @@ def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, 
     fail_detail = D_REJECTED  # what the tokens under the rejected prefix owe (`record`)
     path[0] = state
     path_valid = 0  # path[:path_valid + 1] holds the states of the last token walked
+    meter = scratch.meter
     j = j_start
     m = 0  # with `only_marked`: marked[m] is the next token to classify
     prev_begin = -1  # the last token classified in this call (-1: none yet)
     prev_len = 0
     while j < n:
+        meter[0] += 1
+        if meter[1] > 0 and meter[0] >= meter[1] and j > j_start:
+            chart.meta[META_N_SETS] = n0  # the budget is spent: resume from token j
+            return PAUSED, j, CHART_MAIN
         jumped = False
         if only_marked:
             while m < marked.shape[0] and marked[m] < j:
@@ -435,6 +453,7 @@ def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, 
             lcp = fail_len - 1 if fail_len - 1 < lcp else lcp
         common = reuse_sets(chart, n0, lcp)
         reached = length
+        meter[0] += STEP_UNITS * (length - common)
         for d in range(common, length):
             status = advance_byte(fsm, chart, token_bytes[begin + d])
             if status == EMPTY:
@@ -453,6 +472,7 @@ def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, 
             j += 1
             continue
         # A may end inside t (at the places d with comp[d] == 1): what follows A decides
+        meter[0] += CONTEXT_UNITS
         status, which, cls, fail_len, agrees = _decide_by_context(fsm, charts, context, la, scratch, token_bytes,
                                                                    rule, begin, length, reached)
         if status != OK:

@@ -283,7 +283,7 @@ def build_entries(fsm, chart, charts, inputs, work, cache, classes, jobs):
 
     Returns (status, which): OK when the batch is done; a chart's NEED_* (`which` says which
     chart), NEED_PURE, NEED_RECORD or NEED_STORE when the caller must grow something and call
-    again.
+    again; classify.PAUSED when the call's work budget is spent (call again: it goes on).
 
     A batch with queue[Q_YIELDS] set gives way between two classes when a fill waits for the
     cache (queue[Q_WAITING] > 0): it drops the classes left (Q_END = Q_NEXT) and returns OK.
@@ -291,6 +291,7 @@ def build_entries(fsm, chart, charts, inputs, work, cache, classes, jobs):
     hits = classes.hits
     q = work.queue
     outs = work.outs
+    work.scratch.meter[0] = 0  # a fresh budget per call (classify.WORK_BUDGET)
     while q[Q_NEXT] < q[Q_END]:
         c = jobs[q[Q_NEXT]]
         state = np.int64(classes.class_rep[c])
@@ -400,7 +401,7 @@ def fill_mask_building(fsm, chart, cache, vocab, scratch, not_regular, stop_ids,
         an item needs another kind of entry                  |-  NEED_ENTRY (the caller builds)
 
     Returns (status, j, n_cand, full) as `fill_mask`; NEED_BUILD when the batch stopped for
-    room (builder.work.queue[Q_STATUS], [Q_WHICH]: what to grow; NEED_SCRATCH: the fill's own
+    room or gave way (classify.PAUSED) (builder.work.queue[Q_STATUS], [Q_WHICH]: what to grow; NEED_SCRATCH: the fill's own
     scratch) - the caller grows it and calls again, and the batch goes on where it stopped.
     """
     q = builder.work.queue

@@ -113,7 +113,8 @@ class Classifier:
         scratch = KC.ClassifyScratch(np.zeros(longest + 2, dtype=np.int8),
                                      np.full(CX.CTX_CLIMBED + longest + 2, -1, dtype=np.int64),
                                      np.zeros(n_rules + 1, dtype=np.int64),
-                                     np.zeros(256, dtype=np.bool_), np.zeros(longest + 2, dtype=np.int32))
+                                     np.zeros(256, dtype=np.bool_), np.zeros(longest + 2, dtype=np.int32),
+                                     np.array([0, KC.WORK_BUDGET], dtype=np.int64))
         self.work = EB.EntryWork(scratch, self._outs, self._pure_build, np.zeros(EB.N_QUEUE, dtype=np.int64),
                                  np.zeros(m, dtype=np.int32),
                                  KX.PoolRecords(np.zeros((4 if records else 1, KX.EV_COLUMNS), dtype=np.int64),
@@ -141,7 +142,10 @@ class Classifier:
         return self._pure.pure_next
 
     def grow(self, status: int, which: int = KC.CHART_MAIN) -> None:
-        """Room for what a kernel's NEED_* status asked: a chart (`which`) or the pure table."""
+        """Room for what a kernel's NEED_* status asked: a chart (`which`) or the pure table
+        (nothing for PAUSED: the kernel gave way with its work budget spent)."""
+        if status == KC.PAUSED:
+            return
         if status == KX.NEED_RECORD:
             rec = self.work.records
             z = rec.sizes
@@ -199,6 +203,7 @@ class Classifier:
             self.chart = K.grown_chart(self.chart, status)
         j = 0
         while True:
+            self.work.scratch.meter[0] = 0
             args = (self.fsm, self.chart, self.charts, self.inputs.trie, self.inputs.context, self._pure,
                     self.lookahead, self.work.scratch, outs,
                     KC.ClassifyTask(state, j, marked is not None, bool(record), bool(track), marks))
