@@ -337,6 +337,7 @@ def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, 
 
         SKIP       t under the last rejected prefix                  |-  rejected, with its subtree
         PURE WALK  s pure: the DFA walk reads t whole / dies at d    |-  accepted / t[:d+1] rejected
+                   (or, past a final state, the context decides: CONTEXT)
         SELF-LOOP  every byte of t loops on s (`_self_loop_bytes`)   |-  accepted
         PARSE      the chart from s reads t whole                    |-  accepted
         CONTEXT    A may end inside t: FOLLOW1, CONTEXT, ACCEPT-CTX  |-  `_decide_by_context`
@@ -416,21 +417,30 @@ def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, 
                 _record(outs, tid, fail_detail)
             j = _reject(outs, sorted_ids, subtree_end, j, length, fail_len, only_marked, record, fail_detail)
             continue
+        reached = -1  # where the token leaves A's machine, once known (-1: the parse below finds it)
         if pure_row[state] >= 0:
             # PURE WALK: from a pure state the Earley sets are single items, so the parse is a
-            # DFA walk. All bytes read |- accepted; a missing edge at byte d |- t[:d+1] rejected
-            # (no state on the way was final: A cannot have ended, nothing else can follow)
+            # DFA walk, and comp(d) is "the state after d bytes is final". All bytes read |-
+            # accepted; a missing edge at byte d and no state on the way final |- t[:d+1]
+            # rejected (A cannot have ended, nothing else can follow); a missing edge after a
+            # final state on the way |- the context decides, as after the parse below
             # TRIE-SHARE: the bytes this token shares with the last one walked are not read again
             start = lcp if lcp < path_valid else path_valid
             walked, q = dfa_walk(pure_row, pure_next, path, start, token_bytes, begin, length)
             path_valid = walked
             if walked < length and q < 0:
                 reuse_sets(chart, n0, lcp)
-                fail_len = walked + 1
-                fail_class = REJECTED
-                fail_detail = D_REJECTED
-                j = _reject(outs, sorted_ids, subtree_end, j, length, fail_len, only_marked, record, fail_detail)
-                continue
+                ended = False
+                for d in range(walked + 1):
+                    comp[d] = 1 if fsm.is_final[path[d]] else 0
+                    ended = ended or comp[d] == 1
+                if not ended:
+                    fail_len = walked + 1
+                    fail_class = REJECTED
+                    fail_detail = D_REJECTED
+                    j = _reject(outs, sorted_ids, subtree_end, j, length, fail_len, only_marked, record, fail_detail)
+                    continue
+                reached = walked
             inside = walked == length
         else:
             inside = True
@@ -449,20 +459,21 @@ def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, 
             reuse_sets(chart, n0, lcp)  # keep only the sets this token shares with the last parsed one
             j += 1
             continue
-        if under_rejected_prefix(lcp, fail_len):  # never past the byte the last token died at
-            lcp = fail_len - 1 if fail_len - 1 < lcp else lcp
-        common = reuse_sets(chart, n0, lcp)
-        reached = length
-        meter[0] += STEP_UNITS * (length - common)
-        for d in range(common, length):
-            status = advance_byte(fsm, chart, token_bytes[begin + d])
-            if status == EMPTY:
-                reached = d
-                break
-            if status != OK:
-                chart.meta[META_N_SETS] = n0
-                return status, j, CHART_MAIN
-            comp[d + 1] = 1 if start_rule_may_end(fsm, chart) else 0
+        if reached < 0:
+            if under_rejected_prefix(lcp, fail_len):  # never past the byte the last token died at
+                lcp = fail_len - 1 if fail_len - 1 < lcp else lcp
+            common = reuse_sets(chart, n0, lcp)
+            reached = length
+            meter[0] += STEP_UNITS * (length - common)
+            for d in range(common, length):
+                status = advance_byte(fsm, chart, token_bytes[begin + d])
+                if status == EMPTY:
+                    reached = d
+                    break
+                if status != OK:
+                    chart.meta[META_N_SETS] = n0
+                    return status, j, CHART_MAIN
+                comp[d + 1] = 1 if start_rule_may_end(fsm, chart) else 0
         if reached == length:
             _accept(outs, tid, record)
             if track:

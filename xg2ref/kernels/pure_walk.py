@@ -1,13 +1,17 @@
 """The PURE WALK shortcut of entry building (`classify.classify_tokens`) and the walk of a
 rule's lookahead filter (XGrammar §3.2's lookahead assertions, xg2ref/lookahead.py).
 
-PURE WALK. A state q is *pure* when it has no rule edges, is not final and its byte edges do not
-overlap: an item [0, k, A -> q] is then the whole Earley set (nothing to predict, nothing to
-complete) and a byte moves it to at most one state. From a pure state the parse is a table walk
-(`dfa_walk` over the `PureTable` of `mark_pure_states` and `fill_pure_next`):
+PURE WALK. A state q is *pure* when it has no rule edges and its byte edges do not overlap (and,
+in a counted repetition or an unordered rule, it is not final): an item [0, k, A -> q] is then the whole Earley set
+(nothing to predict; a final q completes A at origin 0, which has no parent in the set the walk
+starts from: all it says is that A may end here) and a byte moves it to at most one state. From
+a pure state the parse is a table walk (`dfa_walk` over the `PureTable` of `mark_pure_states`
+and `fill_pure_next`), and comp(d) (A may end after d bytes) is "the state after d bytes is
+final":
 
-    all bytes of t read through pure states          |-  t accepted
-    byte d has no edge (no state on the way final)    |-  t[:d+1] rejected
+    all bytes of t read through pure states                |-  t accepted
+    byte d has no edge, no state on the way final          |-  t[:d+1] rejected
+    byte d has no edge, some state on the way final        |-  the context decides (classify.py)
 
 LOOKAHEAD. `filter_walk` runs the rest of a token through a rule's lookahead filter automaton.
 """
@@ -36,14 +40,20 @@ def mark_pure_states(fsm, lo, hi, rows, max_rows, pure_row):
     """pure_row[q] = a row number, from `rows` on, for every *pure* state q in [lo, hi), -1 for
     the others; returns the new row count.
 
-    q is pure when it has no rule edges, is not final and its byte edges do not overlap: an
-    item [0, k, A -> q] is then the whole Earley set (nothing to predict, nothing to complete)
-    and a byte moves it to at most one state. At most `max_rows` states get a row; a state
-    without one is parsed the general way, so which states get rows never changes a result.
+    q is pure when it has no rule edges and its byte edges do not overlap (module docstring): an
+    item [0, k, A -> q] is then the whole Earley set but for A's completion, and a byte moves it
+    to at most one state. A final state of a counted repetition or of an unordered rule is not
+    pure: whether its item may end depends on the copies or members the item carries
+    (`earley.item_may_end`), which the walk does not track. At most
+    `max_rows` states get a row; a state without one is parsed the general way, so which states
+    get rows never changes a result.
     """
     for q in range(lo, hi):
         pure_row[q] = -1
-        if rows >= max_rows or fsm.is_final[q] or fsm.ref_indptr[q] != fsm.ref_indptr[q + 1]:
+        if rows >= max_rows or fsm.ref_indptr[q] != fsm.ref_indptr[q + 1]:
+            continue
+        rule = fsm.state_rule[q]
+        if fsm.is_final[q] and (fsm.rule_rep_lo[rule] >= 0 or fsm.rule_required[rule] >= 0):
             continue
         disjoint = True
         for e in range(fsm.byte_indptr[q], fsm.byte_indptr[q + 1]):
