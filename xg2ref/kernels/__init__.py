@@ -22,3 +22,48 @@
 Under the module names xgrammar 0.2.8 uses, its per-backend bitmask entry points
 (`apply_token_bitmask_inplace_cpu`, `_cuda`, `_triton`, `_torch_compile`, `_torch`: each
 re-exports the function of that name from xg2ref/apply_mask.py)."""
+
+import glob as _glob
+import hashlib as _hashlib
+import os as _os
+
+
+def _drop_stale_caches() -> None:
+    """Numba keys a cached kernel by its own file's timestamp, not by the files of the kernels it
+    calls and compiles into itself: an edit to `pure_walk.py` would leave `entry_build.py`'s cached
+    machine code running the old walk. So the kernels' sources are fingerprinted together, and
+    the cache beside them (`__pycache__`, where `cache=True` writes it in a source tree) is
+    dropped when the fingerprint changes. An installed package gets new files, and new stamps,
+    with every version; a cache elsewhere (NUMBA_CACHE_DIR, an unwritable tree) is left alone."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    cache = _os.path.join(here, "__pycache__")
+    digest = _hashlib.sha1()
+    for path in sorted(_glob.glob(_os.path.join(here, "*.py"))):
+        with open(path, "rb") as f:
+            digest.update(_os.path.basename(path).encode() + b"\0" + f.read())
+    stamp = _os.path.join(cache, "kernels.fingerprint")
+    try:
+        with open(stamp, encoding="ascii") as f:
+            if f.read() == digest.hexdigest():
+                return
+    except OSError:
+        pass
+    try:
+        _os.makedirs(cache, exist_ok=True)
+    except OSError:
+        return
+    if not _os.access(cache, _os.W_OK):
+        return
+    for path in _glob.glob(_os.path.join(cache, "*.nbi")) + _glob.glob(_os.path.join(cache, "*.nbc")):
+        try:
+            _os.remove(path)
+        except OSError:  # another process dropped it first
+            pass
+    try:
+        with open(stamp, "w", encoding="ascii") as f:
+            f.write(digest.hexdigest())
+    except OSError:
+        pass
+
+
+_drop_stale_caches()

@@ -45,7 +45,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from .jsonschemabench import (SUBSETS, TimedOut, load_schemas, open_results, random_walk, time_limit, validation_error,
-                              walk_tables, worker_records)
+                              walk_tables)
+from .workers import worker_records
 
 DEFAULT_OUT = os.path.join("benchmarks", "earley_vs_pda")
 ENGINES = ("P", "E", "E+", "xgrammar", "xg1")

@@ -43,6 +43,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ...util import read_json_lines
+from .workers import worker_records
 
 MAX_WALK_TOKENS = 512
 SUBSETS = ("Github_trivial", "Github_easy", "Github_medium", "Github_hard", "Github_ultra", "Glaiveai2K",
@@ -305,41 +306,6 @@ def open_results(path: Optional[str]):
             if f.read(1) != b"\n":
                 sink.write("\n")
     return sink
-
-
-_WORKER = None
-
-
-def _init_worker(factory, args: tuple) -> None:
-    global _WORKER
-    _WORKER = factory(*args)
-
-
-def _run_in_worker(job: tuple) -> dict:
-    return _WORKER.run(*job)
-
-
-def worker_records(factory, args: tuple, jobs: list, n_procs: int, out=None):
-    """Yield `factory(*args).run(*job)` for each job, from this process or, unordered, from
-    `n_procs` forked worker processes with one worker each. A worker's `note` (a missing engine)
-    is printed in this process's run; `close()` is called when it has one. No job, no worker."""
-    if not jobs:
-        return
-    if n_procs <= 1:
-        worker = factory(*args)
-        if out and getattr(worker, "note", None):
-            out(worker.note)
-        try:
-            for job in jobs:
-                yield worker.run(*job)
-        finally:
-            if hasattr(worker, "close"):
-                worker.close()
-        return
-    import multiprocessing
-
-    with multiprocessing.get_context("fork").Pool(n_procs, _init_worker, (factory, args)) as pool:
-        yield from pool.imap_unordered(_run_in_worker, jobs)
 
 
 def bench_jsonschemabench(data_dir: str, sample: Optional[int] = None, subsets=None, vocab: str = "llama3",

@@ -49,7 +49,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from .jsonschemabench import (SUBSETS, TimedOut, load_schemas, open_results, random_walk, time_limit, validation_error,
-                              walk_tables, worker_records)
+                              walk_tables)
+from .workers import worker_records
 from .maskbench_report import ENGINES, format_report, plot_cdf, summarize
 from ...bitmask import unpack_bitmask
 
@@ -80,7 +81,18 @@ def load_sample(data_dir: str, sample: Optional[int], seed: int, subsets=None) -
 
 class _Worker:
     """The engines over one vocabulary, one compiler each kept across this process's schemas;
-    `run` checks and times one schema."""
+    `run` checks and times one schema. It runs in worker processes (workers.py), one at least:
+    the engines are native code, and a schema that makes one allocate without bound costs its
+    worker, not the run (`failed_record`)."""
+
+    isolated = True
+
+    @staticmethod
+    def failed_record(args: tuple, job: tuple, why: str) -> dict:
+        """The record of a schema whose worker died, alone, on it: every engine failed with `why`."""
+        engines = list(args[3])
+        return {"subset": job[0], "uid": job[1], "engines": engines, "tokens": None, "mask_check": {"error": why},
+                "timing": {e: {"compile": None, "ttfm": None, "steps": [], "error": why} for e in engines}}
 
     def __init__(self, vocab: str, seed: int, timeout: Optional[float], engines=ENGINES):
         import xgrammar

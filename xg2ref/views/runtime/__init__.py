@@ -13,6 +13,8 @@ arrays; none changes what the engine computes:
     JSONSchemaBench (Appendix E, Figure 11)             jsonschemabench_sample, jsonschemabench_run,
                                                         jsonschemabench_records, jsonschemabench_summary
     XGrammar's Table 3, XGrammar-2's Figure 10          xg1_ablation_table, earley_vs_pda_records
+    XGrammar-2's Figures 7, 8 and 11                    formats_records, formats_rows, maskbench_records,
+                                                        maskbench_summary, formats_small_case
     walks for checks against the oracle                 random_walk
     vocabularies, data and the command line             sub_vocabulary, encode, data_dir, benchmarks_dir,
                                                         run_cli
@@ -26,12 +28,13 @@ automaton's stacks, which `xg2ref.views.parsing` covers.
 
     common.py       sub-vocabularies, encoding, the data folders, the command line, random walks
     caches.py       FSM hashing, the cross-grammar cache, JIT entries, repetition zones
-    benchmarks.py   dynamic tool calling, the ablation, JSONSchemaBench, as data
+    benchmarks.py   dynamic tool calling, the ablation, JSONSchemaBench, the benches' records, as data
 """
 
-from .benchmarks import (ablation, dynamic_workload, earley_vs_pda_records, json_mode_eval, jsonschemabench_records,
-                         jsonschemabench_run, jsonschemabench_sample, jsonschemabench_summary, load_tools,
-                         xg1_ablation_table)
+from .benchmarks import (ablation, dynamic_workload, earley_vs_pda_records, formats_records, formats_rows,
+                         formats_small_case, json_mode_eval, jsonschemabench_records, jsonschemabench_run,
+                         jsonschemabench_sample, jsonschemabench_summary, load_tools, maskbench_records,
+                         maskbench_summary, xg1_ablation_table)
 from .caches import (cache_counters, count_zones, counted_items, entry_costs, entry_summary, grammar_size, mask_steps,
                      pool_lookups, rule_hashes, same_structure)
 from .common import benchmarks_dir, data_dir, encode, random_walk, run_cli, sub_vocabulary
@@ -40,6 +43,7 @@ __all__ = [
     "rule_hashes", "same_structure", "pool_lookups", "cache_counters", "entry_summary", "entry_costs", "mask_steps",
     "grammar_size", "count_zones", "counted_items", "load_tools", "dynamic_workload", "json_mode_eval", "ablation",
     "jsonschemabench_sample", "jsonschemabench_run", "jsonschemabench_records", "jsonschemabench_summary",
-    "xg1_ablation_table", "earley_vs_pda_records",
+    "xg1_ablation_table", "earley_vs_pda_records", "formats_records", "formats_rows", "maskbench_records",
+    "maskbench_summary", "formats_small_case",
     "random_walk", "sub_vocabulary", "encode", "data_dir", "benchmarks_dir", "run_cli",
 ]

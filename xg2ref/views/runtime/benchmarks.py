@@ -385,3 +385,85 @@ def earley_vs_pda_records(path: Optional[str] = None) -> list:
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} not found (`xg2ref bench earley-vs-pda --results` writes it)")
     return list({(rec["subset"], rec["id"]): rec for rec in read_json_lines(path)}.values())
+
+
+# ---- tool calling per token and compile time (XGrammar-2 §4.2, Figures 7, 8) ----------------------
+# ---- static JSON schemas (Appendix E, Figure 11) ----------------------------------------------------
+
+
+def formats_records(path: Optional[str] = None) -> list:
+    """The committed per-turn records of `xg2ref bench formats` (benchmarks/formats/records.jsonl):
+    one dict per turn and engine with seed, run ("llama", "harmony", "harmony-tokens"), tools,
+    turn, engine, status ("done", "refused", "timeout") and, when done, us (µs per token), args
+    (the token in a call's arguments), compile and first mask warm and cold (ms), difference.
+
+    Example: {r["engine"] for r in formats_records()}  # the engines of the run
+    """
+    if path is None:
+        path = os.path.join(benchmarks_dir(), "formats", "records.jsonl")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} not found (`xg2ref bench formats` writes it)")
+    return list({(r["seed"], r["run"], r["tools"], r["turn"], r["engine"]): r for r in read_json_lines(path)}.values())
+
+
+def formats_rows(records: Sequence[dict]) -> list:
+    """The bench's table as dicts, one per run, tool count and engine (as `xg2ref bench formats`
+    prints them): turns, tokens, mean_us, p50_us, p99_us, text_us, args_us, compile and first
+    mask warm and cold (ms), token_vs_* and ttfm_vs_* (ratios to xgrammar 0.2.8 and llguidance
+    over the turns both read), differ and differences (the first differing step per turn, by kind).
+    """
+    from ...tools.bench.formats import RUNS, _accumulate, _row
+
+    rows = []
+    keys = sorted({(r["run"], r["tools"]) for r in records}, key=lambda k: (list(RUNS).index(k[0]), k[1]))
+    for run, n_tools in keys:
+        mine = [r for r in records if r["run"] == run and r["tools"] == n_tools]
+        names = list(dict.fromkeys(r["engine"] for r in mine))
+        acc = _accumulate(mine, names)
+        rows += [_row(run, n_tools, name, acc) for name in names]
+    return rows
+
+
+def maskbench_records(path: Optional[str] = None) -> list:
+    """The committed per-schema records of `xg2ref bench maskbench`
+    (benchmarks/maskbench/records.jsonl): dicts with subset, uid, engines, tokens (the instance
+    walked), mask_check and timing (per engine: compile and ttfm in seconds or None, steps in
+    seconds per token, error). `xg2ref.tools.bench.maskbench_report.summarize` makes the table.
+
+    Example: len(maskbench_records())  # schemas on record
+    """
+    if path is None:
+        path = os.path.join(benchmarks_dir(), "maskbench", "records.jsonl")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} not found (`xg2ref bench maskbench` writes it)")
+    return list({(r["subset"], r["uid"]): r for r in read_json_lines(path)}.values())
+
+
+def maskbench_summary(records: Sequence[dict]) -> dict:
+    """Per engine, Figure 11's figures from maskbench records (`maskbench_report.summarize`):
+    schemas, compiled, compile_p50 / compile_p99 (s), within_1ms / within_10ms (shares of all
+    schemas), ttfm_p50 / ttfm_p99 (s), tbm_avg and tbm_p* (s between masks), timeouts, failed."""
+    from ...tools.bench.maskbench_report import summarize
+
+    return summarize(list(records))
+
+
+def formats_small_case(info: TokenizerInfo, n_tools: int = 3, seed: int = 1,
+                       engines: Sequence[str] = ("xg2ref", "xgrammar", "llguidance")) -> dict:
+    """One synthetic turn of `xg2ref bench formats` in Llama's format on `info` (with a call in
+    it), read by the bench's `engines` and timed as the bench does: a dict with tools, text,
+    tokens (greedy over `info`), rows (as `formats_rows`) and table (the bench's printout).
+
+    Example: formats_small_case(sub_vocabulary(300))["rows"][0]["engine"]  # 'xg2ref'
+    """
+    from ...tools.bench.formats import ArgumentMaker, _accumulate, _row, format_table, make_engines, make_turns, run_turn
+    from .common import encode
+
+    turn = next(t for t in make_turns("llama", load_tools(), 6, n_tools, ArgumentMaker(info), seed=seed) if t.spans)
+    enc = (lambda data: encode(info, data))
+    live = make_engines(info, enc, tuple(engines), None, lambda _: None)
+    records = run_turn(live, turn, enc, info, dict(seed=seed, run="llama", tools=n_tools, turn=0))
+    acc = _accumulate(list(records.values()), [e.name for e in live])
+    rows = [_row("llama", n_tools, e.name, acc) for e in live]
+    return dict(tools=turn.tools, text=turn.text, tokens=enc(turn.text.encode("utf-8")), rows=rows,
+                table=format_table(rows))
