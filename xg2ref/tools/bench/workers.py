@@ -9,9 +9,9 @@ machine; in a pool of workers a dead worker used to leave the pool waiting for e
 
     a worker's address space is capped (MEMORY_SHARE of the machine's memory, shared by the
     workers)                                      |-  a runaway allocation fails in that worker
-    a worker dies with n jobs in flight           |-  each of them runs again, alone, in a fresh
+    a worker dies with n > 1 jobs in flight       |-  each of them runs again, alone, in a fresh
                                                       worker
-    it dies again, alone                          |-  `factory.failed_record(args, job, why)`
+    it dies with its job alone in flight          |-  `factory.failed_record(args, job, why)`
                                                       is its record (a bench without one raises
                                                       RuntimeError naming the job)
 
@@ -29,8 +29,8 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Optional
 
 MEMORY_SHARE = 0.6  # of the machine's physical memory, for all the workers together
-DIED = ("the worker process died: memory past its cap ({cap} GiB) or a crash in a native library; "
-        "run alone, it died again")
+DIED = ("the worker process died with this job alone in flight: memory past its cap ({cap} GiB) or a crash "
+        "in a native library")
 
 _WORKER = None
 
@@ -125,8 +125,12 @@ def worker_records(factory, args: tuple, jobs: list, n_procs: int, out=None):
                         continue
                     yield record
                 if broken:  # every job in flight is a suspect: the pool is gone
-                    suspects += broken + list(inflight.values())
+                    named = broken + list(inflight.values())
                     inflight.clear()
+                    if len(named) == 1:  # it was alone already: no need to run it again
+                        yield _dead(factory, args, named[0], cap)
+                    else:
+                        suspects += named
                     break
         finally:
             _close(pool)
