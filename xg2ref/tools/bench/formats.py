@@ -464,7 +464,7 @@ def write_figures(rows: list, out_dir: str) -> None:
     width = 0.8 / max(len(engines), 1)
     for name, key, label in (("fig7", "mean_us", "per-token overhead, mean (µs)"),
                              ("fig8", "compile_warm_ms", "compile time per turn, warm compiler (ms)")):
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, ax = plt.subplots(figsize=(8.5, 4))
         pos = np.arange(len(formats))
         for i, e in enumerate(engines):
             values = [np.mean([r[key] for r in rows if r["format"] == f and r["engine"] == e] or [np.nan])
@@ -475,7 +475,7 @@ def write_figures(rows: list, out_dir: str) -> None:
         ax.set_yscale("log")
         ax.set_ylabel(label)
         ax.set_title(f"XGrammar-2 Fig. {name[-1]}: {label.split(',')[0]}, synthetic turns over BFCL tools")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         fig.tight_layout()
         fig.savefig(os.path.join(out_dir, f"{name}.png"), dpi=120)
         plt.close(fig)

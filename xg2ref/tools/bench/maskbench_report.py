@@ -65,14 +65,14 @@ def _cell(key: str, value, ref) -> str:
 
 
 def _table(summary: dict, cols: list, first: str = "engine") -> list:
-    head = f"{first:<12}{'schemas':>8}{'compiled':>9}{'tokens':>8}" + "".join(f"{name:>17}" for _, name in cols)
+    head = f"{first:<12}{'schemas':>8}{'compiled':>9}{'tokens':>8}" + "".join(f"{name:>19}" for _, name in cols)
     lines = [head, "-" * len(head)]
     ref = summary.get("xgrammar", {})
     for engine, row in summary.items():
         cells = [_cell(key, row[key], ref.get(key) if engine != "xgrammar" and not key.startswith("within") else None)
                  for key, _ in cols]
         lines.append(f"{engine:<12}{row['schemas']:>8}{row['compiled']:>9}{row['tokens']:>8}"
-                     + "".join(f"{c:>17}" for c in cells))
+                     + "".join(f"{c:>19}" for c in cells))
     return lines
 
 
