@@ -64,3 +64,14 @@ def test_in_process_when_not_isolated():
 
     got = list(workers.worker_records(Here, ("h",), [("a", 1), ("b", 2)], 1))
     assert [r["name"] for r in got] == ["a", "b"] and all(r["pid"] == os.getpid() for r in got)
+
+
+def test_a_native_call_is_probed_in_a_child_first():
+    import time
+
+    assert workers.probe_in_fork(lambda: sum(range(1000)), 5) is None
+    assert workers.probe_in_fork(lambda: 1 / 0, 5) is None  # the caller meets the exception itself
+    start = time.monotonic()
+    assert workers.probe_in_fork(lambda: time.sleep(30), 0.3) == "timeout"
+    assert time.monotonic() - start < 5
+    assert workers.probe_in_fork(lambda: os.kill(os.getpid(), signal.SIGKILL), 5).startswith("died: signal 9")

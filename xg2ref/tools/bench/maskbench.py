@@ -30,8 +30,11 @@ on a schema outside the sample), under `--timeout` seconds per engine:
 - time to first mask: the compile, a matcher and the first bitmask;
 - time between masks: for each token of the instance, accept it and fill the next bitmask.
 
-The time limit is an alarm, taken between calls: a compile inside one native call (outlines'
-index, xgrammar's) is stopped when that call returns.
+The time limit is an alarm, taken between calls: a compile inside one native call (xgrammar's)
+is stopped when that call returns. outlines-core's index build can run for tens of minutes and
+grow without bound, so it is first tried in a forked child that is killed at the limit
+(workers.probe_in_fork): past it, or dead, only outlines' column says so. The engines run in a
+worker process with a memory cap (workers.py), so a schema costs at most its worker, not the run.
 
 `--jobs N` worker processes share the schemas; `--results` keeps one JSON line per schema, and a
 run stopped midway goes on where it left off (a record made with fewer engines runs again);
@@ -50,11 +53,14 @@ import numpy as np
 
 from .jsonschemabench import (SUBSETS, TimedOut, load_schemas, open_results, random_walk, time_limit, validation_error,
                               walk_tables)
-from .workers import worker_records
+from .workers import probe_in_fork, worker_records
 from .maskbench_report import ENGINES, format_report, plot_cdf, summarize
 from ...bitmask import unpack_bitmask
 
 JSON_MODE_EVAL = "json-mode-eval"
+# engines whose compile is native code that an alarm cannot interrupt and that may allocate without
+# bound (outlines-core's token index): tried in a forked child first (workers.probe_in_fork)
+PROBED = ("outlines",)
 WARM_UP_SCHEMA = {"type": "object", "properties": {"w": {"type": "string"}}}
 
 
@@ -193,6 +199,12 @@ class _Worker:
         rec = {}
         for engine, compiler in compilers.items():
             row = {"compile": None, "ttfm": None, "steps": [], "error": None}
+            if engine in PROBED:  # native code no alarm interrupts: first in a child (workers.py)
+                why = probe_in_fork(lambda: self.compile(engine, compiler, schema_text), self.timeout)
+                if why is not None:
+                    row["error"] = why
+                    rec[engine] = row
+                    continue
             try:
                 with time_limit(self.timeout):
                     start = time.perf_counter()

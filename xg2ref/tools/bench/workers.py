@@ -18,12 +18,22 @@ machine; in a pool of workers a dead worker used to leave the pool waiting for e
 At most `n_procs` jobs are in flight at once, so a death names at most that many suspects. A
 factory with `isolated = True` runs in a worker even when `n_procs` is 1 (maskbench: its
 engines are the native ones); the others run in this process then, as before.
+
+Within a job, a native call that neither a signal nor the cap stops in time (outlines-core's
+index build) is tried first in a forked child (`probe_in_fork`):
+
+    the child returns within the time limit          |-  the call runs in the worker, timed
+    the child is still running at the limit         |-  killed; that engine's record: "timeout"
+    the child dies (memory past the cap, a crash)    |-  that engine's record says so; the other
+                                                         engines of the job keep theirs
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Optional
@@ -42,6 +52,36 @@ def memory_cap(n_procs: int) -> Optional[int]:
     except (AttributeError, ValueError, OSError):
         return None
     return int(MEMORY_SHARE * total / max(n_procs, 1))
+
+
+def probe_in_fork(call, timeout: Optional[float]) -> Optional[str]:
+    """Run `call()` in a forked child (module docstring). None when it returned or raised (the
+    caller runs it again itself, and meets the same exception quickly); "timeout" when it ran
+    past `timeout` seconds and was killed; "died: ..." when it died on its own."""
+    pid = os.fork()
+    if pid == 0:  # the child: no cleanup of the parent's state, only the call
+        code = 0
+        try:
+            call()
+        except BaseException:  # noqa: BLE001  (the parent runs it again and reports it)
+            code = 1
+        os._exit(code)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return "timeout"
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
+    if os.WIFSIGNALED(status):
+        return (f"died: signal {os.WTERMSIG(status)} in a native call (memory past the worker's cap, or a crash); "
+                "the other engines are unaffected")
+    return None
 
 
 def _init_worker(factory, args: tuple, cap: Optional[int]) -> None:
