@@ -203,10 +203,15 @@ def test_min_and_max_properties_at_the_edges():
 
 
 def test_keywords_that_are_not_enforced_never_block_an_allof():
-    merged = {"allOf": [{"type": "integer", "if": {"minimum": 3}, "then": {"maximum": 9}, "uniqueItems": True},
-                        {"if": {"maximum": 0}, "then": {"minimum": -9}, "maximum": 100, "uniqueItems": False}]}
+    merged = {"allOf": [{"type": "integer", "uniqueItems": True, "contains": {"type": "string"}},
+                        {"maximum": 100, "uniqueItems": False, "contains": {"type": "number"}}]}
     plain = {"type": "integer", "maximum": 100}
     assert str(xgr.Grammar.from_json_schema(merged)) == str(xgr.Grammar.from_json_schema(plain))
+    # if / then / else are enforced (negation.py): two of them in an allOf both hold
+    both = {"allOf": [{"type": "integer", "if": {"minimum": 3}, "then": {"maximum": 9}},
+                      {"if": {"maximum": 0}, "then": {"minimum": -9}, "maximum": 100}]}
+    for n in range(-20, 120):
+        assert accepts(both, str(n)) == valid(both, n), n
     with pytest.raises(xgr.InvalidJSONError, match="two different multipleOf values"):
         xgr.Grammar.from_json_schema({"allOf": [{"multipleOf": 2.5}, {"multipleOf": 1.5}]})
 

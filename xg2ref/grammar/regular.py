@@ -191,11 +191,12 @@ def _product(a, b):
     return edges, finals
 
 
-def divisible_numerals(k: int):
+def divisible_numerals(k: int, divisible: bool = True):
     """The automaton `(edges, finals)` of the integer numerals (an optional `-`, then `0` or
     digits without a leading zero) whose value is a multiple of k >= 1: one state per
     remainder, reading digit d from remainder r goes to (10 r + d) mod k (the numeral's value
-    so far, mod k), and remainder 0 accepts. States: 0 start, 1 after `-`, 2 after a lone `0`,
+    so far, mod k), and remainder 0 accepts (with `divisible=False`, every other remainder:
+    the numerals that are no multiple of k). States: 0 start, 1 after `-`, 2 after a lone `0`,
     3 + r remainder r. Raises TooLarge when k passes MAX_PRODUCT_STATES."""
     if k > MAX_PRODUCT_STATES:
         raise TooLarge(f"a remainder automaton of {k} states (more than {MAX_PRODUCT_STATES})")
@@ -208,7 +209,7 @@ def divisible_numerals(k: int):
     for r in range(k):
         for d in range(10):
             edges[3 + r].append((((ord("0") + d, ord("0") + d),), 3 + (10 * r + d) % k))
-    return edges, {2, 3}
+    return edges, ({2, 3} if divisible else {3 + r for r in range(1, k)})
 
 
 def bounded_length(exprs, lo: int, hi: Optional[int], encode: Callable[[list], Expr],

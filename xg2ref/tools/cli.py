@@ -397,6 +397,12 @@ def cmd_bench(args) -> int:
         return bench_formats(args.data, turns=args.requests, tool_counts=args.tools or (20,),
                              slow_turns=args.slow_turns, slow_timeout=args.slow_timeout, results=results,
                              progress=not args.no_progress)
+    if args.what == "schema-suite":
+        from .bench.schema_suite import ENGINES, bench_schema_suite
+
+        return bench_schema_suite(engines=args.engines or ENGINES, update_ratchet=args.update_ratchet,
+                                  progress=not args.no_progress, table=args.table,
+                                  timeout=args.timeout if args.timeout != 60.0 else 30.0)
     if args.what == "dynamic":
         from .bench.dynamic import bench_dynamic
 
@@ -557,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
     p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
-                                    "kernels", "maskbench", "xg1-ablation", "earley-vs-pda", "formats"),
+                                    "kernels", "maskbench", "xg1-ablation", "earley-vs-pda", "formats", "schema-suite"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: the default path's time to first mask and "
@@ -571,7 +577,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "Fig. 10, compile time and time per mask of the Earley engine against the pushdown "
                         "automaton on JSONSchemaBench; formats: XGrammar-2 Figs. 7 and 8, per-token overhead and "
                         "compile time of tool calling in the llama and harmony formats beside xgrammar, "
-                        "llguidance and the pushdown automata")
+                        "llguidance and the pushdown automata; schema-suite: the JSON-Schema-Test-Suite (2020-12 and "
+                        "draft-07) per keyword group, valid instances accepted and invalid ones refused, beside "
+                        "xgrammar and llguidance, checked against xg2ref's ratchet")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
                    help="folder holding json_mode_eval/ (default ../shared/data)")
@@ -613,6 +621,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=DYNAMIC_PLOT, metavar="PATH",
                    help="dynamic: where Figure 6 goes, as PNG (the numbers beside it as .json); maskbench: the "
                         "per-token CDF (default benchmarks/maskbench/cdf.png)")
+    p.add_argument("--engines", nargs="+", metavar="NAME",
+                   help="schema-suite: engines (default xg2ref xgrammar llguidance)")
+    p.add_argument("--update-ratchet", action="store_true",
+                   help="schema-suite: record xg2ref's right answers as the ratchet the tests hold (when none is lost)")
+    p.add_argument("--table", metavar="PATH", help="schema-suite: also write the table there (Markdown)")
     p.add_argument("--tokens", type=int, default=40, help="ablation: tokens replayed per schema (default 40)")
     p.add_argument("--slow-texts", type=int, default=10, metavar="N",
                    help="xg1-ablation: completions for the two rows without a cache (default 10)")

@@ -40,14 +40,17 @@ import itertools
 import re
 from decimal import Decimal
 from typing import Any, Optional
-from urllib.parse import unquote
 
 from ...config import check_json_depth
 from ...exceptions import GrammarLimitError, InvalidJSONError
 from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, walk
 from .lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
-from .keywords import ANNOTATIONS, TYPES, bounds, constrains, count
-from .merge import COMBINATORS, Clauses, deref, fold_unevaluated, merge, merge_below
+from .keywords import ANNOTATIONS, FRACTIONAL, NOT_MULTIPLE_OF, TYPES, bounds, constrains, count
+from .negation import fractional_numbers, non_multiples
+from .objects import members_in_any_order
+from .references import References
+from .arrays import bracketed, counted_items
+from .merge import APPLICATORS, Clauses, deref, fold_unevaluated, merge, merge_below
 from .strings import string_content, string_expr
 from .values import value_meets
 from ...grammar.regular import TooLarge, bounded_length, divisible_numerals
@@ -122,6 +125,11 @@ class SchemaConverter:
         self.memo: dict[tuple, str] = {}
         self.serial = itertools.count()  # numbers the objects of this conversion (rule names)
         self.clauses = Clauses(self)  # allOf and combinators beside other keywords (merge.py)
+        self.ref_alone = reads_ref_alone(schema)
+        self.refs = References(schema, self.ref_alone)
+        # (JSON path, keyword, how) of every keyword read as a superset of its language (negation.py)
+        self.approximations: list[tuple] = []
+        self.oneof_as_anyof: set = set()  # id() of the `oneOf` lists read as anyOf (among the above)
 
     # ---- rules --------------------------------------------------------------------------
 
@@ -166,22 +174,25 @@ class SchemaConverter:
             return NOTHING
         if not isinstance(schema, dict):
             raise InvalidJSONError(f"{path}: a schema must be an object or a boolean, got {type(schema).__name__}")
-        combinators = [k for k in COMBINATORS if k in schema]
+        if self.ref_alone and "$ref" in schema and len(schema) > 1:
+            schema = {"$ref": schema["$ref"]}  # drafts up to 7: the keywords beside a $ref are ignored
+        combinators = [k for k in APPLICATORS if k in schema]
         if not combinators:
             return self.visit_plain(schema, level, path)
-        alone = not any(k not in ANNOTATIONS and k not in COMBINATORS for k in schema) and len(combinators) == 1
+        alone = not any(k not in ANNOTATIONS and k not in APPLICATORS for k in schema) and len(combinators) == 1
         if alone and combinators[0] == "$ref":  # one rule per target and level (recursion ends there)
             ref = schema["$ref"]
             if not isinstance(ref, str):
                 raise InvalidJSONError(f"{path}.$ref: must be a string")
-            target = self.resolve(ref, path)
-            return self.rule(("ref", ref, self.level(level)), "ref_" + ref.rsplit("/", 1)[-1],
+            target = self.resolve(ref, path, schema)
+            return self.rule(("ref", id(target), self.level(level)), "ref_" + ref.rsplit("/", 1)[-1],
                              lambda: self.visit(target, level, ref))
         if alone and combinators[0] in ("anyOf", "oneOf"):  # a choice (a grammar's union)
             key = combinators[0]
             if not isinstance(schema[key], list):
                 raise InvalidJSONError(f"{path}.{key}: must be a list")
-            return choice(*(self.visit(b, level, f"{path}.{key}[{i}]") for i, b in enumerate(schema[key])))
+            branches = schema[key] if key == "anyOf" else self.clauses.exactly_one(schema[key], path)
+            return choice(*(self.visit(b, level, f"{path}.{key}[{i}]") for i, b in enumerate(branches)))
         # allOf, or a combinator beside other keywords: one merged schema per clause (merge.py)
         clauses, via_ref = self.clauses.expand(schema, path)
         alternatives = []  # (loops, not generators: each nesting level of a schema costs fewer frames)
@@ -239,33 +250,10 @@ class SchemaConverter:
         """Follow `$ref`s at the top of a schema (json_merge.deref)."""
         return deref(self, schema, path)
 
-    def resolve(self, ref: str, path: str) -> Any:
-        """A local reference: `#`, a JSON pointer `#/a/b~1c`, or `#name` ($anchor / $id); a
-        URI that names the schema itself (its root `$id` or `id`) is read as its fragment; a
-        reference into another document is `true`."""
-        if not ref.startswith("#"):
-            own = self.root.get("$id", self.root.get("id")) if isinstance(self.root, dict) else None
-            uri, _, fragment = ref.partition("#")
-            if isinstance(own, str) and uri and own.partition("#")[0] == uri:
-                return self.resolve("#" + fragment, path)
-            return True  # another document, which is never fetched: any value (specs/05, "Not enforced")
-        if ref == "#":
-            return self.root
-        if not ref.startswith("#/"):
-            found = _find_anchor(self.root, ref[1:])
-            if found is None:
-                raise InvalidJSONError(f"{path}.$ref: no $anchor, $id or id {ref[1:]!r} in the schema")
-            return found
-        node = self.root
-        for raw in ref[2:].split("/"):
-            token = unquote(raw).replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and token in node:
-                node = node[token]
-            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-                node = node[int(token)]
-            else:
-                raise InvalidJSONError(f"{path}.$ref: {ref!r} does not point into the schema")
-        return node
+    def resolve(self, ref: str, path: str, node: Any = None) -> Any:
+        """The subschema `ref` names, read at `node` (its base URI: references.py); True for a
+        reference into another document (never fetched)."""
+        return self.refs.resolve(ref, path, node)
 
     def merge_below(self, a: Any, b: Any, path: str = "$") -> Any:
         """Both subschemas, lazily (json_merge.merge_below)."""
@@ -294,6 +282,11 @@ class SchemaConverter:
                 return seq(ByteString(b"{"), self.layout.empty(), ByteString(b"}"))
             members = [seq(ByteString(json_string_literal(k)), self.layout.key_sep(), self.literal(v, level + 1))
                        for k, v in value.items()]
+            if self.any_order and len(members) > 1:  # an object's members in any order, each once
+                lv = self.level(level)
+                body = members_in_any_order(self, next(self.serial), members, [True] * len(members),
+                                            self.layout.item_sep(lv), None, extra=NOTHING)
+                return seq(ByteString(b"{"), self.layout.open(lv), body, self.layout.close(lv), ByteString(b"}"))
             return self.container(b"{", b"}", members, level)
         if isinstance(value, list):
             if not value:
@@ -301,7 +294,13 @@ class SchemaConverter:
             return self.container(b"[", b"]", [self.literal(v, level + 1) for v in value], level)
         if isinstance(value, str):
             return ByteString(json_string_literal(value))
-        return ByteString(json.dumps(value).encode())
+        written = json.dumps(value)
+        if isinstance(value, float) and value == value and abs(value) != float("inf"):
+            # a number is its value: 2.0 is also written 2, and 1e-05 also 0.00001 (the canonical forms)
+            canonical = str(int(value)) if value.is_integer() else format(Decimal(repr(value)), "f")
+            if canonical != written:
+                return choice(ByteString(canonical.encode()), ByteString(written.encode()))
+        return ByteString(written.encode())
 
     def container(self, open_: bytes, close: bytes, members: list, level: int) -> Expr:
         lv = self.level(level)
@@ -321,9 +320,13 @@ class SchemaConverter:
         return choice(ByteString(b"true"), ByteString(b"false"))
 
     def t_integer(self, schema, level, path) -> Expr:
+        if schema.get(FRACTIONAL):
+            return NOTHING
         lo, lo_x, hi, hi_x = bounds(schema, path)
         ilo = None if lo is None else int(lo) + 1 if lo_x and lo == int(lo) else _ceil(lo)
         ihi = None if hi is None else int(hi) - 1 if hi_x and hi == int(hi) else _floor(hi)
+        if schema.get(NOT_MULTIPLE_OF):
+            return non_multiples(self, schema.get("multipleOf"), schema[NOT_MULTIPLE_OF], ilo, ihi, path)
         if "multipleOf" in schema:
             return _multiples(self, schema["multipleOf"], ilo, ihi, path)
         return integer_range(ilo, ihi)
@@ -334,6 +337,10 @@ class SchemaConverter:
             if isinstance(k, int) or (isinstance(k, float) and k.is_integer()):
                 return self.t_integer(schema, level, path)
         lo, lo_x, hi, hi_x = bounds(schema, path)
+        if schema.get(FRACTIONAL):
+            return fractional_numbers(self, lo, lo_x, hi, hi_x, path)
+        if schema.get(NOT_MULTIPLE_OF):  # integers that are no multiple, and every number with a fraction
+            return choice(self.t_integer(schema, level, path), fractional_numbers(self, lo, lo_x, hi, hi_x, path))
         return number_range(lo, lo_x, hi, hi_x)
 
     def t_string(self, schema, level, path) -> Expr:
@@ -357,6 +364,10 @@ class SchemaConverter:
         if hi is not None and hi < lo:
             return NOTHING
         sep = self.layout.item_sep(lv)
+        if "contains" in schema:  # the items a schema matches, counted (arrays.py)
+            counted = counted_items(self, schema, prefix, items, lo, hi, level, path, sep)
+            if counted is not None:
+                return bracketed(self, counted[1], lv, counted[0])
         elems = [self.visit(s, level + 1, f"{path}.prefixItems[{i}]") for i, s in enumerate(prefix)]
         rest = self.visit(items, level + 1, f"{path}.items")
         if _larger_than(rest, SHARED_ITEM_NODES):  # written twice below: a rule, or nesting doubles it
@@ -397,26 +408,19 @@ class SchemaConverter:
 # ---- helpers ---------------------------------------------------------------------------------
 
 
+OLD_DRAFTS = ("draft-07", "draft-06", "draft-05", "draft-04", "draft-03")
+
+
+def reads_ref_alone(root: Any) -> bool:
+    """Whether the root's `$schema` names draft 7 or older, where a `$ref` replaces the keywords
+    beside it (2019-09 and later apply them all)."""
+    uri = root.get("$schema") if isinstance(root, dict) else None
+    return isinstance(uri, str) and any(d in uri for d in OLD_DRAFTS)
+
+
 def _larger_than(expr: Expr, n: int) -> bool:
     """`expr` has more than n nodes (the walk stops after n + 1)."""
     return next(itertools.islice(walk(expr), n, None), None) is not None
-
-
-def _find_anchor(node: Any, name: str) -> Any:
-    if isinstance(node, dict):
-        # 2019+ `$anchor`, a `$id` fragment, or draft 4's plain `id: "#name"`
-        if node.get("$anchor") == name or node.get("$id") in (name, "#" + name) or node.get("id") == "#" + name:
-            return node
-        children = node.values()
-    elif isinstance(node, list):
-        children = node
-    else:
-        return None
-    for child in children:
-        found = _find_anchor(child, name)
-        if found is not None:
-            return found
-    return None
 
 
 def _ceil(d: Decimal) -> int:

@@ -6,12 +6,14 @@ say more (the restrictions are listed in specs/05-front-ends.md):
     date, time, date-time   RFC 3339 (`full-date`, `full-time`), days per month and February 29
                             only in leap years; years 0001-9999; no leap second
     duration                RFC 3339 Appendix A (ISO 8601 durations: P1Y2M, PT5M, P3W)
-    email                   RFC 5321 `Mailbox` with a dot-atom local part and a host name
+    email                   RFC 5321 `Mailbox`: a dot-atom or quoted local part; a host name or an
+                            address literal ([IPv4], [IPv6:...])
     hostname                RFC 1123 labels of at most 63 characters
     ipv4, ipv6              RFC 2673 dotted quad without leading zeros; RFC 4291 text forms
     uuid                    RFC 4122 hex groups 8-4-4-4-12
     uri, uri-reference      RFC 3986: a scheme, then unreserved, sub-delims, ':', '@', '/', '?'
-                            and percent-escapes; a reference may drop the scheme and have '#'
+                            percent-escapes, an IP literal host (`//[::1]`); a reference may drop the scheme
+                            and have '#'
     json-pointer            RFC 6901: `/`-separated tokens, `~` only as `~0` or `~1`
     relative-json-pointer   a non-negative integer, then `#` or a JSON pointer
 
@@ -34,7 +36,7 @@ DURATION = rf"P({_DUR_DATE}({_DUR_TIME})?|{_DUR_TIME}|[0-9]+W)"
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9\-]{0,61}[A-Za-z0-9])?"
 HOSTNAME = rf"{_LABEL}(\.{_LABEL})*"
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\-]+"
-EMAIL = rf"{_ATOM}(\.{_ATOM})*@{HOSTNAME}"
+_QUOTED = r'"([ !#-\[\]-~]|\\[ -~])*"'  # RFC 5321 Quoted-string: printable ASCII, `"` and `\` escaped
 _OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 IPV4 = rf"{_OCTET}(\.{_OCTET}){{3}}"
 _H16 = r"[0-9A-Fa-f]{1,4}"
@@ -50,11 +52,14 @@ IPV6 = "(" + "|".join([
     rf"(({_H16}:){{0,5}}{_H16})?::{_H16}",
     rf"(({_H16}:){{0,6}}{_H16})?::",
 ]) + ")"
+EMAIL = rf"({_ATOM}(\.{_ATOM})*|{_QUOTED})@({HOSTNAME}|\[{IPV4}\]|\[IPv6:{IPV6}\])"
 UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 _PCHAR = r"([A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*"
-URI = rf"{_SCHEME}:({_PCHAR}|[/?])*(#({_PCHAR}|[/?])*)?"
-URI_REFERENCE = rf"({_SCHEME}:)?({_PCHAR}|[/?])*(#({_PCHAR}|[/?])*)?"
+_HOST_LITERAL = rf"\[({IPV6}|v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+)\]"  # RFC 3986 IP-literal
+_LITERAL_AUTHORITY = rf"(//(([A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{{2}})*@)?{_HOST_LITERAL})?"
+URI = rf"{_SCHEME}:{_LITERAL_AUTHORITY}({_PCHAR}|[/?])*(#({_PCHAR}|[/?])*)?"
+URI_REFERENCE = rf"({_SCHEME}:)?{_LITERAL_AUTHORITY}({_PCHAR}|[/?])*(#({_PCHAR}|[/?])*)?"
 
 FORMAT_REGEXES = {
     "date": DATE,

@@ -8,6 +8,7 @@ satellite imports the converter:
     TYPES                       the seven JSON Schema type names, in the order `type` expands to
     ANNOTATIONS                 keywords that change no language (title, $defs, ...)
     MORE_PATTERNS, MORE_FORMATS where `merge` keeps the second and later patterns / formats of an allOf
+    FRACTIONAL, NOT_...         the converter's keywords for complements (negation.py)
     constrains(schema)          whether a schema has a keyword that is not an annotation
     count(schema, key, ...)     a non-negative integer keyword (minLength, maxItems, ...)
     bounds(schema, path)        minimum / maximum with their exclusive forms (draft 4's too)
@@ -26,6 +27,13 @@ ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema
                          "contentMediaType", "contentEncoding"})
 MORE_PATTERNS = "$xg2ref:patterns"  # an allOf of two patterns: the second and later ones (all must hold)
 MORE_FORMATS = "$xg2ref:formats"  # an allOf of two formats: the second and later ones (all must hold)
+# the converter's own keywords for complements (negation.py): what `not` of a keyword leaves
+FRACTIONAL = "$xg2ref:fractional"  # a number whose value is not an integer (written without exponent)
+NOT_MULTIPLE_OF = "$xg2ref:not_multiple_of"  # an integer that is a multiple of none of these
+NOT_PATTERNS = "$xg2ref:not_patterns"  # a string in which none of these patterns finds a match
+NOT_FORMATS = "$xg2ref:not_formats"  # a string that is in none of these formats
+NOT_STRINGS = "$xg2ref:not_strings"  # a string that is none of these
+COMPLEMENTS = (FRACTIONAL, NOT_MULTIPLE_OF, NOT_PATTERNS, NOT_FORMATS, NOT_STRINGS)
 
 
 def constrains(schema: dict) -> bool:
@@ -48,6 +56,8 @@ def count(schema: dict, key: str, path: str, default):
 
 def number(value: Any, path: str) -> Decimal:
     """A numeric keyword's value as an exact Decimal (a float by its shortest repr)."""
+    if isinstance(value, Decimal):
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidJSONError(f"{path}: must be a number, got {value!r}")
     return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)

@@ -43,33 +43,44 @@ items are left unevaluated depends on which branches hold, and the keyword is no
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ...exceptions import InvalidJSONError
-from .keywords import ANNOTATIONS, MORE_FORMATS, MORE_PATTERNS, constrains
+from .keywords import ANNOTATIONS, COMPLEMENTS, FRACTIONAL, MORE_FORMATS, MORE_PATTERNS, constrains
+from .negation import Inexact, Negations, disjoint_branches
+from .unevaluated import dynamic_target, fold_unevaluated
 from .values import json_equal
 
 # the validation keywords `merge` must not silently drop
 ASSERTIONS = frozenset({"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
                         "exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "items", "prefixItems",
-                        "additionalItems", "maxItems", "minItems", "uniqueItems", "contains", "maxProperties",
+                        "additionalItems", "maxItems", "minItems", "uniqueItems", "contains", "minContains",
+                        "maxContains", "maxProperties",
                         "minProperties", "required", "properties", "patternProperties", "additionalProperties",
                         "propertyNames", "dependentRequired", "dependentSchemas", "dependencies", "if", "then",
                         "else", "not", "$ref", "allOf", "anyOf", "oneOf"})
 # validation keywords the grammar does not enforce (specs/05, "Not enforced")
-NOT_ENFORCED = frozenset({"uniqueItems", "contains", "minContains", "maxContains", "dependentRequired",
-                          "dependentSchemas", "dependencies", "if", "then", "else", "not", "unevaluatedProperties",
-                          "unevaluatedItems"})
-COMBINATORS = ("$ref", "allOf", "anyOf", "oneOf")
+NOT_ENFORCED = frozenset({"uniqueItems", "unevaluatedProperties", "unevaluatedItems"})
+COMBINATORS = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf")
+# the in-place applicators a clause expands (an atom keeps none of them): COMBINATORS, the
+# complements of negation.py and the dependencies (each a choice, `Clauses.dependency`)
+DEPENDENCIES = ("dependentRequired", "dependentSchemas", "dependencies")
+APPLICATORS = COMBINATORS + ("not", "if", "then", "else") + DEPENDENCIES
+# dependencies past this many in one schema multiply into too many clauses: not enforced
+MAX_DEPENDENCIES = 4
+# complements (negation.py) are written while they multiply the clauses of what they replace
+# at most this many times (or make at most MIN_COMPLEMENT_CLAUSES): each clause is a schema of
+# its own in the grammar, and a oneOf inside a large object would copy the object per clause
+COMPLEMENT_GROWTH = 4
+MIN_COMPLEMENT_CLAUSES = 16
+COMPLEMENT_TEXT_BUDGET = 20000
 # an allOf of anyOf / oneOf lists becomes their product; at most this many clauses
 MAX_BRANCH_PRODUCT = 256
 ARRAY_KEYS = ("prefixItems", "items", "additionalItems")
 # the keywords an atom keeps: annotations and words outside the vocabulary (`x-...`,
 # `javaType`) change no language, and would only tell equal atoms apart
-VOCABULARY = ASSERTIONS | NOT_ENFORCED | {MORE_PATTERNS, MORE_FORMATS}
-# keywords that mark items / members as evaluated (for unevaluatedItems / unevaluatedProperties)
-EVALUATES_ITEMS = ("prefixItems", "items", "additionalItems", "contains", "unevaluatedItems")
-EVALUATES_MEMBERS = ("properties", "patternProperties", "additionalProperties", "unevaluatedProperties")
+VOCABULARY = ASSERTIONS | NOT_ENFORCED | {MORE_PATTERNS, MORE_FORMATS} | set(COMPLEMENTS)
 
 
 def trivial(schema: Any) -> bool:
@@ -170,8 +181,17 @@ def merge(conv, a: Any, b: Any, path: str) -> Any:
             out[MORE_PATTERNS] = list(out.get(MORE_PATTERNS, [])) + [value]  # both must match
         elif key == "format" and out[key] != value:
             out[MORE_FORMATS] = list(out.get(MORE_FORMATS, [])) + [value]  # a string meets both
-        elif key in (MORE_PATTERNS, MORE_FORMATS):
+        elif key in (MORE_PATTERNS, MORE_FORMATS) or (key in COMPLEMENTS and key != FRACTIONAL):
             out[key] = list(out[key]) + list(value)
+        elif key == "multipleOf" and _integral(out[key]) and _integral(value):
+            out[key] = math.lcm(int(out[key]), int(value))  # multiples of both: of their lcm
+        elif key in ("contains", "minContains", "maxContains"):
+            if key == "contains" and not json_equal(out[key], value):  # two counted ranges: one is kept
+                conv.approximations.append((f"{path}.contains", "contains",
+                                            "allOf of two contains: only the first is enforced"))
+                out["$xg2ref:contains_kept"] = True
+            elif key != "contains" and not out.get("$xg2ref:contains_kept"):
+                out[key] = max(out[key], value) if key == "minContains" else min(out[key], value)
         elif key in ("items", "additionalProperties"):
             out[key] = merge_below(out[key], value)
         elif key == "propertyNames":  # kept eager: the key languages read its keywords (objects.py)
@@ -192,7 +212,36 @@ def merge(conv, a: Any, b: Any, path: str) -> Any:
             continue  # not a validation keyword, or one never enforced (specs/05): the first value stays
         elif out[key] != value:
             raise InvalidJSONError(f"{path}.{key}: allOf with two different {key} values is not supported")
+    if "properties" in a or "properties" in b:
+        _closed_members(a, b, out)
     return out
+
+
+def _closed_members(a: dict, b: dict, out: dict) -> None:
+    """A member that one schema declares and the other leaves to its `additionalProperties`
+    meets both: its schema in `out` is merged with that `additionalProperties` (so `false`
+    there forbids it, as the standard reads `allOf` of a closed object and another)."""
+    from .values import value_meets
+
+    props = out.get("properties")
+    if not isinstance(props, dict):
+        return
+    for own, other in ((a, b), (b, a)):
+        extra = other.get("additionalProperties", True)
+        names = own.get("properties")
+        if extra is True or extra == {} or not isinstance(names, dict):
+            continue
+        declared = other.get("properties") if isinstance(other.get("properties"), dict) else {}
+        patterns = other.get("patternProperties") if isinstance(other.get("patternProperties"), dict) else {}
+        for name in names:
+            if name in declared or any(value_meets(name, {"pattern": p}) for p in patterns):
+                continue
+            props[name] = merge_below(props[name], extra)
+
+
+def _integral(k: Any) -> bool:
+    return (isinstance(k, int) and not isinstance(k, bool) and k > 0) or (isinstance(k, float) and k.is_integer()
+                                                                           and k > 0)
 
 
 def deref(conv, schema: Any, path: str) -> Any:
@@ -207,63 +256,8 @@ def deref(conv, schema: Any, path: str) -> Any:
         if ref in seen:
             return False
         seen.add(ref)
-        schema = conv.resolve(ref, path)
+        schema = conv.resolve(ref, path, schema)
     return schema
-
-
-# ---- unevaluatedItems / unevaluatedProperties ----------------------------------------------------
-
-
-def _in_place(conv, node: dict, path: str) -> list:
-    """The subschemas `node` applies to the value itself (not to its items or members)."""
-    out = []
-    for key in ("allOf", "anyOf", "oneOf"):
-        if isinstance(node.get(key), list):
-            out.extend(node[key])
-    if isinstance(node.get("$ref"), str):
-        out.append(conv.resolve(node["$ref"], path))
-    out.extend(node[k] for k in ("if", "then", "else") if k in node)
-    if isinstance(node.get("dependentSchemas"), dict):
-        out.extend(node["dependentSchemas"].values())
-    return out
-
-
-def _evaluates(conv, node: dict, keys: tuple, path: str) -> bool:
-    """Whether a subschema `node` applies in place (transitively) uses one of `keys`."""
-    seen, stack = set(), _in_place(conv, node, path)
-    while stack:
-        sub = stack.pop()
-        if not isinstance(sub, dict) or id(sub) in seen:
-            continue
-        seen.add(id(sub))
-        if any(k in sub for k in keys):
-            return True
-        stack.extend(_in_place(conv, sub, path))
-    return False
-
-
-def fold_unevaluated(conv, node: dict, own: dict, path: str) -> dict:
-    """`own` (the keywords of `node` without combinators) with `unevaluatedItems` /
-    `unevaluatedProperties` turned into `items` / `additionalProperties` where that is exact,
-    and dropped (not enforced) where it is not (module docstring)."""
-    if "unevaluatedItems" not in own and "unevaluatedProperties" not in own:
-        return own
-    out = {k: v for k, v in own.items() if k not in ("unevaluatedItems", "unevaluatedProperties")}
-    if "unevaluatedItems" in own:
-        rest = own["unevaluatedItems"]
-        if _evaluates(conv, node, EVALUATES_ITEMS, path):
-            rest = None if rest is False else True  # not enforced: strict mode must not forbid what it allows
-        elif "contains" in own and rest is not True:
-            rest = {"anyOf": [rest, own["contains"]]}  # an item `contains` matches is evaluated
-        if rest is not None:
-            out.setdefault("additionalItems" if isinstance(own.get("items"), list) else "items", rest)
-    if "unevaluatedProperties" in own:
-        rest = own["unevaluatedProperties"]
-        if _evaluates(conv, node, EVALUATES_MEMBERS, path):
-            rest = None if rest is False else True
-        if rest is not None:
-            out.setdefault("additionalProperties", rest)
-    return out
 
 
 # ---- clauses ---------------------------------------------------------------------------------------
@@ -294,8 +288,12 @@ def _product(a: tuple, b: tuple, path: str) -> tuple:
     """a x b (module docstring). Only a product of two choices is bounded: a union of many
     branches stays as long as it is written."""
     if len(a) > 1 and len(b) > 1 and len(a) * len(b) > MAX_BRANCH_PRODUCT:
-        raise InvalidJSONError(f"{path}: allOf of anyOf / oneOf lists makes more than {MAX_BRANCH_PRODUCT} branches")
+        raise TooManyBranches(f"{path}: allOf of anyOf / oneOf lists makes more than {MAX_BRANCH_PRODUCT} branches")
     return _minimal(x + tuple(k for k in y if k not in x) for x in a for y in b)
+
+
+class TooManyBranches(InvalidJSONError):
+    pass
 
 
 def _as_sets(clauses: tuple) -> frozenset:
@@ -316,16 +314,20 @@ class Clauses:
     def __init__(self, conv):
         self.conv = conv
         self.atoms: dict[str, dict] = {}  # key -> keywords
-        self.memo: dict[int, tuple] = {}  # id(schema) -> its clauses
-        self.via_ref: dict[int, bool] = {}  # id(schema) -> whether its expansion followed a `$ref`
+        self.memo: dict[tuple, tuple] = {}  # (exact, id(schema)) -> its clauses
+        self.via_ref: dict[tuple, bool] = {}  # (exact, id(schema)) -> whether its expansion followed a `$ref`
         self.atom_of: dict[int, Any] = {}  # id(schema) -> its atom key, or None
         self.keep: list = []  # every schema whose id is a key above stays alive
+        self.negations = Negations(conv)
+        self.exact = True  # whether complements are written (off while a schema is expanded again)
 
     def atom(self, node: dict, path: str):
         """The key of the atom of `node`, or None when its own keywords constrain nothing."""
         if id(node) in self.atom_of:
             return self.atom_of[id(node)]
-        own = {k: v for k, v in node.items() if k in VOCABULARY and k not in COMBINATORS}
+        own = {k: v for k, v in node.items() if k in VOCABULARY and k not in APPLICATORS}
+        if self.conv.ref_alone and "$ref" in node:
+            own = {}  # drafts up to 7: a $ref's neighbours are ignored
         own = fold_unevaluated(self.conv, node, own, path)
         key = json.dumps(own, sort_keys=True, default=repr) if constrains(own) else None
         if key is not None:
@@ -341,24 +343,159 @@ class Clauses:
             ref = node["$ref"]
             if not isinstance(ref, str):
                 raise InvalidJSONError(f"{path}.$ref: must be a string")
-            parts.append(("all", [self.conv.resolve(ref, path)], [ref]))
+            parts.append(("all", [self.conv.resolve(ref, path, node)], [ref]))
+            if self.conv.ref_alone:
+                return parts
+        if isinstance(node.get("$dynamicRef"), str):
+            target = dynamic_target(self.conv, node, path)
+            if target is None:  # the dynamic scope decides: not followed, and said so
+                self.conv.approximations.append((f"{path}.$dynamicRef", "$dynamicRef",
+                                                 "not enforced: its target depends on the path taken"))
+            else:
+                parts.append(("all", [target], [node["$dynamicRef"]]))
         for key, kind in (("allOf", "all"), ("anyOf", "any"), ("oneOf", "any")):
             if key in node:
                 if not isinstance(node[key], list):
                     raise InvalidJSONError(f"{path}.{key}: must be a list")
-                parts.append((kind, node[key], [f"{path}.{key}[{i}]" for i in range(len(node[key]))]))
+                branches = node[key]
+                if key == "oneOf" and self.exact:
+                    branches = self.exactly_one(branches, path)
+                parts.append((kind, branches, [f"{path}.{key}[{i}]" for i in range(len(branches))]))
+        if not self.exact:
+            return parts  # (`not`, `if`, the dependencies: left out, as the caller records)
+        if "not" in node:
+            try:
+                pieces = self.negations.pieces(node["not"], f"{path}.not")
+            except Inexact as err:  # the superset it was before: not enforced, and said so
+                self.conv.approximations.append((f"{path}.not", "not", f"not enforced: {err}"))
+            else:
+                self.keep.append(pieces)
+                why = self.unaffordable(pieces, [True], path, node)
+                if why:
+                    self.conv.approximations.append((f"{path}.not", "not", f"not enforced: {why}"))
+                else:
+                    parts.append(("any", pieces, [f"{path}.not[{i}]" for i in range(len(pieces))]))
+        if "if" in node and ("then" in node or "else" in node):
+            parts.append(self._kept(("any", self.conditional(node, path), [f"{path}.then", f"{path}.else"])))
+        deps = [(key, name, then) for key in DEPENDENCIES if isinstance(node.get(key), dict)
+                for name, then in node[key].items()]
+        if len(deps) > MAX_DEPENDENCIES:
+            self.conv.approximations.append((f"{path}.{deps[0][0]}", deps[0][0],
+                                             f"not enforced: more than {MAX_DEPENDENCIES} dependencies"))
+        elif deps:
+            each = [{"anyOf": self.dependency(name, then)} for _, name, then in deps]
+            self.keep.append(each)
+            why = self.unaffordable([{"allOf": each}], [True], path, node)
+            if why:
+                self.conv.approximations.append((f"{path}.{deps[0][0]}", deps[0][0], f"not enforced: {why}"))
+            else:
+                parts += [("all", each, [f"{path}.{key}.{name}" for key, name, _ in deps])]
         return parts
 
+    @staticmethod
+    def dependency(name: str, then) -> list:
+        """An object with member `name` meets `then` (a schema, or a list of names it requires):
+        the values that are no object, or lack the member, or meet it."""
+        if isinstance(then, list):
+            then = {"required": then}
+        others = ["array", "string", "number", "boolean", "null"]
+        return [{"type": others}, {"type": "object", "properties": {name: False}}, then]
+
+    def _kept(self, part: tuple) -> tuple:
+        self.keep.append(part[1])  # synthesized schemas: their ids key the memos while they live
+        return part
+
+    def conditional(self, node: dict, path: str) -> list:
+        """if I then T else E = (I and T) or (not I and E) (negation.py); without an exact
+        complement of I, the superset (I and T) or E, recorded."""
+        cond, then, else_ = node["if"], node.get("then", True), node.get("else", True)
+        superset = [{"allOf": [cond, then]}, else_]
+        self.keep.append(superset)
+        try:
+            negated = {"anyOf": self.negations.pieces(cond, f"{path}.if")}
+        except Inexact as err:
+            self.conv.approximations.append((f"{path}.if", "if", f"else-branch also taken where `if` holds: {err}"))
+            return superset
+        exact = [superset[0], {"allOf": [negated, else_]}]
+        self.keep.append(exact)
+        why = self.unaffordable(exact, superset, path, node)
+        if why:
+            self.conv.approximations.append((f"{path}.if", "if", f"else-branch also taken where `if` holds: {why}"))
+            return superset
+        return exact
+
+    def exactly_one(self, branches: list, path: str) -> list:
+        """oneOf's branches, each beside the complements of the others (negation.py), unless
+        they are pairwise disjoint; without exact complements (or past MAX_BRANCH_PRODUCT
+        pieces), the branches as anyOf reads them, recorded."""
+        if len(branches) < 2 or disjoint_branches(self.conv, branches, path):
+            return branches
+        try:
+            negated = [self.negations.pieces(b, f"{path}.oneOf[{i}]") for i, b in enumerate(branches)]
+        except Inexact as err:
+            self.conv.approximations.append((f"{path}.oneOf", "oneOf", f"read as anyOf: {err}"))
+            self.conv.oneof_as_anyof.add(id(branches))
+            return branches
+        if sum(len(p) for p in negated) * len(branches) > MAX_BRANCH_PRODUCT:
+            self.conv.approximations.append((f"{path}.oneOf", "oneOf", "read as anyOf: too many complements"))
+            self.conv.oneof_as_anyof.add(id(branches))
+            return branches
+        out = [{"allOf": [b] + [{"anyOf": negated[j]} for j in range(len(branches)) if j != i]}
+               for i, b in enumerate(branches)]
+        self.keep.append(out)
+        why = self.unaffordable(out, branches, path, branches)
+        if why:
+            self.conv.approximations.append((f"{path}.oneOf", "oneOf", f"read as anyOf: {why}"))
+            self.conv.oneof_as_anyof.add(id(branches))
+            return branches
+        return out
+
+    def unaffordable(self, exact: list, plain: list, path: str, node=None):
+        """Why the clauses of the `exact` schemas (complements written) cost too much beside
+        those of `plain` (the superset), or None: past MAX_BRANCH_PRODUCT in a product, or more
+        than COMPLEMENT_GROWTH times as many clauses (each clause is a merged schema of its own
+        in the grammar) when the copies of `node` they make pass COMPLEMENT_TEXT_BUDGET
+        characters of schema."""
+        def clauses(subs: list) -> int:
+            return sum(1 if isinstance(sub, bool) else len(self._expand(sub, path)[0]) for sub in subs)
+        try:
+            many = clauses(exact)  # (memoized: visiting them later costs nothing)
+        except TooManyBranches as err:
+            return str(err)
+        few = clauses(plain)
+        if many > max(COMPLEMENT_GROWTH * few, MIN_COMPLEMENT_CLAUSES):
+            size = len(json.dumps(node if node is not None else exact, default=repr))
+            if many * size > COMPLEMENT_TEXT_BUDGET:
+                return f"{many} clauses with the complements against {few} without"
+        return None
+
     def expand(self, schema: Any, path: str) -> tuple[list, bool]:
-        """(clauses in a fixed order, whether a `$ref` was followed on the way)."""
+        """(clauses in a fixed order, whether a `$ref` was followed on the way). When the
+        complements multiply past MAX_BRANCH_PRODUCT clauses, the schema is expanded again
+        without them (`not`, `if`'s complement, `oneOf`'s exclusivity and the dependencies
+        left out, recorded): the superset it was before they were enforced."""
+        try:
+            return self._expand(schema, path)
+        except TooManyBranches as err:
+            if not self.exact:
+                raise
+            self.exact = False
+            self.conv.approximations.append((path, "not / if / oneOf / dependencies",
+                                             f"left out: their complements make too many branches ({err})"))
+            try:
+                return self._expand(schema, path)
+            finally:
+                self.exact = True
+
+    def _expand(self, schema: Any, path: str) -> tuple[list, bool]:
         order, index, via_ref = [], {}, False
         stack = [(schema, path)]
         while stack:  # the schemas reachable through combinators (atoms made on the way)
             node, where = stack.pop()
             if isinstance(node, bool) or id(node) in index:
                 continue
-            if id(node) in self.memo:
-                via_ref = via_ref or self.via_ref[id(node)]
+            if (self.exact, id(node)) in self.memo:
+                via_ref = via_ref or self.via_ref[(self.exact, id(node))]
                 continue
             if not isinstance(node, dict):
                 raise InvalidJSONError(f"{where}: a schema must be an object or a boolean, got {type(node).__name__}")
@@ -375,7 +512,7 @@ class Clauses:
                 return ANYTHING
             if s is False:
                 return NOTHING_AT_ALL
-            return self.memo[id(s)] if id(s) in self.memo else values[id(s)]
+            return self.memo[(self.exact, id(s))] if (self.exact, id(s)) in self.memo else values[id(s)]
 
         changed = True
         while changed:  # Kleene iteration from "no clause" up to the least solution
@@ -392,8 +529,8 @@ class Clauses:
                     values[id(node)] = got
                     changed = True
         for node, _, _, _ in order:  # (a schema met later reaches at most these: `via_ref` holds for it too)
-            self.memo[id(node)] = values[id(node)]
-            self.via_ref[id(node)] = via_ref
+            self.memo[(self.exact, id(node))] = values[id(node)]
+            self.via_ref[(self.exact, id(node))] = via_ref
             self.keep.append(node)
         return list(value(schema)), via_ref
 

@@ -28,7 +28,7 @@ from ...exceptions import InvalidJSONError
 from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
 from .lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
-from .keywords import ANNOTATIONS, MORE_FORMATS, MORE_PATTERNS
+from .keywords import ANNOTATIONS, MORE_FORMATS, MORE_PATTERNS, count
 from .strings import pattern_languages, string_checks, string_regexes
 from ...grammar.charsets import complement
 from ..regex.parser import RegexError
@@ -143,12 +143,17 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
         more = Repeat(seq(sep, extra), 0, None)
         return seq(extra, more) if first else more
 
+    empty = seq(ByteString(b"{"), layout.empty(), ByteString(b"}"))
+    counts = _member_counts(conv, schema, declared, path)
+    if counts is not None:  # minProperties / maxProperties counted in the rules
+        empty_ok, body = _counted_member_rules(conv, serial, members, [r for _, _, r in declared], sep, extra, *counts)
+        filled = seq(ByteString(b"{"), open_, body, close, ByteString(b"}")) if body != NOTHING else NOTHING
+        return choice(*([empty] if empty_ok else []), *([filled] if filled != NOTHING else []))
     if conv.any_order and declared and (len(declared) > 1 or extra != NOTHING):
         body = members_in_any_order(conv, serial, members, [r for _, _, r in declared], sep, tail, extra=extra)
     else:
         body = _member_rules(conv, serial, members, [r for _, _, r in declared], sep, tail)
     filled = seq(ByteString(b"{"), open_, body, close, ByteString(b"}"))
-    empty = seq(ByteString(b"{"), layout.empty(), ByteString(b"}"))
     # minProperties >= 1 drops the empty object and maxProperties 0 keeps only it; other counts
     # are not enforced (specs/05-front-ends.md)
     if schema.get("maxProperties") == 0:
@@ -227,6 +232,66 @@ def _additional_key(conv, schema: dict, declared: list, path: str, patterns: lis
         values = names_schema["enum"] if "enum" in names_schema else [names_schema["const"]]
         return choice(*(ByteString(json_string_literal(v)[1:-1]) for v in values if isinstance(v, str)))
     return conv.string_content(names_schema, f"{path}.propertyNames")
+
+
+MAX_COUNTED_MEMBERS = 4000  # rules (member index x members so far) for minProperties / maxProperties
+
+
+def _member_counts(conv, schema: dict, declared: list, path: str):
+    """(lo, hi) members when minProperties / maxProperties say more than "not empty" or "empty"
+    and the rules can count them (in schema order, or with `any_order` and no declared member);
+    None otherwise (recorded in conv.approximations when a count is left out)."""
+    lo = count(schema, "minProperties", path, 0)
+    hi = count(schema, "maxProperties", path, None)
+    if lo <= 1 and (hi is None or hi == 0):
+        return None  # (the empty object dropped or kept alone: below)
+    if conv.any_order and declared:
+        conv.approximations.append((f"{path}.minProperties", "minProperties / maxProperties",
+                                    "not enforced with any_order beside declared properties"))
+        return None
+    cap = (hi + 1) if hi is not None else lo
+    if (len(declared) + 1) * (cap + 1) > MAX_COUNTED_MEMBERS:
+        conv.approximations.append((f"{path}.minProperties", "minProperties / maxProperties",
+                                    "not enforced: too many counted states"))
+        return None
+    return lo, hi
+
+
+def _counted_member_rules(conv, serial: int, members: list, required: list, sep: Expr, extra: Expr, lo: int,
+                          hi) -> tuple:
+    """(whether `{}` is valid, the rest) of the object whose member count lies in lo..hi: the
+    rules R(i, c) of `_member_rules` with c, the members written so far (capped at lo when
+    there is no hi), in place of `first`; after the declared members the additional ones take
+    the count that is left: extra (sep extra){need - 1, room - 1}."""
+    n = len(members)
+    names: dict = {}
+
+    def rule(i: int, c: int) -> Expr:
+        if hi is not None and c > hi:
+            return NOTHING
+        c = min(c, lo) if hi is None else c
+        if (i, c) in names:
+            return RuleRef(names[(i, c)])
+        if i == n:
+            return end(c)
+        name = names[(i, c)] = conv.new_rule(f"obj{serial}_n{i}_{c}")
+        with_m = seq(EPSILON if c == 0 else sep, members[i], rule(i + 1, c + 1))
+        conv.set_rule(name, with_m if required[i] else choice(with_m, rule(i + 1, c)))
+        return RuleRef(name)
+
+    def end(c: int) -> Expr:
+        need = max(lo - c, 0)
+        room = None if hi is None else hi - c
+        done = EPSILON if need == 0 and c > 0 else NOTHING
+        if extra == NOTHING or room == 0:
+            return done
+        if c == 0:
+            return seq(extra, Repeat(seq(sep, extra), max(need - 1, 0), None if room is None else room - 1))
+        return Repeat(seq(sep, extra), need, room)
+
+    if hi is not None and hi < lo:
+        return False, NOTHING
+    return lo == 0 and not any(required), rule(0, 0)
 
 
 def _member_rules(conv, serial: int, members: list, required: list, sep: Expr, tail) -> Expr:

@@ -19,15 +19,17 @@ pattern that repeats one character, are a repetition `x{lo,hi}` that the compile
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 from ...exceptions import InvalidJSONError
 from ...grammar.ir import ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
 from .lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
-from .keywords import MORE_FORMATS, MORE_PATTERNS, count
+from .keywords import MORE_FORMATS, MORE_PATTERNS, NOT_FORMATS, NOT_PATTERNS, NOT_STRINGS, count
 from ..regex.parser import RegexError, regex_to_expr
 from ..regex.anchors import leading_lookaheads
-from ...grammar.regular import TooLarge, bounded_by_counting, bounded_length, complement_automaton
+from ...grammar.regular import (TooLarge, bounded_by_counting, bounded_length, complement_automaton,
+                                intersection_automaton)
 
 # a string whose length bound is larger than this becomes a rule of its own, shared by every
 # property that uses it (its many states then get their mask-cache entries once)
@@ -70,9 +72,10 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     if not exprs:
         char = conv.rule(("char",), "json_char", any_string_char)
         return Repeat(char, lo, hi)
-    if len(exprs) == 1 and lo == 0 and hi is None:
+    lone = len(exprs) == 1 and not isinstance(exprs[0], tuple)  # (an automaton goes through the product)
+    if lone and lo == 0 and hi is None:
         return json_encode_regex(exprs[0])  # (a lookahead makes two or more languages)
-    counted = bounded_by_counting(exprs[0], lo, hi) if len(exprs) == 1 else None
+    counted = bounded_by_counting(exprs[0], lo, hi) if lone else None
     if counted is not None:
         return _shared_repeated_chars(conv, json_encode_regex(counted))
     key = ("bounded", tuple(checks), lo, hi)
@@ -111,7 +114,13 @@ def string_checks(schema: dict) -> list:
     patterns = ([schema["pattern"]] if "pattern" in schema else []) + schema.get(MORE_PATTERNS, [])
     formats = ([schema["format"]] if "format" in schema else []) + schema.get(MORE_FORMATS, [])
     regexes = [r for r in (format_regex(f) for f in formats) if r]
-    return [("pattern", p) for p in patterns] + [("format", r) for r in dict.fromkeys(regexes)]
+    out = [("pattern", p) for p in patterns] + [("format", r) for r in dict.fromkeys(regexes)]
+    # the complements (negation.py): no match of these patterns, in none of these formats, none of these
+    out += [("not_pattern", p) for p in dict.fromkeys(schema.get(NOT_PATTERNS, []))]
+    out += [("not_format", r) for r in dict.fromkeys(format_regex(f) for f in schema.get(NOT_FORMATS, [])) if r]
+    if schema.get(NOT_STRINGS):
+        out.append(("not_strings", tuple(sorted(set(schema[NOT_STRINGS])))))
+    return out
 
 
 def string_regexes(checks: list, path: str) -> Optional[list]:
@@ -121,6 +130,9 @@ def string_regexes(checks: list, path: str) -> Optional[list]:
     without it."""
     exprs = []
     for key, pattern in checks:
+        if key in ("not_pattern", "not_format", "not_strings"):
+            exprs.append(complement_of_check(key, pattern, path))
+            continue
         if not isinstance(pattern, str):
             raise InvalidJSONError(f"{path}.{key}: must be a string")
         try:
@@ -132,6 +144,35 @@ def string_regexes(checks: list, path: str) -> Optional[list]:
         except TooLarge as err:
             raise InvalidJSONError(f"{path}.{key}: the lookahead's complement: {err}") from None
     return exprs
+
+
+def literal_strings(values) -> Expr:
+    """The regex IR (over code points) of exactly these strings."""
+    return Choice(tuple(Sequence(tuple(CharClass(((ord(c), ord(c)),)) for c in v)) if v else Sequence(())
+                        for v in values))
+
+
+def complement_of_check(key: str, value, path: str):
+    """The automaton of the strings a complement keyword allows (negation.py): no match of the
+    pattern anywhere, not in the format, none of the strings."""
+    try:
+        return _complement(key, value)
+    except RegexError as err:
+        raise InvalidJSONError(f"{path}.not.pattern: {err.message}") from None
+    except TooLarge as err:
+        raise InvalidJSONError(f"{path}.not: the complement of a {key[4:]}: {err}") from None
+
+
+@functools.lru_cache(maxsize=256)
+def _complement(key: str, value):
+    if key == "not_strings":
+        language = [literal_strings(value)]
+    elif key == "not_format":
+        language = [regex_to_expr(value)]
+    else:
+        languages = pattern_languages(value)
+        language = [intersection_automaton(languages)] if len(languages) > 1 else languages
+    return complement_automaton(language)
 
 
 def pattern_languages(pattern: str) -> list:

@@ -13,6 +13,7 @@ when every keyword this module can check holds for it
     minItems, maxItems              items of an array
     required, min/maxProperties     members of an object
     const (beside enum)             JSON equality
+    FRACTIONAL, NOT_...             the complements of negation.py, likewise
 
 A keyword it cannot check (`not`, `items`, ...) keeps the value, as before filtering: the
 grammar is never narrower than the schema because of this module.
@@ -25,7 +26,7 @@ import json
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .keywords import bounds
+from .keywords import FRACTIONAL, NOT_MULTIPLE_OF, bounds
 from ..regex.parser import RegexError, regex_to_expr
 from ...grammar.regular import TooLarge, automaton, matches
 
@@ -78,7 +79,13 @@ def _string_ok(value: str, schema: dict) -> bool:
         return False
     for key, regex in string_checks(schema):  # every pattern and format, those an allOf merged too
         try:
-            if isinstance(regex, str) and not all(matches(a, value) for a in _automata(key, regex)):
+            if key == "not_strings":
+                if value in regex:
+                    return False
+            elif key.startswith("not_"):  # a complement: the value must not be in the language
+                if isinstance(regex, str) and all(matches(a, value) for a in _automata(key[4:], regex)):
+                    return False
+            elif isinstance(regex, str) and not all(matches(a, value) for a in _automata(key, regex)):
                 return False
         except (RegexError, TooLarge):
             pass  # a pattern the front end cannot read is reported where the schema is compiled
@@ -95,6 +102,12 @@ def _number_ok(value, schema: dict) -> bool:
         return False
     if hi is not None and (v > hi or (hi_x and v == hi)):
         return False
+    if schema.get(FRACTIONAL) and v == v.to_integral_value():
+        return False
+    for m in schema.get(NOT_MULTIPLE_OF) or []:
+        if isinstance(m, (int, float)) and not isinstance(m, bool) and m > 0 and v % Decimal(repr(m) if isinstance(
+                m, float) else m) == 0:
+            return False
     k = schema.get("multipleOf")
     if isinstance(k, (int, float)) and not isinstance(k, bool) and k > 0:
         try:

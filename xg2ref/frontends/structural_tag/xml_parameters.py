@@ -231,7 +231,7 @@ class XmlSchemaConverter:
                 return []
             self.active.add(ref)
             try:
-                return self.alternatives(conv.resolve(ref, path), ref, top)
+                return self.alternatives(conv.resolve(ref, path, schema), ref, top)
             finally:
                 self.active.discard(ref)
         if "allOf" in schema:

@@ -321,7 +321,7 @@ def difference_kind(ours: np.ndarray, theirs: np.ndarray, info, keywords, prefix
 # keywords of the differences specs/05 lists (other than difference 3, recognized by its tokens)
 DIFFERENCE_KEYWORDS = frozenset({"pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                  "patternProperties", "propertyNames", "enum", "const", "multipleOf", "oneOf",
-                                 "anyOf"})
+                                 "anyOf", "not", "if", "$id", "allOf"})
 
 
 def documented_keywords(schema) -> set:

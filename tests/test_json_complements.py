@@ -1,0 +1,149 @@
+"""`not`, `if`/`then`/`else`, exclusive `oneOf` (xg2ref/frontends/json_schema/negation.py) and
+`$ref` through base URIs (references.py), against the `jsonschema` validator.
+
+Both directions on every candidate: a value the grammar accepts (written canonically) validates
+(soundness), and a value that validates is accepted (completeness). Sentences drawn from the
+grammar validate too (hypothesis)."""
+
+import json
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xg2ref as xgr
+from xg2ref.frontends.json_schema.converter import SchemaConverter
+from xg2ref.oracle.recognizer import Recognizer
+from xg2ref.oracle.strategies import sentences
+from xg2ref.tools.bench.schema_suite import instance_text
+
+CANDIDATES = [None, True, False, 0, 1, 2, 3, 6, 7, 12, -1, -3, -10, -11, 100, 1.5, -0.25, 2.5, 10.75,
+              "", "a", "ab", "abc", "abcde", "foo", "bar", "b", "ba", "xyz", "1", [], [1], [1, "a"], ["a", "a"],
+              [2, 3, 4], {}, {"foo": 1}, {"foo": "x"}, {"bar": 2}, {"foo": "x", "bar": 2}, {"baz": None},
+              {"kind": "a", "n": 1}, {"kind": "b", "s": "x"}, {"kind": "a", "s": "x"}, [1, 1], [1, 1, 1, 1], [5],
+              [1, 6], [1, 2, 1], {"foo": 1, "bar": 2, "baz": 3}]
+
+SCHEMAS = [
+    {"not": {"type": "integer"}},
+    {"not": {"type": ["string", "number"]}},
+    {"not": {"type": "object", "properties": {"foo": {"type": "string"}}}},
+    {"not": {"minimum": 2, "maximum": 7}},
+    {"not": {"exclusiveMinimum": 2}},
+    {"not": {"multipleOf": 3}},
+    {"type": "integer", "not": {"multipleOf": 2}, "minimum": -11, "maximum": 12},
+    {"not": {"minLength": 2, "maxLength": 3}},
+    {"not": {"pattern": "^a"}},
+    {"type": "string", "not": {"enum": ["a", "ab", "foo"]}},
+    {"not": {"const": 1}},
+    {"not": {"enum": [1, "a", None, True]}},
+    {"not": {"required": ["foo"]}},
+    {"not": {"minItems": 1, "maxItems": 2}},
+    {"not": {"prefixItems": [{"type": "integer"}]}},
+    {"not": {"contains": {"type": "string"}}},
+    {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}},
+    {"not": {"allOf": [{"type": "number"}, {"minimum": 3}]}},
+    {"not": {"not": {"type": "string"}}},
+    {"not": {"oneOf": [{"type": "integer"}, {"minimum": 2}]}},
+    {"if": {"exclusiveMaximum": 0}, "then": {"minimum": -10}, "else": {"multipleOf": 2}},
+    {"if": {"type": "string"}, "then": {"maxLength": 2}},
+    {"if": {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}, "then": {"required": ["bar"]},
+     "else": {"not": {"required": ["bar"]}}},
+    {"if": {"not": {"type": "object"}}, "else": {"required": ["foo"]}},
+    {"oneOf": [{"type": "integer"}, {"minimum": 2}]},
+    {"type": "string", "oneOf": [{"minLength": 2}, {"maxLength": 4}]},
+    {"oneOf": [{"required": ["foo"]}, {"required": ["bar"]}]},
+    {"oneOf": [{"type": "object", "properties": {"kind": {"const": "a"}, "n": {"type": "integer"}},
+                "required": ["kind"]},
+               {"type": "object", "properties": {"kind": {"const": "b"}}, "required": ["kind"]}]},
+    {"allOf": [{"properties": {"foo": True}, "additionalProperties": False}, {"properties": {"bar": True}}]},
+    {"$id": "http://example.com/root.json", "$defs": {"a": {"$id": "a.json", "$defs": {"n": {"type": "integer"}},
+                                                             "$ref": "#/$defs/n"}},
+     "$ref": "a.json"},
+    {"$defs": {"s": {"$anchor": "word", "type": "string", "maxLength": 3}}, "items": {"$ref": "#word"}},
+    {"contains": {"minimum": 5}},
+    {"contains": {"const": 1}, "minContains": 2, "maxContains": 3},
+    {"prefixItems": [{"type": "integer"}], "contains": {"type": "string"}, "maxItems": 2},
+    {"maxProperties": 1},
+    {"minProperties": 2},
+    {"dependentRequired": {"bar": ["foo"]}},
+    {"dependentSchemas": {"bar": {"properties": {"foo": {"type": "integer"}}}}},
+    {"not": {"items": {"type": "integer"}}},
+    {"not": {"maxProperties": 1}},
+    {"not": {"contains": {"const": 1}, "minContains": 2}},
+    {"not": {"dependentRequired": {"bar": ["foo"]}}},
+    {"allOf": [{"properties": {"foo": True}}], "unevaluatedProperties": False},
+]
+
+
+def accepts(schema, value) -> bool:
+    grammar = xgr.Grammar.from_json_schema(schema, strict_mode=False, any_order=True)
+    return Recognizer(grammar.ir).is_sentence(instance_text(value).encode())
+
+
+def valid(schema, value) -> bool:
+    return jsonschema.Draft202012Validator(schema).is_valid(value)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: json.dumps(s)[:60])
+def test_the_grammar_is_the_schema_on_every_candidate(schema):
+    grammar = xgr.Grammar.from_json_schema(schema, strict_mode=False, any_order=True)
+    recognizer = Recognizer(grammar.ir)
+    for value in CANDIDATES:
+        assert recognizer.is_sentence(instance_text(value).encode()) == valid(schema, value), value
+
+
+@pytest.mark.parametrize("schema", SCHEMAS[:24], ids=lambda s: json.dumps(s)[:60])
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_sentences_of_the_grammar_validate(schema, data):
+    grammar = xgr.Grammar.from_json_schema(schema, strict_mode=False)
+    text = sentences(grammar.ir, data.draw(st.randoms(use_true_random=False)), max_depth=6)
+    if text is not None:
+        assert valid(schema, json.loads(text)), text
+
+
+def test_exact_complements_leave_no_approximation_and_others_say_so():
+    conv = SchemaConverter({"not": {"minimum": 3}, "if": {"type": "string"}, "then": {"maxLength": 2}},
+                           strict_mode=False)
+    conv.convert()
+    assert conv.approximations == []
+    conv = SchemaConverter({"not": {"uniqueItems": True}}, strict_mode=False)
+    conv.convert()
+    assert [(p, k) for p, k, _ in conv.approximations] == [("$.not", "not")]
+    assert "uniqueItems" in conv.approximations[0][2]
+
+
+def test_a_not_that_reaches_itself_is_an_approximation_never_a_hang():
+    schema = {"$defs": {"a": {"not": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"}
+    conv = SchemaConverter(schema, strict_mode=False)
+    conv.convert()
+    assert any("reaches itself" in how for _, _, how in conv.approximations)
+
+
+def test_references_resolve_against_the_base_of_their_schema():
+    from xg2ref.frontends.json_schema.references import References, join
+
+    assert join("http://a.com/x/y.json", "z.json") == "http://a.com/x/z.json"
+    assert join("urn:uuid:1", "#/a") == "urn:uuid:1#/a"
+    schema = {"$id": "http://e.com/a/", "$defs": {"x": {"$id": "x.json", "type": "number"}},
+              "properties": {"p": {"$id": "http://e.com/b/", "$ref": "../a/x.json"}}}
+    refs = References(schema)
+    node = schema["properties"]["p"]
+    assert refs.resolve("../a/x.json", "$", node) is schema["$defs"]["x"]
+    assert refs.resolve("http://elsewhere.org/s.json", "$", node) is True
+    with pytest.raises(xgr.InvalidJSONError, match="does not point"):
+        refs.resolve("#/nothing", "$", schema)
+
+
+def test_member_counts_beside_declared_members_in_schema_order():
+    """Counted in the rules in schema order; with any_order beside declared members the count is
+    an approximation, and said so."""
+    schema = {"properties": {"foo": {}, "bar": {}}, "required": ["foo"], "minProperties": 2, "maxProperties": 2}
+    recognizer = Recognizer(xgr.Grammar.from_json_schema(schema, strict_mode=False).ir)
+    for value in ({"foo": 1}, {"foo": 1, "bar": 2}, {"foo": 1, "x": 2}, {"foo": 1, "bar": 2, "x": 3}, {}, 1,
+                  {"bar": 1, "x": 2}):
+        assert recognizer.is_sentence(instance_text(value).encode()) == valid(schema, value), value
+    conv = SchemaConverter(schema, strict_mode=False, any_order=True)
+    conv.convert()
+    assert [k for _, k, _ in conv.approximations] == ["minProperties / maxProperties"]
