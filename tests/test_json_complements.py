@@ -73,6 +73,10 @@ SCHEMAS = [
     {"not": {"contains": {"const": 1}, "minContains": 2}},
     {"not": {"dependentRequired": {"bar": ["foo"]}}},
     {"allOf": [{"properties": {"foo": True}}], "unevaluatedProperties": False},
+    {"prefixItems": [{"type": "integer", "minimum": 1, "maximum": 3}, {"enum": [1, 2, "a"]}], "items": False,
+     "uniqueItems": True},
+    {"items": {"enum": [1, 2, 3, "a"]}, "uniqueItems": True},
+    {"items": {"type": "integer", "minimum": 0, "maximum": 7}, "uniqueItems": True, "minItems": 1},
 ]
 
 

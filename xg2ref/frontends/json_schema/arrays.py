@@ -1,6 +1,6 @@
-"""`contains`, `minContains` and `maxContains` for the JSON Schema front end (XGrammar-2 §2.1;
-specs/05, "Counted items"): arrays in which the number of items a schema C matches lies in a
-range, as a grammar.
+"""`contains`, `minContains`, `maxContains` and `uniqueItems` for the JSON Schema front end
+(XGrammar-2 §2.1; specs/05, the keyword table): arrays in which the number of items a schema C
+matches lies in a range, and arrays of distinct items over finite domains, as grammars.
 
 Each item either meets C (a *hit*: the item's schema and C) or breaks it (a *miss*: the item's
 schema and the complement of C, negation.py). The array is read left to right with two numbers
@@ -26,6 +26,7 @@ from ...grammar.ir import EPSILON, ByteString, Expr, RuleRef
 from .keywords import count
 from .lexical import NOTHING, choice, seq
 from .negation import Inexact
+from .objects import members_in_any_order
 
 MAX_COUNTED_STATES = 2000
 
@@ -96,6 +97,107 @@ def counted_items(conv, schema: dict, prefix: list, items, lo: int, hi: Optional
 
     first = items_from(0, 0)
     return lo == 0 and c_lo == 0, choice(*first) if first else NOTHING
+
+
+# ---- uniqueItems over finite item domains ---------------------------------------------------------
+#
+# When every item's schema allows finitely many values (booleans, null, `enum`, `const`, integers
+# in a short range), "no two items equal" is a condition on a finite set:
+#
+#     a tuple (prefixItems, no further items)   |-  every tuple of distinct values, listed (at most
+#                                                   MAX_UNIQUE_ARRAYS arrays)
+#     no prefix, items over a domain D          |-  the values of D in any order, each at most once:
+#                                                   an unordered rule (objects.members_in_any_order)
+#                                                   with D's values as its members
+#
+# Over an unbounded domain (strings, numbers, objects) the keyword is recorded as an
+# approximation and left out (not enforced).
+
+MAX_UNIQUE_ARRAYS = 256
+MAX_DOMAIN = 64  # values of an item schema listed as its finite domain
+
+
+def finite_domain(conv, schema, path: str) -> Optional[list]:
+    """The values `schema` allows when they are few (MAX_DOMAIN), else None."""
+    from .values import value_meets
+
+    schema = conv.deref(schema, path)
+    if schema is False:
+        return []
+    if not isinstance(schema, dict) or any(k in schema for k in ("anyOf", "oneOf", "allOf", "not", "if", "$ref")):
+        return None
+    if "const" in schema:
+        values = [schema["const"]]
+    elif isinstance(schema.get("enum"), list):
+        values = list(schema["enum"])
+    else:
+        types = schema.get("type")
+        types = [types] if isinstance(types, str) else types
+        if not isinstance(types, list) or not types:
+            return None
+        values = []
+        for t in types:
+            if t == "boolean":
+                values += [False, True]
+            elif t == "null":
+                values.append(None)
+            elif t == "integer" and isinstance(schema.get("minimum"), int) and isinstance(schema.get("maximum"), int) \
+                    and schema["maximum"] - schema["minimum"] < MAX_DOMAIN:
+                values += list(range(schema["minimum"], schema["maximum"] + 1))
+            else:
+                return None
+    kept = []
+    for v in values:
+        if value_meets(v, schema) and not any(_same(v, w) for w in kept):
+            kept.append(v)
+    return kept if len(kept) <= MAX_DOMAIN else None
+
+
+def _same(a, b) -> bool:
+    from .values import json_equal
+
+    return json_equal(a, b)
+
+
+def unique_items(conv, schema: dict, prefix: list, items, lo: int, hi: Optional[int], level: int, path: str,
+                 sep: Expr) -> Optional[tuple]:
+    """(whether `[]` is valid, the non-empty arrays) of distinct items over finite domains
+    (above); None when the domains are not finite (recorded)."""
+    import itertools
+
+    if "contains" in schema:
+        conv.approximations.append((f"{path}.uniqueItems", "uniqueItems", "not enforced beside contains"))
+        return None
+    if prefix and items is False:
+        domains = [finite_domain(conv, p, f"{path}.prefixItems[{i}]") for i, p in enumerate(prefix)]
+        if all(d is not None for d in domains) and _tuples(domains) <= MAX_UNIQUE_ARRAYS:
+            arrays = []
+            for n in range(max(lo, 1), min(len(prefix), hi if hi is not None else len(prefix)) + 1):
+                for combo in itertools.product(*domains[:n]):
+                    if all(not _same(a, b) for i, a in enumerate(combo) for b in combo[i + 1:]):
+                        arrays.append(combo)
+            bodies = [seq(*[x for j, v in enumerate(combo) for x in ((sep,) if j else ()) + (conv.literal(v, level + 1),)])
+                      for combo in arrays]
+            return lo == 0, choice(*bodies) if bodies else NOTHING
+    elif not prefix and items is not False:
+        domain = finite_domain(conv, items, f"{path}.items")
+        if domain is not None and lo <= 1 and (hi is None or hi >= len(domain)):
+            if not domain:
+                return lo == 0, NOTHING
+            members = [conv.literal(v, level + 1) for v in domain]
+            body = members_in_any_order(conv, next(conv.serial), members, [False] * len(members), sep, None,
+                                        extra=NOTHING)
+            return lo == 0, body
+    conv.approximations.append((f"{path}.uniqueItems", "uniqueItems",
+                                "not enforced: an item domain that is not finite (or counted beside it)"))
+    return None
+
+
+def _tuples(domains: list) -> int:
+    total = 1
+    for d in domains:
+        total *= max(len(d), 1)
+    return total
 
 
 def bracketed(conv, body: Expr, lv: int, empty_ok: bool) -> Expr:

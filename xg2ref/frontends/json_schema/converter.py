@@ -49,7 +49,7 @@ from .keywords import ANNOTATIONS, FRACTIONAL, NOT_MULTIPLE_OF, TYPES, bounds, c
 from .negation import fractional_numbers, non_multiples
 from .objects import members_in_any_order
 from .references import References
-from .arrays import bracketed, counted_items
+from .arrays import bracketed, counted_items, unique_items
 from .merge import APPLICATORS, Clauses, deref, fold_unevaluated, merge, merge_below
 from .strings import string_content, string_expr
 from .values import value_meets
@@ -364,6 +364,10 @@ class SchemaConverter:
         if hi is not None and hi < lo:
             return NOTHING
         sep = self.layout.item_sep(lv)
+        if schema.get("uniqueItems") is True:  # distinct items over finite domains (arrays.py)
+            unique = unique_items(self, schema, prefix, items, lo, hi, level, path, sep)
+            if unique is not None:
+                return bracketed(self, unique[1], lv, unique[0])
         if "contains" in schema:  # the items a schema matches, counted (arrays.py)
             counted = counted_items(self, schema, prefix, items, lo, hi, level, path, sep)
             if counted is not None:

@@ -61,7 +61,7 @@ ASSERTIONS = frozenset({"type", "enum", "const", "multipleOf", "maximum", "exclu
                         "propertyNames", "dependentRequired", "dependentSchemas", "dependencies", "if", "then",
                         "else", "not", "$ref", "allOf", "anyOf", "oneOf"})
 # validation keywords the grammar does not enforce (specs/05, "Not enforced")
-NOT_ENFORCED = frozenset({"uniqueItems", "unevaluatedProperties", "unevaluatedItems"})
+NOT_ENFORCED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
 COMBINATORS = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf")
 # the in-place applicators a clause expands (an atom keeps none of them): COMBINATORS, the
 # complements of negation.py and the dependencies (each a choice, `Clauses.dependency`)
@@ -185,6 +185,8 @@ def merge(conv, a: Any, b: Any, path: str) -> Any:
             out[key] = list(out[key]) + list(value)
         elif key == "multipleOf" and _integral(out[key]) and _integral(value):
             out[key] = math.lcm(int(out[key]), int(value))  # multiples of both: of their lcm
+        elif key == "uniqueItems":
+            out[key] = out[key] is True or value is True  # both hold: distinct items if either says so
         elif key in ("contains", "minContains", "maxContains"):
             if key == "contains" and not json_equal(out[key], value):  # two counted ranges: one is kept
                 conv.approximations.append((f"{path}.contains", "contains",
