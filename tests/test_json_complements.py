@@ -151,3 +151,18 @@ def test_member_counts_beside_declared_members_in_schema_order():
     conv = SchemaConverter(schema, strict_mode=False, any_order=True)
     conv.convert()
     assert [k for _, k, _ in conv.approximations] == ["minProperties / maxProperties"]
+
+
+def test_a_complement_never_opens_or_closes_an_object_strict_mode_did_not():
+    """strict_mode (the default) closes objects that declare `properties`; a complement's pieces
+    constrain members without declaring them, so the user's schema decides (negation.py)."""
+    free = xgr.Grammar.from_json_schema({"not": {"required": ["a"]}})
+    assert xgr.testing._is_grammar_accept_string(free, '{"b": 1}')
+    assert not xgr.testing._is_grammar_accept_string(free, '{"a": 1}')
+    closed = xgr.Grammar.from_json_schema({"type": "object", "properties": {"x": {"type": "integer"}},
+                                           "not": {"properties": {"a": {"type": "string"}}, "required": ["a"]}})
+    for text, want in (('{"x": 1}', True), ('{"x": 1, "a": 2}', False), ('{"x": 1, "b": 2}', False)):
+        assert xgr.testing._is_grammar_accept_string(closed, text) == want, text
+    deps = xgr.Grammar.from_json_schema({"dependentRequired": {"a": ["b"]}})
+    for text, want in (('{"c": 1}', True), ('{"a": 1}', False), ('{"b": 2, "a": 1}', True)):
+        assert xgr.testing._is_grammar_accept_string(deps, text) == want, text

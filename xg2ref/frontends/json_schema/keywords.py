@@ -33,7 +33,9 @@ NOT_MULTIPLE_OF = "$xg2ref:not_multiple_of"  # an integer that is a multiple of 
 NOT_PATTERNS = "$xg2ref:not_patterns"  # a string in which none of these patterns finds a match
 NOT_FORMATS = "$xg2ref:not_formats"  # a string that is in none of these formats
 NOT_STRINGS = "$xg2ref:not_strings"  # a string that is none of these
-COMPLEMENTS = (FRACTIONAL, NOT_MULTIPLE_OF, NOT_PATTERNS, NOT_FORMATS, NOT_STRINGS)
+MEMBERS = "$xg2ref:members"  # {name: schema}: a member of that name, if present, meets it (declares nothing)
+PRESENT = "$xg2ref:present"  # [names]: members that must be there, where the object takes them (opens nothing)
+COMPLEMENTS = (FRACTIONAL, NOT_MULTIPLE_OF, NOT_PATTERNS, NOT_FORMATS, NOT_STRINGS, MEMBERS, PRESENT)
 
 
 def constrains(schema: dict) -> bool:

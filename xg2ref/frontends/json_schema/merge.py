@@ -47,7 +47,7 @@ import math
 from typing import Any
 
 from ...exceptions import InvalidJSONError
-from .keywords import ANNOTATIONS, COMPLEMENTS, FRACTIONAL, MORE_FORMATS, MORE_PATTERNS, constrains
+from .keywords import ANNOTATIONS, COMPLEMENTS, FRACTIONAL, MEMBERS, PRESENT, MORE_FORMATS, MORE_PATTERNS, constrains
 from .negation import Inexact, Negations, disjoint_branches
 from .unevaluated import dynamic_target, fold_unevaluated
 from .values import json_equal
@@ -181,6 +181,8 @@ def merge(conv, a: Any, b: Any, path: str) -> Any:
             out[MORE_PATTERNS] = list(out.get(MORE_PATTERNS, [])) + [value]  # both must match
         elif key == "format" and out[key] != value:
             out[MORE_FORMATS] = list(out.get(MORE_FORMATS, [])) + [value]  # a string meets both
+        elif key == MEMBERS:
+            out[key] = {**out[key], **{n: merge_below(out[key][n], v) if n in out[key] else v for n, v in value.items()}}
         elif key in (MORE_PATTERNS, MORE_FORMATS) or (key in COMPLEMENTS and key != FRACTIONAL):
             out[key] = list(out[key]) + list(value)
         elif key == "multipleOf" and _integral(out[key]) and _integral(value):
@@ -399,9 +401,9 @@ class Clauses:
         """An object with member `name` meets `then` (a schema, or a list of names it requires):
         the values that are no object, or lack the member, or meet it."""
         if isinstance(then, list):
-            then = {"required": then}
+            then = {PRESENT: then}  # (where the object takes them: a closed object is not opened)
         others = ["array", "string", "number", "boolean", "null"]
-        return [{"type": others}, {"type": "object", "properties": {name: False}}, then]
+        return [{"type": others}, {"type": "object", MEMBERS: {name: False}}, then]
 
     def _kept(self, part: tuple) -> tuple:
         self.keep.append(part[1])  # synthesized schemas: their ids key the memos while they live

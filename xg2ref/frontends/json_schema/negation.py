@@ -20,14 +20,16 @@ violated only by a value of that type:
     not {const: v}          every other type, and within v's type: for a number, below or above
                             it; a string, NOT_STRINGS [v]; a boolean, the other; null: nothing
     not {enum: V}           the same for the whole list
-    not {required: R}       {type: object, properties: {r: false}} for each r in R
-    not {properties: {p: S}} {type: object, required: [p], properties: {p: {not: S}}}
+    not {required: R}       {type: object, MEMBERS: {r: false}} for each r in R
+    not {properties: {p: S}} {type: object, PRESENT: [p], MEMBERS: {p: {not: S}}}
     not {minItems: n}       {type: array, maxItems: n - 1}            (maxItems likewise)
     not {prefixItems: Ps}   {type: array, minItems: i + 1, prefixItems: [true,...,{not: P_i}]}
     not {contains: C}       {type: array, items: {not: C}}
 
-The FRACTIONAL, NOT_* keywords (keywords.py) are the converter's own: the regular complements
-of number and string languages (strings.py, converter.py). `not` of a member or item schema
+The FRACTIONAL, NOT_*, MEMBERS and PRESENT keywords (keywords.py) are the converter's own: the
+regular complements of number and string languages (strings.py, converter.py), and members a
+piece constrains, or asks for, without declaring them (so `strict_mode`, which closes objects that declare
+`properties`, reads a piece as the user's schema reads: objects.py). `not` of a member or item schema
 stays lazy (`{not: S}` below an object), so a recursive structure is negated one level at a
 time. A keyword whose complement is not one of these (uniqueItems, additionalProperties beside
 other keywords, `not` of a schema reaching itself with no object or array between, ...) raises
@@ -49,8 +51,8 @@ from ...grammar.ir import CharClass, RuleRef
 from ...grammar.regular import TooLarge, bounded_length, divisible_numerals
 from ..regex.parser import regex_to_expr
 from .lexical import integer_range, number_range
-from .keywords import (ANNOTATIONS, FRACTIONAL, NOT_FORMATS, NOT_MULTIPLE_OF, NOT_PATTERNS, NOT_STRINGS, TYPES,
-                       bounds)
+from .keywords import (ANNOTATIONS, FRACTIONAL, MEMBERS, PRESENT, NOT_FORMATS, NOT_MULTIPLE_OF, NOT_PATTERNS, NOT_STRINGS,
+                       TYPES, bounds)
 
 
 class Inexact(Exception):
@@ -269,12 +271,12 @@ class Negations:
     def not_required(self, names, schema, path) -> list:
         if not isinstance(names, list):
             raise Inexact(f"{path}: must be a list")
-        return [{"type": "object", "properties": {n: False}} for n in names]
+        return [{"type": "object", MEMBERS: {n: False}} for n in names]
 
     def not_properties(self, props, schema, path) -> list:
         if not isinstance(props, dict):
             raise Inexact(f"{path}: must be an object")
-        return [{"type": "object", "required": [name], "properties": {name: self.lazy(sub)}}
+        return [{"type": "object", PRESENT: [name], MEMBERS: {name: self.lazy(sub)}}
                 for name, sub in props.items() if sub is not True and sub != {}]
 
     def not_minProperties(self, n, schema, path) -> list:
@@ -287,14 +289,14 @@ class Negations:
         """An object with k and without one of the names k needs."""
         if not isinstance(deps, dict):
             raise Inexact(f"{path}: must be an object")
-        return [{"type": "object", "required": [k], "properties": {d: False}} for k, names in deps.items()
+        return [{"type": "object", PRESENT: [k], MEMBERS: {d: False}} for k, names in deps.items()
                 for d in (names if isinstance(names, list) else [])]
 
     def not_dependentSchemas(self, deps, schema, path) -> list:
         """An object with k that breaks k's schema."""
         if not isinstance(deps, dict):
             raise Inexact(f"{path}: must be an object")
-        return [{"allOf": [{"type": "object", "required": [k]}, {"anyOf": self.pieces(sub, f"{path}.{k}")}]}
+        return [{"allOf": [{"type": "object", PRESENT: [k]}, {"anyOf": self.pieces(sub, f"{path}.{k}")}]}
                 for k, sub in deps.items()]
 
     def not_dependencies(self, deps, schema, path) -> list:

@@ -28,7 +28,8 @@ from ...exceptions import InvalidJSONError
 from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
 from .lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
-from .keywords import ANNOTATIONS, MORE_FORMATS, MORE_PATTERNS, count
+from .keywords import ANNOTATIONS, MEMBERS, MORE_FORMATS, MORE_PATTERNS, PRESENT, count
+from .merge import merge_below
 from .strings import pattern_languages, string_checks, string_regexes
 from ...grammar.charsets import complement
 from ..regex.parser import RegexError
@@ -102,6 +103,13 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
         except TooLarge as err:
             raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
     runnable = [automaton(search) for search in searches]  # built once, run on every declared name
+    props = _constrained_members(schema, props, additional, runnable)
+    for name in schema.get(PRESENT) or []:  # members a complement asks for (negation.py)
+        if name not in props and not any(matches(run, name) for run in runnable):
+            if additional is False:
+                return NOTHING  # the object does not take it: no object has it
+            props = {**props, name: additional if isinstance(additional, dict) else True}
+        required = list(required) + [name]
     declared = [(n, _member_schema(conv, n, s, patterns, runnable, schema, path), n in required)
                 for n, s in props.items()]
     declared += [(n, _member_schema(conv, n, None, patterns, runnable, schema, path), True)
@@ -161,6 +169,25 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     if any(r for _, _, r in declared) or (schema.get("minProperties") or 0) >= 1:
         return filled
     return choice(empty, filled)
+
+
+def _constrained_members(schema: dict, props: dict, additional, runnable: list) -> dict:
+    """`props` with the members a complement constrains (MEMBERS, negation.py): a declared one
+    meets both schemas; another becomes a declared member with that schema where the object
+    would take it (as an additional or a pattern member: its schema is met too, as for the
+    others), and is left out where it would not. So a complement never opens a closed object."""
+    constrained = schema.get(MEMBERS)
+    if not isinstance(constrained, dict) or not constrained:
+        return props
+    out = dict(props)
+    for name, sub in constrained.items():
+        if name in out:
+            out[name] = merge_below(out[name], sub)
+        elif any(matches(run, name) for run in runnable):
+            out[name] = sub  # (the pattern schemas join it in _member_schema)
+        elif additional is not False:
+            out[name] = merge_below(additional if isinstance(additional, dict) else True, sub)
+    return out
 
 
 def _member_schema(conv, name: str, own, patterns: dict, searches: list, schema: dict, path: str):

@@ -26,7 +26,7 @@ import json
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .keywords import FRACTIONAL, NOT_MULTIPLE_OF, bounds
+from .keywords import FRACTIONAL, MEMBERS, NOT_MULTIPLE_OF, PRESENT, bounds
 from ..regex.parser import RegexError, regex_to_expr
 from ...grammar.regular import TooLarge, automaton, matches
 
@@ -136,5 +136,10 @@ def value_meets(value: Any, schema: dict) -> bool:
         required = schema.get("required")
         if isinstance(required, list) and any(isinstance(r, str) and r not in value for r in required):
             return False
+        if any(isinstance(r, str) and r not in value for r in schema.get(PRESENT) or []):
+            return False
+        members = schema.get(MEMBERS)
+        if isinstance(members, dict) and any(sub is False and name in value for name, sub in members.items()):
+            return False  # a member a complement forbids
         return _count_ok(len(value), schema, "minProperties", "maxProperties")
     return True
