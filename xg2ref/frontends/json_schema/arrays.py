@@ -119,7 +119,7 @@ MAX_DOMAIN = 64  # values of an item schema listed as its finite domain
 
 def finite_domain(conv, schema, path: str) -> Optional[list]:
     """The values `schema` allows when they are few (MAX_DOMAIN), else None."""
-    from .values import value_meets
+    from .values import json_equal, value_meets
 
     schema = conv.deref(schema, path)
     if schema is False:
@@ -148,15 +148,9 @@ def finite_domain(conv, schema, path: str) -> Optional[list]:
                 return None
     kept = []
     for v in values:
-        if value_meets(v, schema) and not any(_same(v, w) for w in kept):
+        if value_meets(v, schema) and not any(json_equal(v, w) for w in kept):
             kept.append(v)
     return kept if len(kept) <= MAX_DOMAIN else None
-
-
-def _same(a, b) -> bool:
-    from .values import json_equal
-
-    return json_equal(a, b)
 
 
 def unique_items(conv, schema: dict, prefix: list, items, lo: int, hi: Optional[int], level: int, path: str,
@@ -164,6 +158,8 @@ def unique_items(conv, schema: dict, prefix: list, items, lo: int, hi: Optional[
     """(whether `[]` is valid, the non-empty arrays) of distinct items over finite domains
     (above); None when the domains are not finite (recorded)."""
     import itertools
+
+    from .values import json_equal
 
     if "contains" in schema:
         conv.approximations.append((f"{path}.uniqueItems", "uniqueItems", "not enforced beside contains"))
@@ -174,7 +170,7 @@ def unique_items(conv, schema: dict, prefix: list, items, lo: int, hi: Optional[
             arrays = []
             for n in range(max(lo, 1), min(len(prefix), hi if hi is not None else len(prefix)) + 1):
                 for combo in itertools.product(*domains[:n]):
-                    if all(not _same(a, b) for i, a in enumerate(combo) for b in combo[i + 1:]):
+                    if all(not json_equal(a, b) for i, a in enumerate(combo) for b in combo[i + 1:]):
                         arrays.append(combo)
             bodies = [seq(*[x for j, v in enumerate(combo) for x in ((sep,) if j else ()) + (conv.literal(v, level + 1),)])
                       for combo in arrays]

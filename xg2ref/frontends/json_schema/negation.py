@@ -51,6 +51,7 @@ from ...grammar.ir import CharClass, RuleRef
 from ...grammar.regular import TooLarge, bounded_length, divisible_numerals
 from ..regex.parser import regex_to_expr
 from .lexical import integer_range, number_range
+from .values import json_kind
 from .keywords import (ANNOTATIONS, FRACTIONAL, MEMBERS, PRESENT, NOT_FORMATS, NOT_MULTIPLE_OF, NOT_PATTERNS, NOT_STRINGS,
                        TYPES, bounds)
 
@@ -70,18 +71,6 @@ def _types_of(schema_type) -> List[str]:
     if "number" in types and "integer" not in types:
         types.append("integer")
     return types
-
-
-def _type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 class Negations:
@@ -251,7 +240,7 @@ class Negations:
             raise Inexact(f"{path}: must be a list")
         by_type: dict = {}
         for v in values:
-            by_type.setdefault(_type_of(v), []).append(v)
+            by_type.setdefault(json_kind(v), []).append(v)
         out = [{"type": [t for t in TYPES if t not in by_type and not (t == "integer" and "number" in by_type)]}]
         if "boolean" in by_type:
             rest = [b for b in (True, False) if b not in by_type["boolean"]]
@@ -375,7 +364,7 @@ def _summary(conv, b: dict) -> tuple:
     types = set(_types_of(b["type"])) if isinstance(b.get("type"), (str, list)) else None
     values = [b["const"]] if "const" in b else list(b["enum"]) if isinstance(b.get("enum"), list) else None
     if values is not None:
-        listed = {_type_of(v) for v in values} | ({"integer"} if any(_type_of(v) == "number" for v in values) else set())
+        listed = {json_kind(v) for v in values} | ({"integer"} if any(json_kind(v) == "number" for v in values) else set())
         types = listed if types is None else types & listed
     tags = {}
     props = b.get("properties") if isinstance(b.get("properties"), dict) else {}

@@ -41,6 +41,17 @@ def has_type(value: Any, types) -> bool:
         kind == "number" and "integer" in types and float(value).is_integer())
 
 
+def json_kind(value: Any) -> str:
+    """The JSON kind of a parsed value: null, boolean, number (ints too), string, array, object."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string" if isinstance(value, str) else "array" if isinstance(value, list) else "object"
+
+
 def _canonical(value: Any) -> Any:
     """`value` with integral floats as ints (JSON Schema equality: 1 and 1.0 are the same)."""
     if isinstance(value, float) and value.is_integer():

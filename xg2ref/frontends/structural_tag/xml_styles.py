@@ -45,6 +45,7 @@ from typing import Optional
 
 from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, Repeat
 from ..json_schema.lexical import NOTHING, choice, seq
+from ..json_schema.values import json_kind
 
 KIMI_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 IDENT_FIRST = ((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
@@ -104,23 +105,13 @@ class Kimi(Style):
                    self.body(x, alts), _b(self.close))
 
 
-def _json_kind(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "string" if isinstance(value, str) else "array" if isinstance(value, list) else "object"
-
-
 def kimi_type(schema) -> Expr:
     """The type attribute: one name when the schema pins one JSON type, else any of seven."""
     one: Optional[str] = None
     if isinstance(schema, dict):
         if "enum" in schema or "const" in schema:
             values = schema["enum"] if "enum" in schema else [schema["const"]]
-            kinds = {_json_kind(v) for v in values} if isinstance(values, list) else set()
+            kinds = {json_kind(v) for v in values} if isinstance(values, list) else set()
             one = kinds.pop() if len(kinds) == 1 else None
         elif isinstance(schema.get("type"), str) and schema["type"] in KIMI_TYPES:
             one = "number" if schema["type"] == "integer" else schema["type"]
