@@ -171,3 +171,17 @@ def test_diff_oracle_only_writes_a_report(capsys, tmp_path):
 def test_diff_unknown_case_exits_2(capsys):
     status, _, err = run(capsys, "diff", "--against", "none", "--cases", "nope", "--no-progress")
     assert status == 2 and "unknown suite case" in err
+
+
+def test_explain_refuses_an_inexact_schema_unless_asked_to_approximate(capsys, tmp_path):
+    """A schema with a keyword xg2ref cannot enforce is refused by name and path (exit 2);
+    `--approximate` reads it as the superset, for this command only."""
+    import os
+
+    path = tmp_path / "tags.json"
+    path.write_text(json.dumps({"type": "array", "items": {"type": "string"}, "uniqueItems": True}))
+    status, _, err = run(capsys, "explain", str(path), "--prefix", "[", "--text", '"a"')
+    assert status == 2 and "$.uniqueItems: uniqueItems not enforced" in err
+    status, out, _ = run(capsys, "explain", str(path), "--prefix", "[", "--text", '"a"', "--approximate")
+    assert status == 0, out
+    assert "XG2REF_JSON_SCHEMA_APPROXIMATE" not in os.environ

@@ -22,7 +22,8 @@ CANDIDATES = [None, True, False, 0, 1, 2, 3, 6, 7, 12, -1, -3, -10, -11, 100, 1.
               "", "a", "ab", "abc", "abcde", "foo", "bar", "b", "ba", "xyz", "1", [], [1], [1, "a"], ["a", "a"],
               [2, 3, 4], {}, {"foo": 1}, {"foo": "x"}, {"bar": 2}, {"foo": "x", "bar": 2}, {"baz": None},
               {"kind": "a", "n": 1}, {"kind": "b", "s": "x"}, {"kind": "a", "s": "x"}, [1, 1], [1, 1, 1, 1], [5],
-              [1, 6], [1, 2, 1], {"foo": 1, "bar": 2, "baz": 3}]
+              [1, 6], [1, 2, 1], {"foo": 1, "bar": 2, "baz": 3}, 4.5, 0.75, -0.5, {"kind": "a", "n": 1, "s": 2},
+              {"kind": "b", "n": 1}, {"foo": 1, "x": 2}, [1, "a", "b"], ["a", 1], {"kind": 1, "foo": 2, "bar": 3}]
 
 SCHEMAS = [
     {"not": {"type": "integer"}},
@@ -77,6 +78,25 @@ SCHEMAS = [
      "uniqueItems": True},
     {"items": {"enum": [1, 2, 3, "a"]}, "uniqueItems": True},
     {"items": {"type": "integer", "minimum": 0, "maximum": 7}, "uniqueItems": True, "minItems": 1},
+    # unevaluated keywords decided per clause (unevaluated.py)
+    {"anyOf": [{"properties": {"foo": {"type": "integer"}}, "required": ["foo"]},
+               {"properties": {"bar": True}, "required": ["bar"]}], "unevaluatedProperties": False},
+    {"oneOf": [{"properties": {"foo": True}, "required": ["foo"]}, {"properties": {"bar": True}, "required": ["bar"]}],
+     "unevaluatedProperties": False},
+    {"if": {"properties": {"kind": {"const": "a"}}, "required": ["kind"]}, "then": {"properties": {"n": True}},
+     "else": {"properties": {"s": True}}, "unevaluatedProperties": False},
+    {"properties": {"kind": True}, "dependentSchemas": {"foo": {"properties": {"bar": True}}},
+     "unevaluatedProperties": False},
+    {"if": {"properties": {"foo": {"type": "integer"}}}, "unevaluatedProperties": {"type": "integer"}},
+    {"anyOf": [{"prefixItems": [{"type": "integer"}]}, {"prefixItems": [True, {"type": "string"}]}],
+     "unevaluatedItems": False},
+    {"allOf": [{"prefixItems": [True]}], "unevaluatedItems": {"type": "string"}},
+    {"contains": {"type": "string"}, "anyOf": [{"prefixItems": [{"type": "integer"}]}, {"maxItems": 1}],
+     "unevaluatedItems": False},
+    # multipleOf a decimal (converter._decimal_multiples)
+    {"multipleOf": 1.5},
+    {"type": "number", "multipleOf": 0.25, "minimum": -1, "maximum": 3},
+    {"allOf": [{"multipleOf": 0.5}, {"multipleOf": 0.75}]},
 ]
 
 
@@ -112,15 +132,21 @@ def test_exact_complements_leave_no_approximation_and_others_say_so():
                            strict_mode=False)
     conv.convert()
     assert conv.approximations == []
-    conv = SchemaConverter({"not": {"uniqueItems": True}}, strict_mode=False)
+    conv = SchemaConverter({"not": {"uniqueItems": True}}, strict_mode=False, approximate=True)
     conv.convert()
     assert [(p, k) for p, k, _ in conv.approximations] == [("$.not", "not")]
     assert "uniqueItems" in conv.approximations[0][2]
+    # without the opt-in the same schema is refused, naming the keyword and its path
+    with pytest.raises(xgr.JSONSchemaNotExactError, match=r"^\$\.not: not not enforced: .*uniqueItems") as err:
+        SchemaConverter({"not": {"uniqueItems": True}}, strict_mode=False).convert()
+    assert [(p, k) for p, k, _ in err.value.approximations] == [("$.not", "not")]
 
 
 def test_a_not_that_reaches_itself_is_an_approximation_never_a_hang():
     schema = {"$defs": {"a": {"not": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"}
-    conv = SchemaConverter(schema, strict_mode=False)
+    with pytest.raises(xgr.JSONSchemaNotExactError, match="reaches itself"):
+        SchemaConverter(schema, strict_mode=False).convert()
+    conv = SchemaConverter(schema, strict_mode=False, approximate=True)
     conv.convert()
     assert any("reaches itself" in how for _, _, how in conv.approximations)
 
@@ -148,9 +174,11 @@ def test_member_counts_beside_declared_members_in_schema_order():
     for value in ({"foo": 1}, {"foo": 1, "bar": 2}, {"foo": 1, "x": 2}, {"foo": 1, "bar": 2, "x": 3}, {}, 1,
                   {"bar": 1, "x": 2}):
         assert recognizer.is_sentence(instance_text(value).encode()) == valid(schema, value), value
-    conv = SchemaConverter(schema, strict_mode=False, any_order=True)
+    conv = SchemaConverter(schema, strict_mode=False, any_order=True, approximate=True)
     conv.convert()
     assert [k for _, k, _ in conv.approximations] == ["minProperties / maxProperties"]
+    with pytest.raises(xgr.JSONSchemaNotExactError, match=r"\$\.minProperties: minProperties"):
+        xgr.Grammar.from_json_schema(schema, strict_mode=False, any_order=True)
 
 
 def test_a_complement_never_opens_or_closes_an_object_strict_mode_did_not():
@@ -166,3 +194,53 @@ def test_a_complement_never_opens_or_closes_an_object_strict_mode_did_not():
     deps = xgr.Grammar.from_json_schema({"dependentRequired": {"a": ["b"]}})
     for text, want in (('{"c": 1}', True), ('{"a": 1}', False), ('{"b": 2, "a": 1}', True)):
         assert xgr.testing._is_grammar_accept_string(deps, text) == want, text
+
+
+def test_approximations_are_refused_unless_the_caller_opts_in(monkeypatch):
+    """A keyword the grammar cannot enforce is refused by name and path; `approximate=True`, the
+    process-wide setting or its environment variable accept the superset (xg2ref/config.py)."""
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"},
+                                                        "uniqueItems": True}}}
+    with pytest.raises(xgr.JSONSchemaNotExactError, match=r"^\$\.properties\.tags\.uniqueItems: uniqueItems"):
+        xgr.Grammar.from_json_schema(schema)
+    with pytest.raises(xgr.InvalidJSONError):  # (a subclass: code catching the base still does)
+        xgr.Grammar.from_json_schema(schema)
+    grammar = xgr.Grammar.from_json_schema(schema, approximate=True)
+    assert [(p, k) for p, k, _ in grammar.approximations] == [("$.properties.tags.uniqueItems", "uniqueItems")]
+    assert xgr.testing._is_grammar_accept_string(grammar, '{"tags": ["a", "a"]}')  # the superset, as asked
+    assert xgr.Grammar.from_json_schema({"type": "integer"}).approximations == ()
+    with xgr.config.json_schema_approximate(True):
+        assert xgr.Grammar.from_json_schema(schema).approximations
+        with pytest.raises(xgr.JSONSchemaNotExactError):
+            xgr.Grammar.from_json_schema(schema, approximate=False)  # (the argument wins)
+    with pytest.raises(xgr.JSONSchemaNotExactError):
+        xgr.Grammar.from_json_schema(schema)
+    monkeypatch.setenv("XG2REF_JSON_SCHEMA_APPROXIMATE", "1")
+    assert xgr.Grammar.from_json_schema(schema).approximations
+    with pytest.raises(TypeError):
+        xgr.Grammar.from_json_schema(schema, approximate="yes")
+    monkeypatch.delenv("XG2REF_JSON_SCHEMA_APPROXIMATE")
+    # the compiler's cache keeps the two apart
+    compiler = xgr.GrammarCompiler(xgr.TokenizerInfo([]))
+    loose = compiler.compile_json_schema(schema, approximate=True)
+    assert loose.grammar.approximations
+    with pytest.raises(xgr.JSONSchemaNotExactError):
+        compiler.compile_json_schema(schema)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(p=st.integers(1, 40), s=st.integers(1, 3), lo=st.none() | st.integers(-50, 50),
+       width=st.integers(0, 60), value=st.decimals(-60, 60, places=4, allow_nan=False, allow_infinity=False))
+def test_multiples_of_a_decimal_are_exact(p, s, lo, width, value):
+    """multipleOf p / 10^s over a range: a numeral is accepted exactly when its value is a
+    multiple (decimal arithmetic: `jsonschema` divides floats) within the bounds."""
+    from decimal import Decimal
+
+    m = Decimal(p).scaleb(-s)
+    schema = {"type": "number", "multipleOf": float(m)}
+    if lo is not None:
+        schema.update(minimum=lo, maximum=lo + width)
+    grammar = xgr.Grammar.from_json_schema(schema)
+    text = format(value.normalize(), "f") if value != 0 else "0"
+    want = value % m == 0 and (lo is None or lo <= value <= lo + width)
+    assert xgr.testing._is_grammar_accept_string(grammar, text) == want, (schema, text)

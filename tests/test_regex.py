@@ -97,7 +97,9 @@ def test_flags_and_json_string():
     (r"(?<!a)b", "negative lookbehind"),
     (r"\bword\b", r"word boundaries \(\\b\)"),
     (r"\B", "word boundaries"),
-    (r"\p{L}", "Unicode property escapes"),
+    (r"\p{Script=Greek}", "Unicode property escape"),
+    (r"\p{Nope}", "Unicode property escape"),
+    (r"\pL", "in braces"),
     (r"(?i)abc", "inline flags"),
     (r"a++", "possessive"),
     (r"*a", "nothing to repeat"),
@@ -414,3 +416,26 @@ def test_from_regex_masks_match_xgrammar(pattern, texts):
     ours = XG2RefEngine(info).compile_front_end("regex", pattern)
     theirs = XGrammarEngine.from_tokenizer_info(info).compile_front_end("regex", pattern)
     greedy_walks_agree(ours, theirs, texts, MASK_VOCAB, whole=True)
+
+
+def test_unicode_general_categories():
+    """`\\p{...}` / `\\P{...}` (ECMA-262 with the u flag, as JSON Schema reads patterns): a
+    general category, its long name, a group of categories, or its complement."""
+    import unicodedata
+
+    from xg2ref.frontends.regex.unicode_properties import unicode_property
+
+    samples = "aAz\u00c4\u00e9\u03c0\u0416\u4e2d1\u0663 _-.,!$+\u2028\u00a0\u0301\U0001f600"
+    for name, test in [("L", lambda ch: unicodedata.category(ch).startswith("L")),
+                       ("Letter", lambda ch: unicodedata.category(ch).startswith("L")),
+                       ("Lu", lambda ch: unicodedata.category(ch) == "Lu"),
+                       ("gc=Nd", lambda ch: unicodedata.category(ch) == "Nd"),
+                       ("Punctuation", lambda ch: unicodedata.category(ch).startswith("P")),
+                       ("ASCII", lambda ch: ord(ch) < 128)]:
+        ranges = unicode_property(name)
+        for ch in samples:
+            assert any(lo <= ord(ch) <= hi for lo, hi in ranges) == test(ch), (name, ch)
+        assert accepts(rf"\p{{{name}}}+", samples) == all(test(ch) for ch in samples)
+        for ch in samples:
+            assert accepts(rf"\P{{{name}}}", ch) == (not test(ch)), (name, ch)
+            assert accepts(rf"[\p{{{name}}}0]", ch) == (test(ch) or ch == "0"), (name, ch)

@@ -37,9 +37,11 @@ from .bitmask import allocate_token_bitmask, get_bitmask_shape, reset_token_bitm
 from .builtin_structural_tag import (StructuralTag, get_builtin_structural_tag, get_model_structural_tag,
                                      normalize_tool_choice, register_model_structural_tag)
 from .compiler import CompiledGrammar, GrammarCompiler
-from .config import get_max_recursion_depth, get_serialization_version, max_recursion_depth, set_max_recursion_depth
+from .config import (get_max_recursion_depth, get_serialization_version, max_recursion_depth,
+                     set_json_schema_approximate, set_max_recursion_depth)
 from .exceptions import (DeserializeFormatError, DeserializeVersionError, EBNFError, GrammarLimitError,
-                         InvalidJSONError, InvalidStructuralTagError, MatcherError, TokenizerError, XG2RefError)
+                         InvalidJSONError, InvalidStructuralTagError, JSONSchemaNotExactError, MatcherError,
+                         TokenizerError, XG2RefError)
 from .grammar.grammar import Grammar
 from .frontends.regex.parser import RegexError
 from .matcher import BatchGrammarMatcher, GrammarMatcher
@@ -59,6 +61,7 @@ __all__ = [
     "GrammarLimitError",
     "GrammarMatcher",
     "InvalidJSONError",
+    "JSONSchemaNotExactError",
     "InvalidStructuralTagError",
     "MatcherError",
     "RegexError",
@@ -80,6 +83,8 @@ __all__ = [
     "normalize_tool_choice",
     "register_model_structural_tag",
     "reset_token_bitmask",
+    "schema_report",
+    "set_json_schema_approximate",
     "set_max_recursion_depth",
     "testing",
 ]
@@ -87,7 +92,12 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """`bitmask_dtype`, `contrib` and `hf` are resolved on first use, so that importing xg2ref never
-    imports torch."""
+    imports torch; `schema_report` (xg2ref/tools/schema_report.py) likewise, so that it never
+    imports the tools."""
+    if name == "schema_report":
+        import importlib
+
+        return importlib.import_module(".tools.schema_report", __name__).schema_report
     if name == "bitmask_dtype":
         from . import bitmask
 

@@ -13,6 +13,17 @@ The limit is, in order of precedence:
 
 `max_recursion_depth(n)` sets it for the duration of a `with` block.
 
+JSON Schema keywords xg2ref cannot enforce exactly in a grammar (`uniqueItems` over strings,
+a `not` whose complement is not written...: specs/05, "Not enforced") make the conversion raise
+JSONSchemaNotExactError, naming each keyword and its path, unless the caller opts into a
+superset of the language: `approximate=True` on the JSON Schema front ends, or for the whole
+process (scripts written for xgrammar, structural tags):
+
+    approximate=True or False was passed                    |-  that
+    set_json_schema_approximate(flag) was called            |-  flag
+    XG2REF_JSON_SCHEMA_APPROXIMATE is 1 / true / yes        |-  True
+    otherwise                                               |-  False (refuse)
+
 The serialization version names the format `serialize_json` writes for `Grammar` and
 `CompiledGrammar` (xg2ref/serialization.py); `deserialize_json` refuses another one with
 DeserializeVersionError. `TokenizerInfo.serialize_json` writes xgrammar 0.2.8's own layout under
@@ -32,8 +43,11 @@ MAX_RECURSION_DEPTH_ENV = "XGRAMMAR_MAX_RECURSION_DEPTH"
 _ENV_CEILING = 1_000_000
 SERIALIZATION_VERSION = "xg2ref-v1"
 
+APPROXIMATE_ENV = "XG2REF_JSON_SCHEMA_APPROXIMATE"
+
 _lock = threading.Lock()
 _depth: Optional[int] = None  # set by set_max_recursion_depth; None: environment or default
+_approximate: Optional[bool] = None  # set by set_json_schema_approximate; None: environment
 
 
 def get_max_recursion_depth() -> int:
@@ -72,6 +86,44 @@ def max_recursion_depth(temp_depth: int) -> Iterator[None]:
     finally:
         with _lock:
             _depth = previous
+
+
+def get_json_schema_approximate(approximate: Optional[bool] = None) -> bool:
+    """Whether a JSON Schema conversion may read a keyword it cannot enforce as a superset
+    (`approximate` when it is a bool; otherwise the process-wide setting: module docstring)."""
+    if approximate is not None:
+        if not isinstance(approximate, bool):
+            raise TypeError(f"approximate must be a bool or None, got {type(approximate).__name__}")
+        return approximate
+    with _lock:
+        if _approximate is not None:
+            return _approximate
+    return os.environ.get(APPROXIMATE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def set_json_schema_approximate(approximate: Optional[bool]) -> None:
+    """Let every JSON Schema conversion of the process read the keywords it cannot enforce as
+    supersets (True), refuse them (False), or follow the environment again (None)."""
+    global _approximate
+    if approximate is not None and not isinstance(approximate, bool):
+        raise TypeError(f"approximate must be a bool or None, got {type(approximate).__name__}")
+    with _lock:
+        _approximate = approximate
+
+
+@contextmanager
+def json_schema_approximate(approximate: Optional[bool]) -> Iterator[None]:
+    """Within the `with` block, `set_json_schema_approximate(approximate)`; the previous setting
+    comes back after."""
+    global _approximate
+    with _lock:
+        previous = _approximate
+    set_json_schema_approximate(approximate)
+    try:
+        yield
+    finally:
+        with _lock:
+            _approximate = previous
 
 
 def get_serialization_version() -> str:

@@ -39,6 +39,21 @@ class InvalidJSONError(XG2RefError):
     grammar; the message starts with the JSON path of the offending part (`$.properties.a`)."""
 
 
+class JSONSchemaNotExactError(InvalidJSONError):
+    """A JSON Schema using keywords xg2ref cannot enforce exactly as a grammar, converted without
+    `approximate=True` (xg2ref/config.py). `approximations` lists each as (JSON path, keyword,
+    how the superset reads it); the message names them and the opt-in."""
+
+    def __init__(self, approximations):
+        self.approximations = tuple(approximations)
+        shown = "; ".join(f"{path}: {keyword} {how}" for path, keyword, how in self.approximations[:4])
+        more = len(self.approximations) - 4
+        super().__init__(
+            f"{shown}{f'; and {more} more' if more > 0 else ''}. The grammar would accept values the schema "
+            f"rejects; pass approximate=True (or set XG2REF_JSON_SCHEMA_APPROXIMATE=1, or call "
+            f"xg2ref.config.set_json_schema_approximate(True)) to accept that superset")
+
+
 class InvalidStructuralTagError(XG2RefError):
     """A structural tag that is not valid or not supported (the message names the part by its
     JSON path, e.g. `format.tags[0].begin`)."""

@@ -32,7 +32,7 @@ class Grammar:
     Example: str(Grammar.from_ebnf('root ::= "a" | [b-c]+')) == 'root ::= "a" | [b-c]+\\n'
     """
 
-    __slots__ = ("_ir", "_make_ir", "_signature", "parts")
+    __slots__ = ("_ir", "_make_ir", "_signature", "parts", "approximations")
     _builtin_json: Optional["Grammar"] = None
 
     def __init__(self, ir: GrammarIR):
@@ -44,6 +44,8 @@ class Grammar:
         # (top IR, SubGrammar stubs) when the grammar was assembled from sub-grammars the
         # compiler may take from its cache (xg2ref/linking.py); None otherwise
         self.parts: Optional[tuple] = None
+        # (JSON path, keyword, how) of each JSON Schema keyword read as a superset (from_json_schema)
+        self.approximations: tuple = ()
 
     @classmethod
     def _assembled(cls, make_ir: Callable[[], GrammarIR], top: GrammarIR, subgrammars: tuple) -> "Grammar":
@@ -83,15 +85,20 @@ class Grammar:
     def from_json_schema(cls, schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
                          separators: Optional[tuple] = None, strict_mode: bool = True,
                          max_whitespace_cnt: Optional[int] = None, print_converted_ebnf: bool = False,
-                         any_order: bool = False) -> "Grammar":
+                         any_order: bool = False, approximate: Optional[bool] = None) -> "Grammar":
         """The grammar of the JSON texts valid under `schema` (a dict, a bool, JSON text or a
         pydantic model class), in the layout the options ask for (xg2ref/frontends/json_schema/converter.py;
-        raises InvalidJSONError naming the offending part by its JSON path)."""
-        from ..frontends.json_schema.converter import json_schema_to_ir
+        raises InvalidJSONError naming the offending part by its JSON path). A keyword the grammar
+        cannot enforce exactly raises JSONSchemaNotExactError (a subclass) unless `approximate`
+        (or the process-wide setting, xg2ref/config.py) accepts a superset; the grammar's
+        `approximations` then lists each (JSON path, keyword, how)."""
+        from ..frontends.json_schema.converter import convert_json_schema
 
-        grammar = cls(json_schema_to_ir(schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
-                                        strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt,
-                                        any_order=any_order))
+        ir, approximations = convert_json_schema(
+            schema, any_whitespace=any_whitespace, indent=indent, separators=separators, strict_mode=strict_mode,
+            max_whitespace_cnt=max_whitespace_cnt, any_order=any_order, approximate=approximate)
+        grammar = cls(ir)
+        grammar.approximations = approximations
         if print_converted_ebnf:
             print(grammar)
         return grammar

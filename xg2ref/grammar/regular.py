@@ -212,6 +212,57 @@ def divisible_numerals(k: int, divisible: bool = True):
     return edges, ({2, 3} if divisible else {3 + r for r in range(1, k)})
 
 
+def language_is_empty(item) -> bool:
+    """Whether an automaton `(edges, finals)` (or a regex IR) accepts no string."""
+    edges, finals = automaton(item)
+    return _length_range(edges, finals)[2]
+
+
+def decimal_multiple_numerals(p: int, s: int):
+    """The automaton `(edges, finals)` of the numerals without exponent (`-`? integer part, then
+    `.` and digits or not) whose value is a multiple of p / 10^s (p >= 1, s >= 1). The value
+    times 10^s must be an integer divisible by p: the fraction has at most s digits that are not
+    trailing zeros, and the digits read so far as one integer keep their remainder mod p:
+
+        integer part, remainder r           accepts when r * 10^s     = 0 (mod p)
+        after `.` and j <= s digits, r      accepts when r * 10^(s-j) = 0 (mod p)   (j >= 1)
+        after s fraction digits             reads only `0` more (the value does not change)
+
+    States: 0 start, 1 after `-`, 2 + r integer remainder r (a lone `0` is 2 with no more
+    digits: state 2 + p), then p dot states and p * s fraction states. Raises TooLarge past
+    MAX_PRODUCT_STATES."""
+    total = 3 + p + p + p * s
+    if total > MAX_PRODUCT_STATES:
+        raise TooLarge(f"a remainder automaton of {total} states (more than {MAX_PRODUCT_STATES})")
+    zero, dot, frac = 2 + p, 3 + p, 3 + 2 * p  # zero: a lone `0`; dot + r; frac + r * s + (j - 1)
+    edges: list[list] = [[] for _ in range(total)]
+
+    def digit(d: int) -> tuple:
+        return ((ord("0") + d, ord("0") + d),)
+    edges[0].append((((ord("-"), ord("-")),), 1))
+    for start in (0, 1):
+        edges[start].append((digit(0), zero))
+        for d in range(1, 10):
+            edges[start].append((digit(d), 2 + d % p))
+    for r in range(p):
+        for d in range(10):
+            edges[2 + r].append((digit(d), 2 + (10 * r + d) % p))
+        edges[2 + r].append((((ord("."), ord(".")),), dot + r))
+        for d in range(10):
+            edges[dot + r].append((digit(d), frac + ((10 * r + d) % p) * s))
+        for j in range(1, s + 1):
+            state = frac + r * s + j - 1
+            if j < s:
+                for d in range(10):
+                    edges[state].append((digit(d), frac + ((10 * r + d) % p) * s + j))
+            else:
+                edges[state].append((digit(0), state))
+    edges[zero].append((((ord("."), ord(".")),), dot))
+    finals = {2 + r for r in range(p) if r * 10 ** s % p == 0} | {zero}
+    finals |= {frac + r * s + j - 1 for r in range(p) for j in range(1, s + 1) if r * 10 ** (s - j) % p == 0}
+    return edges, finals
+
+
 def bounded_length(exprs, lo: int, hi: Optional[int], encode: Callable[[list], Expr],
                    new_rule: Callable[[str], str], set_rule: Callable[[str, Expr], None]) -> Expr:
     """The strings every regex IR of `exprs` (one expression or a list; an item may also be an

@@ -20,6 +20,7 @@
     xg2ref bench formats [--tools N ...]              per-token overhead and compile time, llama and harmony (Figs. 7, 8)
     xg2ref bench kernels                              bitmask applied to logits: each backend vs xgrammar's, GPU when present
     xg2ref bench maskbench [--sample N]               compile, first mask, between masks on JSON schemas (Fig. 11)
+    xg2ref schema-report FILE [--engines E ...]       each keyword of a JSON Schema: exact, approximated, refused, ...
     xg2ref cases                                      the bundled suite
 
 GRAMMAR is a path to an EBNF (.ebnf, .gbnf) file, the name of a bundled case (`json`,
@@ -43,12 +44,12 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..config import APPROXIMATE_ENV
 from ..exceptions import XG2RefError
 from ..oracle.engines import EngineUnavailable
+from .messages import count, describe_expected, feed, rejection, show
 from .user_cases import UsageError, load_vocab  # noqa: F401  (load_vocab: also xg2ref.tools.cli's)
 
-EXPECTED_SHOWN = 24  # byte ranges listed in an "expected" message
-CONTEXT_BYTES = 40  # bytes of consumed input shown before a failure
 
 
 # ---- grammars and vocabularies ----------------------------------------------------------------
@@ -92,65 +93,6 @@ def input_bytes(text: str, as_hex: bool) -> bytes:
         raise UsageError(f"not a hex string: {text!r}") from None
 
 
-# ---- messages ---------------------------------------------------------------------------------
-
-
-def show(data: bytes) -> str:
-    """Bytes as a quoted string, escapes for what is not printable UTF-8."""
-    return repr(data.decode("utf-8", "backslashreplace"))
-
-
-def byte_ranges(allowed: np.ndarray) -> list[tuple[int, int]]:
-    """Maximal runs of True in a bool[256], as inclusive (lo, hi) pairs."""
-    out, b = [], 0
-    while b < 256:
-        if allowed[b]:
-            lo = b
-            while b + 1 < 256 and allowed[b + 1]:
-                b += 1
-            out.append((lo, b))
-        b += 1
-    return out
-
-
-def describe_expected(parser) -> str:
-    """What may come next: byte ranges (as characters where ASCII), and the end if complete."""
-    from ..fsm.fsm import format_byte_range
-
-    ranges = byte_ranges(parser.next_bytes())
-    parts = [format_byte_range(lo, hi) for lo, hi in ranges[:EXPECTED_SHOWN]]
-    if len(ranges) > EXPECTED_SHOWN:
-        parts.append(f"... ({len(ranges) - EXPECTED_SHOWN} more ranges)")
-    if any(hi >= 0x80 for _, hi in ranges):
-        parts.append("(bytes >= 0x80 start or continue a multi-byte UTF-8 character)")
-    if parser.is_completed():
-        parts.append("or the end of the input")
-    return " ".join(parts) if parts else "nothing (no continuation exists)"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def feed(parser, data: bytes) -> int:
-    """Advance byte by byte; the number of bytes accepted."""
-    for i, b in enumerate(data):
-        if not parser.advance(bytes((b,))):
-            return i
-    return len(data)
-
-
-def rejection(parser, data: bytes, at: int) -> str:
-    """The message for a byte the grammar rejects (`parser` has read data[:at])."""
-    line = data[:at].count(b"\n") + 1
-    column = at - (data.rfind(b"\n", 0, at) + 1) + 1
-    start = max(0, at - CONTEXT_BYTES)
-    return (f"rejected at byte {at} (line {line}, column {column}): {show(data[at:at + 1])} "
-            f"(0x{data[at]:02X})\n"
-            f"  read so far: {'...' if start else ''}{show(data[start:at])}\n"
-            f"  expected:    {describe_expected(parser)}")
-
-
 # ---- commands ---------------------------------------------------------------------------------
 
 
@@ -165,9 +107,9 @@ def cmd_check(args) -> int:
         print(rejection(parser, data, read))
         return 1
     if parser.is_completed():
-        print(f"accepted: a complete sentence ({_count(len(data), 'byte')})")
+        print(f"accepted: a complete sentence ({count(len(data), 'byte')})")
         return 0
-    print(f"only a prefix: {_count(len(data), 'byte')} read, not a complete sentence\n"
+    print(f"only a prefix: {count(len(data), 'byte')} read, not a complete sentence\n"
           f"  expected next: {describe_expected(parser)}")
     return 0 if args.partial else 1
 
@@ -223,7 +165,7 @@ def cmd_trace(args) -> int:
             return 1
         dump(i + 1, f"set {i + 1}: after byte {i} {show(bytes((b,)))} (0x{b:02X})")
     state = "a complete sentence" if parser.is_completed() else "a prefix, not a complete sentence"
-    print(f"end: {_count(len(data), 'byte')} read, {state}")
+    print(f"end: {count(len(data), 'byte')} read, {state}")
     return 0
 
 
@@ -249,6 +191,14 @@ def add_front_end_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict-mode", action=bool_flag, help="JSON Schema: strict mode (default: on)")
     p.add_argument("--any-order", action=bool_flag, help="JSON Schema: members in any order (default: off)")
     p.add_argument("--max-whitespace-cnt", type=int, help="JSON Schema: longest whitespace run")
+    add_approximate_argument(p)
+
+
+def add_approximate_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--approximate", action="store_true",
+                   help="JSON Schema: read the keywords xg2ref cannot enforce exactly as supersets, as xgrammar "
+                        "does, instead of refusing the schema (specs/05; sets XG2REF_JSON_SCHEMA_APPROXIMATE=1 "
+                        "for this process and its workers)")
 
 
 def front_end_options(args) -> dict:
@@ -320,6 +270,31 @@ def cmd_fuzz(args) -> int:
     from .fuzz.runner import main as fuzz_main
 
     return fuzz_main(args)
+
+
+def cmd_schema_report(args) -> int:
+    """Exit 0 when xg2ref converts the schema exactly, 1 when it approximates or refuses a keyword
+    (the default conversion refuses the schema then)."""
+    from .schema_report import ENGINES, schema_report
+
+    try:
+        text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
+        schema = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UsageError(f"{args.file} is not a JSON file: {err}") from None
+    engines = [e.strip() for spec in args.engines for e in spec.split(",") if e.strip() and e.strip() != "none"]
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown:
+        raise UsageError(f"unknown engine {unknown[0]!r} (engines: {', '.join(ENGINES)}, or none)")
+    report = schema_report(schema, engines=engines, **front_end_options(args))
+    if args.json:
+        print(report.to_json())
+    else:
+        print(report.to_markdown())
+        print()
+        for engine, counts in report.summary().items():
+            print(f"{engine}: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    return 0 if report.exact() else 1
 
 
 def cmd_cases(args) -> int:
@@ -535,6 +510,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("cases", "list the bundled grammar suite", cmd_cases)
 
+    p = command("schema-report", "each keyword of a JSON Schema with what xg2ref does with it (exact, approximated, "
+                                 "refused, annotation, unknown), beside the other engines: exit 0 when xg2ref's "
+                                 "conversion is exact, 1 when it approximates or refuses a keyword", cmd_schema_report)
+    p.add_argument("file", metavar="FILE", help="a JSON Schema file; - reads standard input")
+    p.add_argument("--engines", nargs="+", default=["xgrammar", "llguidance", "outlines"], metavar="E",
+                   help="columns beside xg2ref: xgrammar, llguidance, outlines (default: all three), or none")
+    p.add_argument("--json", action="store_true", help="the report as JSON (rows, summary, refusals)")
+    add_front_end_arguments(p)
+
     p = command("diff", "xg2ref vs its brute-force oracle vs other engines, on your files or the bundled suite",
                 cmd_diff)
     p.add_argument("files", nargs="*", metavar="FILE",
@@ -626,6 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--update-ratchet", action="store_true",
                    help="schema-suite: record xg2ref's right answers as the ratchet the tests hold (when none is lost)")
     p.add_argument("--table", metavar="PATH", help="schema-suite: also write the table there (Markdown)")
+    add_approximate_argument(p)
     p.add_argument("--tokens", type=int, default=40, help="ablation: tokens replayed per schema (default 40)")
     p.add_argument("--slow-texts", type=int, default=10, metavar="N",
                    help="xg1-ablation: completions for the two rows without a cache (default 10)")
@@ -654,11 +639,19 @@ def _sample_size(sample, default: Optional[int]) -> Optional[int]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    before = os.environ.get(APPROXIMATE_ENV)
+    if getattr(args, "approximate", False):  # (the environment reaches the worker processes too)
+        os.environ[APPROXIMATE_ENV] = "1"
     try:
         return args.func(args)
     except (XG2RefError, UsageError, EngineUnavailable, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    finally:
+        if before is None:
+            os.environ.pop(APPROXIMATE_ENV, None)
+        else:
+            os.environ[APPROXIMATE_ENV] = before
 
 
 if __name__ == "__main__":

@@ -37,15 +37,16 @@ from __future__ import annotations
 
 import json
 import itertools
+import math
 import re
 from decimal import Decimal
 from typing import Any, Optional
 
-from ...config import check_json_depth
-from ...exceptions import GrammarLimitError, InvalidJSONError
+from ...config import check_json_depth, get_json_schema_approximate
+from ...exceptions import GrammarLimitError, InvalidJSONError, JSONSchemaNotExactError
 from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, walk
 from .lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
-from .keywords import ANNOTATIONS, FRACTIONAL, NOT_MULTIPLE_OF, TYPES, bounds, constrains, count
+from .keywords import ANNOTATIONS, FRACTIONAL, NOT_MULTIPLE_OF, TYPES, bounds, constrains, count, number
 from .negation import fractional_numbers, non_multiples
 from .objects import members_in_any_order
 from .references import References
@@ -53,7 +54,7 @@ from .arrays import bracketed, counted_items, unique_items
 from .merge import APPLICATORS, Clauses, deref, fold_unevaluated, merge, merge_below
 from .strings import string_content, string_expr
 from .values import value_meets
-from ...grammar.regular import TooLarge, bounded_length, divisible_numerals
+from ...grammar.regular import TooLarge, bounded_length, decimal_multiple_numerals, divisible_numerals
 
 WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 # nesting levels that get their own indentation (deeper levels reuse the last one)
@@ -114,8 +115,9 @@ class SchemaConverter:
 
     def __init__(self, schema: Any, *, any_whitespace: bool = True, indent: Optional[int] = None,
                  separators=None, strict_mode: bool = True, max_whitespace_cnt: Optional[int] = None,
-                 any_order: bool = False):
+                 any_order: bool = False, approximate: Optional[bool] = None):
         self.root = schema
+        self.approximate = get_json_schema_approximate(approximate)
         self.layout = Layout(any_whitespace, indent, separators, max_whitespace_cnt)
         self.strict = strict_mode
         self.any_order = any_order
@@ -160,8 +162,17 @@ class SchemaConverter:
     def set_rule(self, name: str, body: Expr) -> None:
         self.rules[name] = body
 
+    # A keyword met that the grammar cannot enforce is an approximation (path, keyword, how); the
+    # conversion refuses the schema unless the caller opted into the superset (xg2ref/config.py):
+    #
+    #     approximations = []                       |-  the grammar, exact
+    #     approximations != [], approximate         |-  the grammar, a superset (they are listed)
+    #     approximations != [], not approximate     |-  JSONSchemaNotExactError naming them
     def convert(self) -> GrammarIR:
         body = self.visit(self.root, 0, "$")
+        self.approximations = list(dict.fromkeys(self.approximations))
+        if self.approximations and not self.approximate:
+            raise JSONSchemaNotExactError(self.approximations)
         rules = [Rule("root", body)] + [Rule(n, e, None, self.options.get(n, ())) for n, e in self.rules.items()]
         return GrammarIR(tuple(rules), root="root")
 
@@ -252,8 +263,13 @@ class SchemaConverter:
 
     def resolve(self, ref: str, path: str, node: Any = None) -> Any:
         """The subschema `ref` names, read at `node` (its base URI: references.py); True for a
-        reference into another document (never fetched)."""
-        return self.refs.resolve(ref, path, node)
+        reference into another document (never fetched: recorded as an approximation)."""
+        before = len(self.refs.unfetched)
+        target = self.refs.resolve(ref, path, node)
+        if len(self.refs.unfetched) > before:
+            self.approximations.append((f"{path}.$ref", "$ref", f"not enforced: {ref} is in another document, "
+                                        "never fetched (any value)"))
+        return target
 
     def merge_below(self, a: Any, b: Any, path: str = "$") -> Any:
         """Both subschemas, lazily (json_merge.merge_below)."""
@@ -328,7 +344,7 @@ class SchemaConverter:
         if schema.get(NOT_MULTIPLE_OF):
             return non_multiples(self, schema.get("multipleOf"), schema[NOT_MULTIPLE_OF], ilo, ihi, path)
         if "multipleOf" in schema:
-            return _multiples(self, schema["multipleOf"], ilo, ihi, path)
+            return _multiples(self, _integer_factor(schema["multipleOf"], path), ilo, ihi, path)
         return integer_range(ilo, ihi)
 
     def t_number(self, schema, level, path) -> Expr:
@@ -337,6 +353,8 @@ class SchemaConverter:
             if isinstance(k, int) or (isinstance(k, float) and k.is_integer()):
                 return self.t_integer(schema, level, path)
         lo, lo_x, hi, hi_x = bounds(schema, path)
+        if "multipleOf" in schema and not schema.get(FRACTIONAL) and not schema.get(NOT_MULTIPLE_OF):
+            return _decimal_multiples(self, schema["multipleOf"], lo, lo_x, hi, hi_x, path)
         if schema.get(FRACTIONAL):
             return fractional_numbers(self, lo, lo_x, hi, hi_x, path)
         if schema.get(NOT_MULTIPLE_OF):  # integers that are no multiple, and every number with a fraction
@@ -438,6 +456,44 @@ def _floor(d: Decimal) -> int:
 MAX_ENUMERATED_MULTIPLES = 64
 
 
+# A multiple of m = p / 10^s (p, s >= 1 in lowest terms) is a number x with x * 10^s an integer
+# divisible by p. Over the integers that is a multiple of p / gcd(p, 10^s); over the numbers
+# the numerals of the range meet the automaton of regular.decimal_multiple_numerals (no
+# exponent: a narrowing, as for every bounded number).
+def _decimal_parts(m: Any, path: str) -> tuple:
+    """(p, s) with m = p / 10^s, s >= 0, p >= 1 and not divisible by 10 when s > 0."""
+    value = number(m, f"{path}.multipleOf")
+    if value <= 0:
+        raise InvalidJSONError(f"{path}.multipleOf: must be a positive number, got {m!r}")
+    _, digit_tuple, exp = value.normalize().as_tuple()
+    p = int("".join(map(str, digit_tuple)))
+    return (p * 10 ** exp, 0) if exp >= 0 else (p, -exp)
+
+
+def _integer_factor(m: Any, path: str) -> int:
+    """The k whose multiples are the integers that are multiples of m."""
+    if isinstance(m, int) and not isinstance(m, bool):
+        return m  # (checked by _multiples)
+    p, s = _decimal_parts(m, path)
+    return p // math.gcd(p, 10 ** s)
+
+
+def _decimal_multiples(conv, m: Any, lo, lo_x: bool, hi, hi_x: bool, path: str) -> Expr:
+    """Numbers in the bounds that are multiples of a non-integer m (above)."""
+    p, s = _decimal_parts(m, path)
+    key = ("decimal multiples", p, s, lo, lo_x, hi, hi_x)
+    if key not in conv.memo:
+        try:
+            start = bounded_length([number_range(lo, lo_x, hi, hi_x), decimal_multiple_numerals(p, s)], 0, None,
+                                   lambda ranges: CharClass(tuple(ranges)), conv.new_rule, conv.set_rule)
+        except TooLarge as err:
+            raise InvalidJSONError(f"{path}.multipleOf: {m} over this range: {err}") from None
+        if not isinstance(start, RuleRef):
+            return start
+        conv.memo[key] = start.name
+    return RuleRef(conv.memo[key])
+
+
 def _multiples(conv, k: Any, lo: Optional[int], hi: Optional[int], path: str) -> Expr:
     """Integers in lo..hi divisible by k (k a positive integer): a few are listed; otherwise
     the range's numerals meet the remainder automaton of k (regular.divisible_numerals), one
@@ -486,6 +542,12 @@ def _without_empty(body: Expr) -> Expr:
 
 def json_schema_to_ir(schema: Any, **options) -> GrammarIR:
     """Convert a schema (dict, bool, JSON text or a pydantic model class) to grammar IR."""
+    return convert_json_schema(schema, **options)[0]
+
+
+def convert_json_schema(schema: Any, **options) -> tuple:
+    """(grammar IR, approximations) of a schema (dict, bool, JSON text or a pydantic model
+    class): the approximations are empty unless `approximate` allowed some."""
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -497,7 +559,8 @@ def json_schema_to_ir(schema: Any, **options) -> GrammarIR:
         schema = schema.model_json_schema()
     check_json_depth(schema, InvalidJSONError, "$: the schema")
     try:
-        return SchemaConverter(schema, **options).convert()
+        conv = SchemaConverter(schema, **options)
+        return conv.convert(), tuple(conv.approximations)
     except RecursionError:
         raise GrammarLimitError("$: the schema nests too deeply to convert (each level of nesting is a "
                                 "level of the converter's recursion)") from None

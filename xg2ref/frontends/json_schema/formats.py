@@ -12,9 +12,14 @@ say more (the restrictions are listed in specs/05-front-ends.md):
     hostname                RFC 1123 labels of at most 63 characters
     ipv4, ipv6              RFC 2673 dotted quad without leading zeros; RFC 4291 text forms
     uuid                    RFC 4122 hex groups 8-4-4-4-12
-    uri, uri-reference      RFC 3986: a scheme, then unreserved, sub-delims, ':', '@', '/', '?'
-                            and percent-escapes; a reference may drop the scheme and have '#';
-                            not an IP-literal host (`//[::1]`: as for email)
+    uri, uri-reference      RFC 3986 `URI` and `URI-reference`: scheme, authority (userinfo, an
+                            IPv4 or registered-name host, port), paths, query and fragment; not
+                            an IP-literal host (`//[::1]`: as for email)
+    iri, iri-reference      RFC 3987: the same with its `ucschar` code points, `iprivate` in
+                            queries, and IP-literal hosts (IPv6, IPvFuture)
+    uri-template            RFC 6570: literals and `{op var,var:3,var*}` expressions
+    idn-email               RFC 6531: `email` whose atoms and domain labels also take any
+                            non-ASCII character
     json-pointer            RFC 6901: `/`-separated tokens, `~` only as `~0` or `~1`
     relative-json-pointer   a non-negative integer, then `#` or a JSON pointer
 
@@ -55,10 +60,61 @@ IPV6 = "(" + "|".join([
 ]) + ")"
 EMAIL = rf"({_ATOM}(\.{_ATOM})*|{_QUOTED})@({HOSTNAME}|\[{IPV4}\])"
 UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
-_PCHAR = r"([A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*"
-URI = rf"{_SCHEME}:({_PCHAR}|[/?])*(#({_PCHAR}|[/?])*)?"
-URI_REFERENCE = rf"({_SCHEME}:)?({_PCHAR}|[/?])*(#({_PCHAR}|[/?])*)?"
+# RFC 3987's ucschar (the code points an IRI takes beyond URI characters) and iprivate (in queries)
+_UCSCHAR = (r"\u00a0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef\u{10000}-\u{1fffd}\u{20000}-\u{2fffd}\u{30000}-\u{3fffd}"
+            r"\u{40000}-\u{4fffd}\u{50000}-\u{5fffd}\u{60000}-\u{6fffd}\u{70000}-\u{7fffd}\u{80000}-\u{8fffd}"
+            r"\u{90000}-\u{9fffd}\u{a0000}-\u{afffd}\u{b0000}-\u{bfffd}\u{c0000}-\u{cfffd}\u{d0000}-\u{dfffd}"
+            r"\u{e1000}-\u{efffd}")
+_IPRIVATE = r"\ue000-\uf8ff\u{f0000}-\u{ffffd}\u{100000}-\u{10fffd}"
+
+
+def _references(extra: str = "", private: str = "", ip_literal: bool = False) -> tuple:
+    """(absolute, reference): RFC 3986 `URI` and `URI-reference`, or with `extra` code points
+    among the unreserved ones (and `private` in queries) RFC 3987's `IRI` and `IRI-reference`:
+
+        URI          = scheme ":" hier-part [ "?" query ] [ "#" fragment ]
+        hier-part    = "//" authority path-abempty / path-absolute / path-rootless / path-empty
+        authority    = [ userinfo "@" ] host [ ":" port ]      host = IPv4address / reg-name
+        relative-ref = relative-part [ "?" query ] [ "#" fragment ]
+        relative-part = "//" authority path-abempty / path-absolute / path-noscheme / path-empty
+    With `ip_literal` a host may also be `[` IPv6address / IPvFuture `]` (the IRI formats; the
+    URI formats leave it out: see the module docstring)."""
+    unreserved = rf"A-Za-z0-9\-._~{extra}"
+    pct = r"%[0-9A-Fa-f]{2}"
+    sub = r"!$&'()*+,;="
+    pchar = rf"([{unreserved}{sub}:@]|{pct})"
+    nc = rf"([{unreserved}{sub}@]|{pct})"  # segment-nz-nc: no ':'
+    segment = rf"{pchar}*"
+    userinfo = rf"([{unreserved}{sub}:]|{pct})*"
+    literal = rf"|\[({IPV6}|[vV][0-9A-Fa-f]+\.[{unreserved}{sub}:]+)\]" if ip_literal else ""
+    host = rf"({IPV4}|([{unreserved}{sub}]|{pct})*{literal})"
+    authority = rf"({userinfo}@)?{host}(:[0-9]*)?"
+    abempty = rf"(/{segment})*"
+    absolute = rf"/({pchar}+(/{segment})*)?"
+    rootless = rf"{pchar}+(/{segment})*"
+    noscheme = rf"{nc}+(/{segment})*"
+    query = rf"(\?([{unreserved}{sub}:@/?{private}]|{pct})*)?"
+    fragment = rf"(#([{unreserved}{sub}:@/?]|{pct})*)?"
+    absolute_uri = rf"{_SCHEME}:(//{authority}{abempty}|{absolute}|{rootless}|){query}{fragment}"
+    relative = rf"(//{authority}{abempty}|{absolute}|{noscheme}|){query}{fragment}"
+    return absolute_uri, rf"({absolute_uri}|{relative})"
+
+
+URI, URI_REFERENCE = _references()
+IRI, IRI_REFERENCE = _references(_UCSCHAR, _IPRIVATE, ip_literal=True)
+# RFC 6570 URI Template: literals and expressions `{` operator? varspec (`,` varspec)* `}`
+_VARCHAR = r"([A-Za-z0-9_]|%[0-9A-Fa-f]{2})"
+_VARSPEC = rf"{_VARCHAR}(\.?{_VARCHAR})*(:[1-9][0-9]{{0,3}}|\*)?"
+_EXPRESSION = rf"\{{[+#./;?&=,!@|]?{_VARSPEC}(,{_VARSPEC})*\}}"
+_LITERAL = rf"([!#$&'()*+,\-./0-9:;=?@A-Z\[\]_a-z~{_UCSCHAR}{_IPRIVATE}]|%[0-9A-Fa-f]{{2}})"  # (and `'`: errata 6937)
+URI_TEMPLATE = rf"({_LITERAL}|{_EXPRESSION})*"
+# RFC 6531: the local part's atoms and the domain's labels also take any non-ASCII character
+_UATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\-\u0080-\ud7ff\ue000-\u{10ffff}]+"
+_ULABEL = r"[A-Za-z0-9\u0080-\ud7ff\ue000-\u{10ffff}]([A-Za-z0-9\-\u0080-\ud7ff\ue000-\u{10ffff}]*" \
+          r"[A-Za-z0-9\u0080-\ud7ff\ue000-\u{10ffff}])?"
+_UQUOTED = r'"([ !#-\[\]-~\u0080-\ud7ff\ue000-\u{10ffff}]|\\[ -~])*"'
+IDN_EMAIL = rf"({_UATOM}(\.{_UATOM})*|{_UQUOTED})@({_ULABEL}(\.{_ULABEL})*|\[{IPV4}\])"
 
 FORMAT_REGEXES = {
     "date": DATE,
@@ -72,6 +128,10 @@ FORMAT_REGEXES = {
     "uuid": UUID,
     "uri": URI,
     "uri-reference": URI_REFERENCE,
+    "iri": IRI,
+    "iri-reference": IRI_REFERENCE,
+    "uri-template": URI_TEMPLATE,
+    "idn-email": IDN_EMAIL,
     "json-pointer": JSON_POINTER,
     "relative-json-pointer": rf"(0|[1-9][0-9]*)(#|{JSON_POINTER})",
 }

@@ -36,20 +36,22 @@ and Q_i (or s past Q).
 (allOf/anyOf/oneOf/$ref/if/then/else/dependentSchemas) evaluate no item (member) are the
 schema's own `items` (`additionalProperties`) when it has none: the same items answer to them
 (with `contains`, an item it matches is evaluated too: `anyOf[U, contains]`). Otherwise which
-items are left unevaluated depends on which branches hold, and the keyword is not enforced
-(specs/05).
+items are left unevaluated depends on which branches hold, and each clause of the schema takes
+an atom of its own for them (unevaluated.py; the clause algebra is clause_sets.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 from typing import Any
 
 from ...exceptions import InvalidJSONError
+from .clause_sets import ANYTHING, MAX_BRANCH_PRODUCT, NOTHING_AT_ALL, TooManyBranches, as_sets, product, subsets, union_of
 from .keywords import ANNOTATIONS, COMPLEMENTS, FRACTIONAL, MEMBERS, PRESENT, MORE_FORMATS, MORE_PATTERNS, constrains
 from .negation import Inexact, Negations, disjoint_branches
-from .unevaluated import dynamic_target, fold_unevaluated
+from .unevaluated import dynamic_target, evaluation_atom, fold_unevaluated, in_place_subtree
 from .values import json_equal
 
 # the validation keywords `merge` must not silently drop
@@ -75,8 +77,6 @@ MAX_DEPENDENCIES = 4
 COMPLEMENT_GROWTH = 4
 MIN_COMPLEMENT_CLAUSES = 16
 COMPLEMENT_TEXT_BUDGET = 20000
-# an allOf of anyOf / oneOf lists becomes their product; at most this many clauses
-MAX_BRANCH_PRODUCT = 256
 ARRAY_KEYS = ("prefixItems", "items", "additionalItems")
 # the keywords an atom keeps: annotations and words outside the vocabulary (`x-...`,
 # `javaType`) change no language, and would only tell equal atoms apart
@@ -187,6 +187,8 @@ def merge(conv, a: Any, b: Any, path: str) -> Any:
             out[key] = list(out[key]) + list(value)
         elif key == "multipleOf" and _integral(out[key]) and _integral(value):
             out[key] = math.lcm(int(out[key]), int(value))  # multiples of both: of their lcm
+        elif key == "multipleOf" and _positive(out[key]) and _positive(value):
+            out[key] = _decimal_lcm(out[key], value)
         elif key == "uniqueItems":
             out[key] = out[key] is True or value is True  # both hold: distinct items if either says so
         elif key in ("contains", "minContains", "maxContains"):
@@ -243,6 +245,20 @@ def _closed_members(a: dict, b: dict, out: dict) -> None:
             props[name] = merge_below(props[name], extra)
 
 
+def _positive(k: Any) -> bool:
+    return isinstance(k, (int, float)) and not isinstance(k, bool) and k > 0
+
+
+def _decimal_lcm(a: Any, b: Any) -> Any:
+    """The least common multiple of two positive decimals (as written): with s fraction digits
+    at most, lcm(a 10^s, b 10^s) / 10^s, a float (an int when integral)."""
+    x, y = (Decimal(repr(v)) if isinstance(v, float) else Decimal(v) for v in (a, b))
+    s = max(-x.normalize().as_tuple().exponent, -y.normalize().as_tuple().exponent, 0)
+    n = math.lcm(int(x.scaleb(s)), int(y.scaleb(s)))
+    value = Decimal(n).scaleb(-s)
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
 def _integral(k: Any) -> bool:
     return (isinstance(k, int) and not isinstance(k, bool) and k > 0) or (isinstance(k, float) and k.is_integer()
                                                                            and k > 0)
@@ -267,47 +283,6 @@ def deref(conv, schema: Any, path: str) -> Any:
 # ---- clauses ---------------------------------------------------------------------------------------
 
 
-def _minimal(clauses) -> tuple:
-    """`clauses` in their order, less repeats and every clause that holds another one (a clause
-    is a tuple of atom keys, in the order their keywords merge; as a language it is a set).
-    Only smaller clauses can be held, so each is compared with the kept ones of smaller size."""
-    items = list(clauses)
-    sets = [frozenset(c) for c in items]
-    kept_by_size: dict[int, list] = {}
-    keep = [False] * len(items)
-    seen = set()
-    for i in sorted(range(len(items)), key=lambda i: len(sets[i])):
-        atoms = sets[i]
-        if atoms in seen:
-            continue
-        seen.add(atoms)
-        if any(other < atoms for size, kept in kept_by_size.items() if size < len(atoms) for other in kept):
-            continue
-        kept_by_size.setdefault(len(atoms), []).append(atoms)
-        keep[i] = True
-    return tuple(c for c, k in zip(items, keep) if k)
-
-
-def _product(a: tuple, b: tuple, path: str) -> tuple:
-    """a x b (module docstring). Only a product of two choices is bounded: a union of many
-    branches stays as long as it is written."""
-    if len(a) > 1 and len(b) > 1 and len(a) * len(b) > MAX_BRANCH_PRODUCT:
-        raise TooManyBranches(f"{path}: allOf of anyOf / oneOf lists makes more than {MAX_BRANCH_PRODUCT} branches")
-    return _minimal(x + tuple(k for k in y if k not in x) for x in a for y in b)
-
-
-class TooManyBranches(InvalidJSONError):
-    pass
-
-
-def _as_sets(clauses: tuple) -> frozenset:
-    return frozenset(frozenset(c) for c in clauses)
-
-
-ANYTHING = ((),)  # one clause without atoms: any value
-NOTHING_AT_ALL = ()  # no clause: no value
-
-
 class Clauses:
     """The clauses of the schemas one conversion meets (module docstring), memoized per schema
     object. Atoms (validation keywords only) are keyed by their JSON text, so equal keywords
@@ -324,24 +299,38 @@ class Clauses:
         self.keep: list = []  # every schema whose id is a key above stays alive
         self.negations = Negations(conv)
         self.exact = True  # whether complements are written (off while a schema is expanded again)
+        # unevaluated keywords decided per clause (unevaluated.py): id(node) -> {"properties"/"items": U}
+        self.pending: dict[int, dict] = {}
+        self.keep_all: set = set()  # ids of schemas in place under such a node: no clause subsumed
+        self.silent: set = set()  # ids of complements (and their parts): they evaluate nothing
+        self.evaluating: set = set()  # keys of atoms met outside complements
 
     def atom(self, node: dict, path: str):
         """The key of the atom of `node`, or None when its own keywords constrain nothing."""
         if id(node) in self.atom_of:
-            return self.atom_of[id(node)]
+            key = self.atom_of[id(node)]
+            if key is not None and id(node) not in self.silent:
+                self.evaluating.add(key)
+            return key
         own = {k: v for k, v in node.items() if k in VOCABULARY and k not in APPLICATORS}
         if self.conv.ref_alone and "$ref" in node:
             own = {}  # drafts up to 7: a $ref's neighbours are ignored
-        own = fold_unevaluated(self.conv, node, own, path)
+        pending: dict = {}
+        own = fold_unevaluated(self.conv, node, own, path, pending)
+        if pending:
+            self.pending[id(node)] = pending
+            self.keep_all |= in_place_subtree(self.conv, node, path)
         key = json.dumps(own, sort_keys=True, default=repr) if constrains(own) else None
         if key is not None:
             self.atoms.setdefault(key, own)
+            if id(node) not in self.silent:
+                self.evaluating.add(key)
         self.atom_of[id(node)] = key
         self.keep.append(node)
         return key
 
     def _parts(self, node: dict, path: str) -> list:
-        """(kind, subschemas) of `node`'s combinators: "all" (each must hold) or "any" (one)."""
+        """(kind, subschemas) of `node`'s combinators: "all" (each must hold), "any" (one) or "some" (an anyOf: one or more)."""
         parts = []
         if "$ref" in node:
             ref = node["$ref"]
@@ -357,13 +346,15 @@ class Clauses:
                                                  "not enforced: its target depends on the path taken"))
             else:
                 parts.append(("all", [target], [node["$dynamicRef"]]))
-        for key, kind in (("allOf", "all"), ("anyOf", "any"), ("oneOf", "any")):
+        for key, kind in (("allOf", "all"), ("anyOf", "some"), ("oneOf", "any")):
             if key in node:
                 if not isinstance(node[key], list):
                     raise InvalidJSONError(f"{path}.{key}: must be a list")
                 branches = node[key]
                 if key == "oneOf" and self.exact:
                     branches = self.exactly_one(branches, path)
+                elif key == "oneOf" and len(branches) > 1:  # (expanded again without complements)
+                    self.conv.oneof_as_anyof.add(id(branches))
                 parts.append((kind, branches, [f"{path}.{key}[{i}]" for i in range(len(branches))]))
         if not self.exact:
             return parts  # (`not`, `if`, the dependencies: left out, as the caller records)
@@ -374,12 +365,13 @@ class Clauses:
                 self.conv.approximations.append((f"{path}.not", "not", f"not enforced: {err}"))
             else:
                 self.keep.append(pieces)
+                self.silent.update(id(p) for p in pieces)
                 why = self.unaffordable(pieces, [True], path, node)
                 if why:
                     self.conv.approximations.append((f"{path}.not", "not", f"not enforced: {why}"))
                 else:
                     parts.append(("any", pieces, [f"{path}.not[{i}]" for i in range(len(pieces))]))
-        if "if" in node and ("then" in node or "else" in node):
+        if "if" in node and ("then" in node or "else" in node or id(node) in self.keep_all):  # (`if` evaluates)
             parts.append(self._kept(("any", self.conditional(node, path), [f"{path}.then", f"{path}.else"])))
         deps = [(key, name, then) for key in DEPENDENCIES if isinstance(node.get(key), dict)
                 for name, then in node[key].items()]
@@ -403,6 +395,8 @@ class Clauses:
         if isinstance(then, list):
             then = {PRESENT: then}  # (where the object takes them: a closed object is not opened)
         others = ["array", "string", "number", "boolean", "null"]
+        if not isinstance(then, dict) or PRESENT not in then:  # (with the member: then evaluates)
+            then = {"allOf": [{"type": "object", PRESENT: [name]}, then]}
         return [{"type": others}, {"type": "object", MEMBERS: {name: False}}, then]
 
     def _kept(self, part: tuple) -> tuple:
@@ -417,6 +411,7 @@ class Clauses:
         self.keep.append(superset)
         try:
             negated = {"anyOf": self.negations.pieces(cond, f"{path}.if")}
+            self.silent.add(id(negated))
         except Inexact as err:
             self.conv.approximations.append((f"{path}.if", "if", f"else-branch also taken where `if` holds: {err}"))
             return superset
@@ -446,6 +441,7 @@ class Clauses:
             return branches
         out = [{"allOf": [b] + [{"anyOf": negated[j]} for j in range(len(branches)) if j != i]}
                for i, b in enumerate(branches)]
+        self.silent.update(id(c) for o in out for c in o["allOf"][1:])
         self.keep.append(out)
         why = self.unaffordable(out, branches, path, branches)
         if why:
@@ -504,11 +500,15 @@ class Clauses:
             if not isinstance(node, dict):
                 raise InvalidJSONError(f"{where}: a schema must be an object or a boolean, got {type(node).__name__}")
             index[id(node)] = len(order)
+            atom = self.atom(node, where)
             parts = self._parts(node, where)
-            order.append((node, where, self.atom(node, where), parts))
+            order.append((node, where, atom, parts))
             via_ref = via_ref or "$ref" in node
             for _, subs, paths in parts:
                 stack.extend(zip(subs, paths))
+                for mark in (self.silent, self.keep_all):  # (a complement's parts are silent too)
+                    if id(node) in mark:
+                        mark.update(id(x) for x in subs if isinstance(x, dict))
         values = {id(node): NOTHING_AT_ALL for node, _, _, _ in order}
 
         def value(s: Any) -> tuple:
@@ -523,13 +523,18 @@ class Clauses:
             changed = False
             for node, where, atom, parts in reversed(order):
                 got = ((atom,),) if atom is not None else ANYTHING
+                subsume = id(node) not in self.keep_all
                 for kind, subs, paths in parts:
                     if kind == "all":
                         for s, at in zip(subs, paths):
-                            got = _product(got, value(s), at)
+                            got = product(got, value(s), at, subsume)
+                    elif kind == "some" and not subsume:  # one or more hold (unevaluated.py)
+                        got = product(got, subsets([value(s) for s in subs], where), where, subsume)
                     else:
-                        got = _product(got, _minimal(c for s in subs for c in value(s)), where)
-                if _as_sets(got) != _as_sets(values[id(node)]):  # (the same clauses in another order: no change)
+                        got = product(got, union_of((c for s in subs for c in value(s)), subsume), where, subsume)
+                if id(node) in self.pending:
+                    got = tuple(self._evaluated(c, self.pending[id(node)]) for c in got)
+                if as_sets(got) != as_sets(values[id(node)]):  # (the same clauses in another order: no change)
                     values[id(node)] = got
                     changed = True
         for node, _, _, _ in order:  # (a schema met later reaches at most these: `via_ref` holds for it too)
@@ -537,6 +542,16 @@ class Clauses:
             self.via_ref[(self.exact, id(node))] = via_ref
             self.keep.append(node)
         return list(value(schema)), via_ref
+
+    def _evaluated(self, clause: tuple, pending: dict) -> tuple:
+        """`clause` with the atom its node's unevaluated keywords ask of it (unevaluated.py)."""
+        extra = evaluation_atom([self.atoms[k] for k in clause if k in self.evaluating], pending)
+        if extra is None:
+            return clause
+        key = json.dumps(extra, sort_keys=True, default=repr)
+        self.atoms.setdefault(key, extra)
+        self.evaluating.add(key)
+        return clause + (key,) if key not in clause else clause
 
     def merged(self, clause: tuple, path: str) -> Any:
         """The atoms of `clause` merged into one schema (False when no value meets them all)."""

@@ -179,6 +179,8 @@ class Negations:
         for key, value in schema.items():
             if key in INERT or key in applicators or key in NUMERIC or key.startswith("x-"):
                 continue  # (the four bounds at once, below)
+            if _says_nothing(key, value):
+                continue
             handler = getattr(self, "not_" + key, None)
             if handler is None:
                 raise Inexact(f"{path}.{key}: its complement is not written (specs/05)")
@@ -436,6 +438,18 @@ def fractional_numbers(conv, lo: Optional[Decimal], lo_x: bool, hi: Optional[Dec
     key = ("fractional", lo, lo_x, hi, hi_x)
     return _product(conv, key, [number_range(lo, lo_x, hi, hi_x), regex_to_expr(FRACTION)],
                     "the numbers with a fraction", path)
+
+
+# keywords whose every subschema is `true` hold of every value: nothing breaks them
+_EACH_TRUE = ("properties", "patternProperties", "dependentSchemas")
+_TRUE = ("additionalProperties", "items", "additionalItems", "unevaluatedProperties", "unevaluatedItems",
+         "propertyNames")
+
+
+def _says_nothing(key: str, value) -> bool:
+    if key in _EACH_TRUE:
+        return isinstance(value, dict) and all(v is True for v in value.values())
+    return key in _TRUE and value is True
 
 
 def non_multiples(conv, k, ms, lo: Optional[int], hi: Optional[int], path: str):

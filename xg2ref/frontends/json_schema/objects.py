@@ -34,7 +34,7 @@ from .strings import pattern_languages, string_checks, string_regexes
 from ...grammar.charsets import complement
 from ..regex.parser import RegexError
 from ...grammar.regular import (TooLarge, automaton, bounded_length, complement_automaton, complement_of,
-                      intersection_automaton, matches)
+                      intersection_automaton, language_is_empty, matches)
 
 
 
@@ -103,6 +103,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
         except TooLarge as err:
             raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
     runnable = [automaton(search) for search in searches]  # built once, run on every declared name
+    regions = _pattern_regions(conv, list(patterns.items()), searches, path)
     props = _constrained_members(schema, props, additional, runnable)
     for name in schema.get(PRESENT) or []:  # members a complement asks for (negation.py)
         if name not in props and not any(matches(run, name) for run in runnable):
@@ -121,16 +122,22 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
         members.append(seq(ByteString(json_string_literal(n)), key_sep, value))
     extras = []
     names = _names_languages(conv, schema, path) if patterns else None
-    for (pattern, sub), search, run in zip(patterns.items(), searches, runnable):
+    if patterns and names is None and schema.get("propertyNames") not in (None, True):
+        conv.approximations.append((f"{path}.propertyNames", "propertyNames",
+                                    "not enforced on patternProperties' keys (only a pattern, format or enum is)"))
+    for pattern, inside, outside, sub in regions:
         # a declared name the pattern matches is a member above (its schema merged with the
         # pattern's), so the pattern's own keys leave it out
-        taken = [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared if matches(run, n)]
-        if not isinstance(search, tuple) and not taken and names is None:
+        taken = [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared
+                 if any(matches(runnable[i], n) for i in inside)]
+        search = searches[inside[0]]
+        if len(inside) == 1 and not outside and not isinstance(search, tuple) and not taken and names is None:
             key = json_encode_regex(search)
-        else:  # a lookahead, a declared name or propertyNames: the key's automaton, a rule per state
+        else:  # a lookahead, a declared name, propertyNames or a region: the key's automaton, a rule per state
+            others = [searches[j] for j in outside] + taken
             try:
-                key = bounded_length([search] + ([complement_automaton(taken)] if taken else []) + (names or []),
-                                     0, None, encoded_char, conv.new_rule, conv.set_rule)
+                key = bounded_length([searches[i] for i in inside] + ([complement_automaton(others)] if others else [])
+                                     + (names or []), 0, None, encoded_char, conv.new_rule, conv.set_rule)
             except TooLarge as err:
                 raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
         value = conv.visit(sub, level + 1, f"{path}.patternProperties.{pattern}")
@@ -207,6 +214,59 @@ def _member_schema(conv, name: str, own, patterns: dict, searches: list, schema:
         except InvalidJSONError:
             pass
     return own
+
+
+# A key two or more patterns match answers to all their schemas. When patterns with different
+# schemas overlap, the keys are split into regions, one per non-empty set T of patterns: the keys every
+# pattern of T matches and no other does, whose value meets allOf of T's schemas (at most
+# MAX_PATTERN_REGIONS patterns; past that, recorded as an approximation: a key meets one).
+MAX_PATTERN_REGIONS = 4
+
+
+def _pattern_regions(conv, patterns: list, searches: list, path: str) -> list:
+    """[(label, indexes inside, indexes outside, schema)]: the members of `patternProperties`
+    (above)."""
+    plain = [(p, [i], [], sub) for i, (p, sub) in enumerate(patterns)]
+    if not _overlapping(patterns, searches):
+        return plain
+    if len(patterns) > MAX_PATTERN_REGIONS:
+        conv.approximations.append((f"{path}.patternProperties", "patternProperties",
+                                    f"a key two of its {len(patterns)} overlapping patterns match meets only one "
+                                    f"of their schemas (regions are written for at most {MAX_PATTERN_REGIONS})"))
+        return plain
+    regions = []
+    for mask in range(1, 1 << len(patterns)):
+        inside = [i for i in range(len(patterns)) if mask >> i & 1]
+        outside = [j for j in range(len(patterns)) if not mask >> j & 1]
+        try:
+            exprs = [searches[i] for i in inside] + ([complement_automaton([searches[j] for j in outside])]
+                                                     if outside else [])
+            if language_is_empty(intersection_automaton(exprs)):
+                continue
+        except TooLarge as err:
+            raise InvalidJSONError(f"{path}.patternProperties: overlapping patterns: {err}") from None
+        subs = [patterns[i][1] for i in inside]
+        sub = subs[0] if len(subs) == 1 else {"allOf": subs}
+        conv.clauses.keep.append(sub)  # (a synthesized schema: its id keys the converter's memos)
+        regions.append((" & ".join(patterns[i][0] for i in inside), inside, outside, sub))
+    return regions
+
+
+def _overlapping(patterns: list, searches: list) -> bool:
+    """Whether two patterns with different schemas match a common key (`true` and `{}` are one
+    schema: with two of them, a key meets both whichever it answers to)."""
+    def same(a, b) -> bool:
+        return a == b or (a in (True, {}) and b in (True, {}))
+    for i in range(len(patterns)):
+        for j in range(i + 1, len(patterns)):
+            if same(patterns[i][1], patterns[j][1]):
+                continue  # (the same schema: either one is both)
+            try:
+                if not language_is_empty(intersection_automaton([searches[i], searches[j]])):
+                    return True
+            except TooLarge:
+                return True
+    return False
 
 
 def _names_languages(conv, schema: dict, path: str):

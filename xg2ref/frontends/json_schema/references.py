@@ -53,6 +53,7 @@ class References:
     def __init__(self, root: Any, ref_alone: bool = False):
         self.root = root
         self.ref_alone = ref_alone  # drafts up to 7: an `$id` beside a `$ref` is ignored too
+        self.unfetched: list = []  # the URIs of other documents references named (never fetched)
         uri = root.get("$schema") if isinstance(root, dict) else None
         self.draft4 = isinstance(uri, str) and ("draft-04" in uri or "draft-03" in uri)  # `id`, not `$id`
         self.base_of: dict[int, str] = {}  # id(subschema) -> its base URI
@@ -125,6 +126,7 @@ class References:
             if doc == DEFAULT_BASE.partition("#")[0] or not doc:
                 resource = self.root
             else:
+                self.unfetched.append(uri)
                 return True  # another document, which is never fetched: any value
         if not fragment:
             return resource

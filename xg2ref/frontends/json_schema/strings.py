@@ -68,6 +68,9 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     checks = string_checks(schema)
     exprs = string_regexes(checks, path)
     if exprs is None:
+        conv.approximations.append((f"{path}.pattern", "pattern",
+                                    "not enforced: a construct beyond a context-free grammar (lookbehind, a "
+                                    "lookahead past the start, backreferences, word boundaries)"))
         return string_content(conv, {k: v for k, v in schema.items() if k not in ("pattern", MORE_PATTERNS)}, path)
     if not exprs:
         char = conv.rule(("char",), "json_char", any_string_char)

@@ -7,11 +7,30 @@ schema, the keyword becomes `items` (`additionalProperties`) of a merged schema.
                                                             `contains` matches is evaluated)
     those that do are unconditional ($ref, a fixed       |-  their members are declared here too
     $dynamicRef, allOf)                                       (`true`), then as above
-    a conditional one (anyOf, oneOf, if, ...) or an      |-  not enforced (which members are left
-    unfollowed $dynamicRef evaluates some                     depends on the branch that holds)
+    a conditional one (anyOf, oneOf, if, ...)            |-  per clause (below)
+    an unfollowed $dynamicRef evaluates some             |-  not enforced (recorded)
+
+Per clause. The converter reads a schema as a union of clauses, each a conjunction of the
+atoms of the subschemas that hold together (merge.py). Within one clause the members (items)
+the in-place subschemas evaluate are fixed: the names and patterns of its atoms' `properties`
+and `patternProperties` (every member when one has `additionalProperties` or its own
+unevaluated keyword), the longest `prefixItems` and the items a `contains` matches. So the
+clause takes one more atom, `evaluation_atom`, that declares those members `true` and leaves the
+others to U. A failing subschema evaluates nothing: complements (negation.py) are silent
+atoms. Where several branches of an `anyOf` may hold at once, every member of each branch
+that holds is evaluated; the clauses are then each non-empty subset of branches together
+(and no clause is dropped for holding another):
+
+    anyOf[B1..Bn] under U  =  union over S != {} of  (and of B_i, i in S) with ev = union of ev(B_i)
+
+This is exact: an instance whose passing branches are P meets the clause of P, whose ev is
+the largest, and a clause of S within P asks no less of it, since U binds fewer members the
+more are evaluated.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 EVALUATES_ITEMS = ("prefixItems", "items", "additionalItems", "contains", "unevaluatedItems")
 EVALUATES_MEMBERS = ("properties", "patternProperties", "additionalProperties", "unevaluatedProperties")
@@ -55,16 +74,24 @@ def _evaluates(conv, node: dict, keys: tuple, path: str) -> bool:
     return False
 
 
-def fold_unevaluated(conv, node: dict, own: dict, path: str) -> dict:
+def fold_unevaluated(conv, node: dict, own: dict, path: str, pending: Optional[dict] = None) -> dict:
     """`own` (the keywords of `node` without combinators) with `unevaluatedItems` /
     `unevaluatedProperties` turned into `items` / `additionalProperties` where that is exact,
-    and dropped (not enforced) where it is not (module docstring)."""
+    left to each clause (set in `pending` as "items" / "properties", when given) where the
+    in-place subschemas decide, and dropped (not enforced, recorded) where neither is
+    (module docstring)."""
     if "unevaluatedItems" not in own and "unevaluatedProperties" not in own:
         return own
     out = {k: v for k, v in own.items() if k not in ("unevaluatedItems", "unevaluatedProperties")}
+    per_clause = pending is not None and not _unfollowed(conv, node, path)
     if "unevaluatedItems" in own:
         rest = own["unevaluatedItems"]
-        if _evaluates(conv, node, EVALUATES_ITEMS, path):
+        if _evaluates(conv, node, EVALUATES_ITEMS, path) and per_clause:
+            pending["items"], rest = rest, None
+        elif _evaluates(conv, node, EVALUATES_ITEMS, path):
+            if rest is not True:
+                conv.approximations.append((f"{path}.unevaluatedItems", "unevaluatedItems",
+                                            "not enforced: in-place subschemas evaluate items"))
             rest = None if rest is False else True  # not enforced: strict mode must not forbid what it allows
         elif "contains" in own and rest is not True:
             rest = {"anyOf": [rest, own["contains"]]}  # an item `contains` matches is evaluated
@@ -81,7 +108,12 @@ def fold_unevaluated(conv, node: dict, own: dict, path: str) -> dict:
                 out["properties"] = {**{n: True for n in names}, **(own.get("properties") or {})}
                 if patterns:
                     out["patternProperties"] = {**{p: True for p in patterns}, **(own.get("patternProperties") or {})}
+        elif static is None and per_clause:
+            pending["properties"], rest = rest, None
         elif static is None:
+            if rest is not True:
+                conv.approximations.append((f"{path}.unevaluatedProperties", "unevaluatedProperties",
+                                            "not enforced: which members are evaluated depends on the branches taken"))
             rest = None if rest is False else True  # not enforced: which members are evaluated depends on branches
         if rest is not None:
             out.setdefault("additionalProperties", rest)
@@ -120,3 +152,62 @@ def _static_members(conv, node: dict, path: str):
     return names, patterns, everything
 
 
+
+
+def _unfollowed(conv, node: dict, path: str) -> bool:
+    """Whether a `$dynamicRef` this conversion cannot follow is among the in-place subschemas."""
+    return bool(in_place_subtree(conv, node, path, dynamic_unknown=True))
+
+
+def in_place_subtree(conv, node: dict, path: str, dynamic_unknown: bool = False) -> set:
+    """The ids of the schemas `node` applies in place, transitively (itself included); with
+    `dynamic_unknown`, only those holding a `$dynamicRef` that is not followed."""
+    seen, out, stack = set(), set(), [node]
+    while stack:
+        sub = stack.pop()
+        if not isinstance(sub, dict) or id(sub) in seen:
+            continue
+        seen.add(id(sub))
+        unknown = "$dynamicRef" in sub and dynamic_target(conv, sub, path) is None
+        if unknown or not dynamic_unknown:
+            out.add(id(sub))
+        stack.extend(_in_place(conv, sub, path))
+    return out
+
+
+def evaluation_atom(atoms: list, pending: dict) -> Optional[dict]:
+    """The atom a clause takes for its node's unevaluated keywords (`pending`), given the
+    keywords of the clause's evaluating atoms (module docstring); None when every member and
+    item is evaluated already."""
+    out = {}
+    if "properties" in pending:
+        names, patterns, everything = [], [], False
+        for a in atoms:
+            names += list(a["properties"]) if isinstance(a.get("properties"), dict) else []
+            patterns += list(a["patternProperties"]) if isinstance(a.get("patternProperties"), dict) else []
+            everything = everything or "additionalProperties" in a
+        if not everything:
+            out["properties"] = {n: True for n in dict.fromkeys(names)}
+            if patterns:
+                out["patternProperties"] = {p: True for p in dict.fromkeys(patterns)}
+            out["additionalProperties"] = pending["properties"]
+    if "items" in pending:
+        longest, everything, hits = 0, False, []
+        for a in atoms:
+            items = a.get("items")
+            if isinstance(items, list):
+                longest, everything = max(longest, len(items)), everything or "additionalItems" in a
+            elif "items" in a:
+                everything = True
+            if isinstance(a.get("prefixItems"), list):
+                longest = max(longest, len(a["prefixItems"]))
+            if "contains" in a:
+                hits.append(a["contains"])
+        if not everything:
+            rest = pending["items"]
+            if hits and rest is not True:
+                rest = {"anyOf": [rest] + hits}  # an item a `contains` matches is evaluated
+            if longest:
+                out["prefixItems"] = [True] * longest
+            out["items"] = rest
+    return out or None

@@ -11,6 +11,7 @@ another rule body and goes through the same FSM construction:
     x* x+ x?     Repeat                x{m} x{m,} x{m,n}, lazy forms (x*? ...) alike
     [a-z] [^"]   CharClass             .          any codepoint but "\\n" ([^\\n]); any with `s`
     \\d \\w \\s    [0-9] [A-Za-z0-9_] and ECMAScript's whitespace set; \\D \\W \\S their complements
+    \\p{L} \\P{Lu}  a Unicode general category and its complement (unicode_properties.py)
     (x) (?:x) (?<name>x) (?P<name>x)   groups (captures are not kept: same language)
 
 Semantics follow the regex standards where they agree (Python `re`, ECMAScript): the whole
@@ -22,8 +23,8 @@ the line feed too), `u` (no effect).
 
 Constructs that a context-free grammar cannot express, or that xg2ref does not take, raise
 `RegexError` naming the construct and its offset: backreferences (`\\1`, `\\k<name>`),
-lookaround (`(?=`, `(?!`, `(?<=`, `(?<!`), word boundaries (`\\b`, `\\B`), Unicode property
-escapes (`\\p{..}`), inline flags (`(?i)`), possessive quantifiers, and anchors anywhere but at
+lookaround (`(?=`, `(?!`, `(?<=`, `(?<!`), word boundaries (`\\b`, `\\B`), Unicode properties
+other than general categories (`\\p{Script=Greek}`), inline flags (`(?i)`), possessive quantifiers, and anchors anywhere but at
 the ends.
 
 `json_string=True` (for a regex inside a JSON string) removes the control characters
@@ -38,6 +39,7 @@ from ...exceptions import XG2RefError
 from ...grammar.ir import MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, Sequence
 from ...grammar.charsets import complement, fold_case, merge_ranges, subtract
 from .anchors import END, START, ends_last, has_anchor_in_group, lift_anchored_groups, starts_first
+from .unicode_properties import unicode_property
 
 # ECMAScript's \s: WhiteSpace and LineTerminator code points.
 SPACE_RANGES = ((0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
@@ -214,8 +216,18 @@ class _Parser:
             raise self.error("word boundaries (\\b) are not supported", start)
         if c == "B":
             raise self.error("word boundaries (\\B) are not supported", start)
-        if c in "pP":
-            raise self.error(f"Unicode property escapes (\\{c}{{...}}) are not supported", start)
+        if c in "pP":  # a Unicode property (unicode_properties.py)
+            close = self.p.find("}", self.i) if self.peek() == "{" else -1
+            if close < 0:
+                raise self.error(f"\\{c} must be followed by a property in braces", start)
+            name = self.p[self.i + 1:close]
+            try:
+                ranges = list(unicode_property(name))
+            except KeyError:
+                raise self.error(f"the Unicode property escape \\{c}{{{name}}} is not supported (only general "
+                                 f"categories, Any, ASCII and Assigned)", start) from None
+            self.i = close + 1
+            return ("class", ranges if c == "p" else complement(ranges))
         if c == "k" or (c.isdigit() and c != "0"):
             raise self.error("backreferences are not supported", start)
         if c == "0":

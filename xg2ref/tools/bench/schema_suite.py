@@ -17,7 +17,8 @@ and given to a fresh matcher over the schema's grammar:
     the schema is refused (an error naming it)               |-  the case counts as not compiled
 
 Per keyword group (the suite's file, `format:<name>` for the optional format files) the table
-counts cases compiled, valid instances accepted and invalid ones refused. The ratchet
+counts cases compiled, valid instances accepted and invalid ones refused (with `--table`, the same
+counts as JSON in `GROUPS`, beside the vendored suite: `group_summary`, read by `xg2ref schema-report`). The ratchet
 (`RATCHET`, beside the vendored suite) keeps, per draft and group, the instances xg2ref gets right;
 `tests/test_schema_suite.py` fails when one of them goes wrong, or when a valid instance of a
 compiled schema is refused. `xg2ref bench schema-suite` prints the three engines' table side by
@@ -43,6 +44,7 @@ SUITE_DIR = Path(__file__).resolve().parents[2] / "suite" / "json_schema_test_su
 DRAFTS = ("draft2020-12", "draft7")
 ENGINES = ("xg2ref", "xgrammar", "llguidance")
 RATCHET = SUITE_DIR / "ratchet.json"
+GROUPS = SUITE_DIR / "groups.json"  # the counts per engine, draft and group (`group_summary`)
 # JSON objects are unordered and members beyond `properties` are allowed: the standard's reading
 OPTIONS = {"strict_mode": False, "any_order": True}
 DRAFT_URIS = {"draft2020-12": "https://json-schema.org/draft/2020-12/schema",
@@ -357,6 +359,25 @@ def suite_table(cases: List[SuiteCase], records: List[dict], engines: List[str])
     return "\n".join(lines)
 
 
+GROUPS_FIELDS = ("cases", "compiled", "valid", "valid_ok", "invalid", "invalid_ok")
+
+
+def group_summary(cases: List[SuiteCase], records: List[dict]) -> dict:
+    """{engine: {draft: {group: {"cases", "compiled", "valid", "valid_ok", "invalid", "invalid_ok"}}}}
+    from `group_counts`: what `xg2ref schema-report` reads per keyword (xg2ref/tools/schema_report.py)."""
+    out: dict = {}
+    for (draft, group, engine), row in sorted(group_counts(cases, records).items()):
+        out.setdefault(engine, {}).setdefault(draft, {})[group] = {k: row[k] for k in GROUPS_FIELDS}
+    return out
+
+
+def write_group_summary(cases: List[SuiteCase], records: List[dict], path) -> None:
+    """`group_summary` as JSON at `path` (`GROUPS` for the committed run)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(group_summary(cases, records), indent=1, sort_keys=True) + "\n",
+                          encoding="utf-8")
+
+
 def bench_schema_suite(drafts=DRAFTS, engines=ENGINES, timeout: Optional[float] = 30.0,
                        update_ratchet: bool = False, out: Callable[[str], None] = print,
                        progress: bool = True, table: Optional[str] = None) -> int:
@@ -384,6 +405,7 @@ def bench_schema_suite(drafts=DRAFTS, engines=ENGINES, timeout: Optional[float] 
     if table:
         Path(table).parent.mkdir(parents=True, exist_ok=True)
         Path(table).write_text(text + "\n", encoding="utf-8")
+        write_group_summary(cases, records, GROUPS)
     if "xg2ref" not in usable:
         return 0
     lost = ratchet_regressions(records, read_ratchet())
