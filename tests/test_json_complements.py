@@ -93,6 +93,13 @@ SCHEMAS = [
     {"allOf": [{"prefixItems": [True]}], "unevaluatedItems": {"type": "string"}},
     {"contains": {"type": "string"}, "anyOf": [{"prefixItems": [{"type": "integer"}]}, {"maxItems": 1}],
      "unevaluatedItems": False},
+    # the complement of additionalProperties: false (a witness member, objects.py)
+    {"not": {"properties": {"foo": True}, "additionalProperties": False}},
+    {"not": {"type": "object", "patternProperties": {"^b": True}, "additionalProperties": False}},
+    {"oneOf": [{"properties": {"foo": {"type": "integer"}}, "additionalProperties": False},
+               {"properties": {"bar": True}, "required": ["bar"]}]},
+    {"type": "object", "properties": {"foo": True, "bar": True, "baz": True},
+     "not": {"properties": {"foo": True, "bar": True}, "additionalProperties": False}},
     # multipleOf a decimal (converter._decimal_multiples)
     {"multipleOf": 1.5},
     {"type": "number", "multipleOf": 0.25, "minimum": -1, "maximum": 3},

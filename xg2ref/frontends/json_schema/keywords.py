@@ -8,7 +8,7 @@ satellite imports the converter:
     TYPES                       the seven JSON Schema type names, in the order `type` expands to
     ANNOTATIONS                 keywords that change no language (title, $defs, ...)
     MORE_PATTERNS, MORE_FORMATS where `merge` keeps the second and later patterns / formats of an allOf
-    FRACTIONAL, NOT_...         the converter's keywords for complements (negation.py)
+    FRACTIONAL, NOT_..., WITNESS   the converter's keywords for complements (negation.py)
     constrains(schema)          whether a schema has a keyword that is not an annotation
     count(schema, key, ...)     a non-negative integer keyword (minLength, maxItems, ...)
     bounds(schema, path)        minimum / maximum with their exclusive forms (draft 4's too)
@@ -35,7 +35,23 @@ NOT_FORMATS = "$xg2ref:not_formats"  # a string that is in none of these formats
 NOT_STRINGS = "$xg2ref:not_strings"  # a string that is none of these
 MEMBERS = "$xg2ref:members"  # {name: schema}: a member of that name, if present, meets it (declares nothing)
 PRESENT = "$xg2ref:present"  # [names]: members that must be there, where the object takes them (opens nothing)
-COMPLEMENTS = (FRACTIONAL, NOT_MULTIPLE_OF, NOT_PATTERNS, NOT_FORMATS, NOT_STRINGS, MEMBERS, PRESENT)
+# [{"names": [...], "patterns": [...]}]: the object has a member outside these names whose key
+# contains no match of these patterns (each entry: the complement of `additionalProperties: false`)
+WITNESS = "$xg2ref:witness"
+COMPLEMENTS = (FRACTIONAL, NOT_MULTIPLE_OF, NOT_PATTERNS, NOT_FORMATS, NOT_STRINGS, MEMBERS, PRESENT, WITNESS)
+
+
+# every keyword of the JSON Schema drafts 4 to 2020-12 (core, applicator, validation, format,
+# content, meta-data, unevaluated); a word outside them has no meaning to the standard
+STANDARD = frozenset({
+    "$schema", "$id", "id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor",
+    "$vocabulary", "$comment", "$defs", "definitions", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+    "dependentSchemas", "dependencies", "prefixItems", "items", "additionalItems", "contains", "properties",
+    "patternProperties", "additionalProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties",
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength",
+    "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties",
+    "minProperties", "required", "dependentRequired", "format", "contentEncoding", "contentMediaType",
+    "contentSchema", "title", "description", "default", "deprecated", "readOnly", "writeOnly", "examples"})
 
 
 def constrains(schema: dict) -> bool:

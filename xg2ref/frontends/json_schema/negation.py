@@ -53,7 +53,7 @@ from ..regex.parser import regex_to_expr
 from .lexical import integer_range, number_range
 from .values import json_kind
 from .keywords import (ANNOTATIONS, FRACTIONAL, MEMBERS, PRESENT, NOT_FORMATS, NOT_MULTIPLE_OF, NOT_PATTERNS, NOT_STRINGS,
-                       TYPES, bounds)
+                       STANDARD, TYPES, WITNESS, bounds)
 
 
 class Inexact(Exception):
@@ -182,6 +182,8 @@ class Negations:
             if _says_nothing(key, value):
                 continue
             handler = getattr(self, "not_" + key, None)
+            if handler is None and key not in STANDARD and not key.startswith("$xg2ref:"):
+                continue  # a word outside the vocabularies: it constrains nothing
             if handler is None:
                 raise Inexact(f"{path}.{key}: its complement is not written (specs/05)")
             out += handler(value, schema, f"{path}.{key}")
@@ -269,6 +271,19 @@ class Negations:
             raise Inexact(f"{path}: must be an object")
         return [{"type": "object", PRESENT: [name], MEMBERS: {name: self.lazy(sub)}}
                 for name, sub in props.items() if sub is not True and sub != {}]
+
+    def not_additionalProperties(self, extra, schema, path) -> list:
+        """`additionalProperties: false` breaks where a member is neither declared nor matched by
+        a pattern: a witness (WITNESS, objects.py). A schema there: not written."""
+        if extra is True or extra == {}:
+            return []
+        if extra is not False:
+            raise Inexact(f"{path}: the complement of an additionalProperties schema (only of `false`) is not "
+                          "written (specs/05)")
+        props, patterns = schema.get("properties") or {}, schema.get("patternProperties") or {}
+        if not isinstance(props, dict) or not isinstance(patterns, dict):
+            raise Inexact(f"{path}: properties and patternProperties must be objects")
+        return [{"type": "object", WITNESS: [{"names": list(props), "patterns": list(patterns)}]}]
 
     def not_minProperties(self, n, schema, path) -> list:
         return [{"type": "object", "maxProperties": n - 1}] if isinstance(n, int) and n > 0 else []

@@ -28,7 +28,7 @@ from ...exceptions import InvalidJSONError
 from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
 from .lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
-from .keywords import ANNOTATIONS, MEMBERS, MORE_FORMATS, MORE_PATTERNS, PRESENT, count
+from .keywords import ANNOTATIONS, MEMBERS, MORE_FORMATS, MORE_PATTERNS, PRESENT, WITNESS, count
 from .merge import merge_below
 from .strings import pattern_languages, string_checks, string_regexes
 from ...grammar.charsets import complement
@@ -76,7 +76,50 @@ def _key_excluding(conv, names: list[str]) -> Expr:
     return node("")
 
 
-def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) -> Expr:
+# WITNESS (negation.py: the complement of `additionalProperties: false` beside names N and
+# patterns Q): the object has a member whose key is outside N and matches no pattern of Q.
+# Either a member the object declares (its name outside N and Q) is there, or one of its
+# additional or pattern members has such a key:
+#
+#     object with WITNESS  =  union over declared names d outside N, Q of  (object with d present)
+#                             | (object whose extra members include one with a key outside N, Q)
+#
+# The second reads the extras as E* W E* (W: an extra member whose key also avoids N and Q): in
+# schema order after the declared members, or with `any_order` as one more required member.
+def _with_witness(conv, schema: dict, level: int, path: str, loose: bool) -> Expr:
+    witnesses = schema[WITNESS]
+    base = {k: v for k, v in schema.items() if k != WITNESS}
+    if len(witnesses) > 1:  # (two complements of additionalProperties in one clause: one is asked for)
+        conv.approximations.append((f"{path}.additionalProperties", "not additionalProperties",
+                                    "two complements of additionalProperties in one clause: only one is enforced"))
+    witness = witnesses[0]
+    try:
+        avoid = [pattern_search(p) for p in witness["patterns"]]
+    except (RegexError, TooLarge) as err:
+        raise InvalidJSONError(f"{path}.patternProperties: {err}") from None
+    runs = [automaton(a) for a in avoid]
+
+    def outside(name: str) -> bool:
+        return name not in witness["names"] and not any(matches(run, name) for run in runs)
+    names = list(base.get("properties") or {}) + list(base.get("required") or []) + list(base.get(PRESENT) or [])
+    alternatives = [object_expr(conv, {**base, PRESENT: list(base.get(PRESENT) or []) + [d]}, level, path, loose)
+                    for d in dict.fromkeys(names) if isinstance(d, str) and outside(d)]
+    avoid += [ByteString(n.encode("utf-8", "surrogatepass")) for n in witness["names"]]
+    alternatives.append(object_expr(conv, base, level, path, loose, witness=avoid))
+    return choice(*alternatives)
+
+
+def pattern_search(pattern: str):
+    """The regex IR (or automaton) of the strings in which `pattern` finds a match."""
+    languages = pattern_languages(pattern)
+    return languages[0] if len(languages) == 1 else intersection_automaton(languages)
+
+
+def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, witness=None) -> Expr:
+    """An object valid under `schema` (with `witness`, the languages a key must avoid: one of
+    its extra members has such a key, above)."""
+    if schema.get(WITNESS):
+        return _with_witness(conv, schema, level, path, loose)
     lv = conv.level(level)
     layout = conv.layout
     props = schema.get("properties") or {}
@@ -96,8 +139,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     searches = []
     for pattern in patterns:
         try:
-            languages = pattern_languages(pattern)
-            searches.append(languages[0] if len(languages) == 1 else intersection_automaton(languages))
+            searches.append(pattern_search(pattern))
         except RegexError as err:
             raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err.message}") from None
         except TooLarge as err:
@@ -120,7 +162,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     for n, s, _ in declared:
         value = conv.visit(s, level + 1, f"{path}.properties.{n}")
         members.append(seq(ByteString(json_string_literal(n)), key_sep, value))
-    extras = []
+    extras, witnesses = [], []  # (witnesses: extra members whose key avoids `witness`)
     names = _names_languages(conv, schema, path) if patterns else None
     if patterns and names is None and schema.get("propertyNames") not in (None, True):
         conv.approximations.append((f"{path}.propertyNames", "propertyNames",
@@ -130,11 +172,10 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
         # pattern's), so the pattern's own keys leave it out
         taken = [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared
                  if any(matches(runnable[i], n) for i in inside)]
-        search = searches[inside[0]]
+        search, others = searches[inside[0]], [searches[j] for j in outside] + taken
         if len(inside) == 1 and not outside and not isinstance(search, tuple) and not taken and names is None:
             key = json_encode_regex(search)
         else:  # a lookahead, a declared name, propertyNames or a region: the key's automaton, a rule per state
-            others = [searches[j] for j in outside] + taken
             try:
                 key = bounded_length([searches[i] for i in inside] + ([complement_automaton(others)] if others else [])
                                      + (names or []), 0, None, encoded_char, conv.new_rule, conv.set_rule)
@@ -143,11 +184,18 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
         value = conv.visit(sub, level + 1, f"{path}.patternProperties.{pattern}")
         if value != NOTHING:
             extras.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep, value))
+            if witness is not None:  # the same member, its key also avoiding the witness's languages
+                inputs = [searches[i] for i in inside] + [complement_automaton(witness + others)] + (names or [])
+                witnesses.append(seq(ByteString(b'"'), _key_of(conv, inputs, path), ByteString(b'"'), key_sep, value))
     if additional is not False:
         value = conv.visit(additional, level + 1, f"{path}.additionalProperties")
         if value != NOTHING:
             extras.append(seq(ByteString(b'"'), _additional_key(conv, schema, declared, path, searches),
                               ByteString(b'"'), key_sep, value))
+            if witness is not None:
+                taken = searches + [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared] + witness
+                key = _key_of(conv, [complement_automaton(taken)] + _names_or_any(conv, schema, path), path)
+                witnesses.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep, value))
     extra = choice(*extras)
     serial = next(conv.serial)
     open_, close = layout.open(lv), layout.close(lv)
@@ -160,6 +208,24 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
 
     empty = seq(ByteString(b"{"), layout.empty(), ByteString(b"}"))
     counts = _member_counts(conv, schema, declared, path)
+    if witness is not None and counts is not None:
+        conv.approximations.append((f"{path}.additionalProperties", "not additionalProperties",
+                                    "not enforced beside minProperties / maxProperties"))
+        witness = None
+    if witness is not None:  # E* W E* (above): the witness is one more required member, or in the tail
+        found, plain = choice(*witnesses), tail
+        if found == NOTHING:
+            return NOTHING
+        if conv.any_order and declared:
+            members, declared = members + [found], declared + [("", None, True)]
+        else:
+            def tail(first: bool) -> Expr:  # noqa: F811  (the extras with one witness among them)
+                more = Repeat(seq(sep, extra), 0, None)
+                if first:
+                    return seq(choice(EPSILON, seq(plain(True), sep)), found, more)
+                return seq(more, sep, found, more)
+            if not declared:
+                return seq(ByteString(b"{"), open_, tail(True), close, ByteString(b"}"))
     if counts is not None:  # minProperties / maxProperties counted in the rules
         empty_ok, body = _counted_member_rules(conv, serial, members, [r for _, _, r in declared], sep, extra, *counts)
         filled = seq(ByteString(b"{"), open_, body, close, ByteString(b"}")) if body != NOTHING else NOTHING
@@ -172,8 +238,8 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False) 
     # minProperties >= 1 drops the empty object and maxProperties 0 keeps only it; other counts
     # are not enforced (specs/05-front-ends.md)
     if schema.get("maxProperties") == 0:
-        return NOTHING if any(r for _, _, r in declared) else empty
-    if any(r for _, _, r in declared) or (schema.get("minProperties") or 0) >= 1:
+        return NOTHING if any(r for _, _, r in declared) or witness is not None else empty
+    if any(r for _, _, r in declared) or (schema.get("minProperties") or 0) >= 1 or witness is not None:
         return filled
     return choice(empty, filled)
 
@@ -292,6 +358,26 @@ def _names_languages(conv, schema: dict, path: str):
     if string_only and names.get("type", "string") == "string":
         return string_regexes(string_checks(names), f"{path}.propertyNames") or None
     return None
+
+
+def _key_of(conv, languages: list, path: str) -> Expr:
+    """What the quotes of a key in every one of `languages` (regex IR or automata) hold."""
+    try:
+        return bounded_length(languages, 0, None, encoded_char, conv.new_rule, conv.set_rule)
+    except TooLarge as err:
+        raise InvalidJSONError(f"{path}: a key of a complement of additionalProperties: {err}") from None
+
+
+def _names_or_any(conv, schema: dict, path: str) -> list:
+    """`propertyNames` as languages a witness key must be in ([] for none; a propertyNames this
+    front end does not intersect is an error here)."""
+    if schema.get("propertyNames") in (None, True):
+        return []
+    names = _names_languages(conv, schema, path)
+    if names is None:
+        raise InvalidJSONError(f"{path}.propertyNames: beside a complement of additionalProperties, only a "
+                               "pattern, format or enum is supported")
+    return names
 
 
 def _additional_key(conv, schema: dict, declared: list, path: str, patterns: list) -> Expr:

@@ -26,7 +26,7 @@ import json
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .keywords import FRACTIONAL, MEMBERS, NOT_MULTIPLE_OF, PRESENT, bounds
+from .keywords import FRACTIONAL, MEMBERS, NOT_MULTIPLE_OF, PRESENT, WITNESS, bounds
 from ..regex.parser import RegexError, regex_to_expr
 from ...grammar.regular import TooLarge, automaton, matches
 
@@ -103,6 +103,16 @@ def _string_ok(value: str, schema: dict) -> bool:
     return True
 
 
+def _outside(key: str, witness: dict) -> bool:
+    """Whether `key` is none of the witness's names and no pattern of it finds a match."""
+    if key in witness["names"]:
+        return False
+    try:
+        return not any(all(matches(a, key) for a in _automata("pattern", p)) for p in witness["patterns"])
+    except (RegexError, TooLarge):
+        return True  # (reported where the schema is compiled)
+
+
 def _number_ok(value, schema: dict) -> bool:
     try:
         v = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
@@ -152,5 +162,8 @@ def value_meets(value: Any, schema: dict) -> bool:
         members = schema.get(MEMBERS)
         if isinstance(members, dict) and any(sub is False and name in value for name, sub in members.items()):
             return False  # a member a complement forbids
+        for witness in schema.get(WITNESS) or []:  # a member outside these names and patterns
+            if not any(_outside(key, witness) for key in value):
+                return False
         return _count_ok(len(value), schema, "minProperties", "maxProperties")
     return True
