@@ -23,7 +23,8 @@ CANDIDATES = [None, True, False, 0, 1, 2, 3, 6, 7, 12, -1, -3, -10, -11, 100, 1.
               [2, 3, 4], {}, {"foo": 1}, {"foo": "x"}, {"bar": 2}, {"foo": "x", "bar": 2}, {"baz": None},
               {"kind": "a", "n": 1}, {"kind": "b", "s": "x"}, {"kind": "a", "s": "x"}, [1, 1], [1, 1, 1, 1], [5],
               [1, 6], [1, 2, 1], {"foo": 1, "bar": 2, "baz": 3}, 4.5, 0.75, -0.5, {"kind": "a", "n": 1, "s": 2},
-              {"kind": "b", "n": 1}, {"foo": 1, "x": 2}, [1, "a", "b"], ["a", 1], {"kind": 1, "foo": 2, "bar": 3}]
+              {"kind": "b", "n": 1}, {"foo": 1, "x": 2}, [1, "a", "b"], ["a", 1], {"kind": 1, "foo": 2, "bar": 3},
+              [1, 1, "a"], [3, 6], [6, 7], [2, 3, 4], ["a", "b", 1]]
 
 SCHEMAS = [
     {"not": {"type": "integer"}},
@@ -100,6 +101,13 @@ SCHEMAS = [
                {"properties": {"bar": True}, "required": ["bar"]}]},
     {"type": "object", "properties": {"foo": True, "bar": True, "baz": True},
      "not": {"properties": {"foo": True, "bar": True}, "additionalProperties": False}},
+    # several contains in one allOf, each counted (arrays.counted_items)
+    {"allOf": [{"contains": {"type": "string"}}, {"contains": {"type": "integer"}}]},
+    {"allOf": [{"contains": {"type": "string"}, "maxContains": 1}, {"contains": {"const": 1}, "minContains": 2}]},
+    {"allOf": [{"contains": {"minimum": 2}}, {"contains": {"maximum": 5}, "minContains": 0, "maxContains": 1}],
+     "maxItems": 4},
+    {"prefixItems": [{"type": "integer"}], "allOf": [{"contains": {"type": "string"}}, {"contains": {"const": 1}}],
+     "unevaluatedItems": False},
     # multipleOf a decimal (converter._decimal_multiples)
     {"multipleOf": 1.5},
     {"type": "number", "multipleOf": 0.25, "minimum": -1, "maximum": 3},

@@ -13,6 +13,8 @@ in its rule name, the items written i and the hits h:
 where item i is prefix item i or, past the prefix, the `items` schema, and sep_0 is empty. The
 numbers stop growing where they stop mattering: without `maxItems`, i stays at max(prefix, lo)
 (the rule then reads further items in a loop); without `maxContains`, h stays at `minContains`.
+An allOf of several `contains` (merge.py keeps each) makes h a vector, one count per
+`contains`, and each item one of 2^k kinds (a hit or a miss of each).
 So a schema gets at most (i's values) x (h's values) rules; past `MAX_COUNTED_STATES` the
 keyword is recorded as an approximation and left out (not enforced), as is a `contains` whose
 complement negation.py cannot write.
@@ -20,83 +22,96 @@ complement negation.py cannot write.
 
 from __future__ import annotations
 
+import itertools
 from typing import Optional
 
 from ...grammar.ir import EPSILON, ByteString, Expr, RuleRef
-from .keywords import count
+from .keywords import MORE_CONTAINS, count
 from .lexical import NOTHING, choice, seq
 from .negation import Inexact
 from .objects import members_in_any_order
 
 MAX_COUNTED_STATES = 2000
+MAX_CONTAINS = 3  # `contains` counted at once in one array (each item is one of 2^k kinds)
 
 
-def contains_range(conv, schema: dict, path: str) -> Optional[tuple]:
-    """(C, minContains, maxContains) when `contains` constrains the array, else None."""
+def contains_range(conv, schema: dict, path: str) -> list:
+    """[(C, minContains, maxContains)] of the `contains` that constrain the array (an allOf
+    of several keeps each: merge.py's MORE_CONTAINS)."""
     if "contains" not in schema:
-        return None
+        return []
     lo = count(schema, "minContains", path, 1)
     hi = count(schema, "maxContains", path, None)
-    if lo == 0 and hi is None:
-        return None
-    return schema["contains"], lo, hi
+    ranges = [(schema["contains"], lo, hi)] + [tuple(r) for r in schema.get(MORE_CONTAINS) or []]
+    return [(c, lo, hi) for c, lo, hi in ranges if not (lo == 0 and hi is None)]
 
 
 def counted_items(conv, schema: dict, prefix: list, items, lo: int, hi: Optional[int], level: int, path: str,
                   sep: Expr) -> Optional[tuple]:
     """(whether the empty array is valid, what the brackets of a non-empty one hold) under
-    `schema` with its `contains` range enforced (module docstring); None when the keyword is
-    left out (recorded in `conv.approximations`)."""
-    found = contains_range(conv, schema, path)
-    if found is None:
+    `schema` with its `contains` ranges enforced (module docstring; with k of them, h is a
+    vector and each item one of 2^k kinds: hit or miss of each); None when the keyword is left
+    out (recorded in `conv.approximations`)."""
+    ranges = contains_range(conv, schema, path)
+    if not ranges:
         return None
-    target, c_lo, c_hi = found
-    if c_hi is not None and c_hi < c_lo:
+    if any(c_hi is not None and c_hi < c_lo for _, c_lo, c_hi in ranges):
         return False, NOTHING
+    if len(ranges) > MAX_CONTAINS:
+        conv.approximations.append((f"{path}.contains", "contains", f"not enforced: more than {MAX_CONTAINS} "
+                                    "contains in one allOf"))
+        return None
     try:
-        negated = {"anyOf": conv.clauses.negations.pieces(target, f"{path}.contains")}
+        negated = [{"anyOf": conv.clauses.negations.pieces(c, f"{path}.contains")} for c, _, _ in ranges]
     except Inexact as err:
         conv.approximations.append((f"{path}.contains", "contains", f"not enforced: {err}"))
         return None
     i_cap = hi if hi is not None else max(len(prefix), lo, 1)  # (item 0, without separator, is read once)
-    h_cap = c_hi + 1 if c_hi is not None else c_lo
-    if (i_cap + 1) * (h_cap + 1) > MAX_COUNTED_STATES:
+    states = i_cap + 1
+    for _, c_lo, c_hi in ranges:
+        states *= (c_hi + 1 if c_hi is not None else c_lo) + 1
+    if states > MAX_COUNTED_STATES:
         conv.approximations.append((f"{path}.contains", "contains", "not enforced: too many counted states"))
         return None
     conv.clauses.keep.append(negated)
     serial = next(conv.serial)
     names: dict = {}
     kinds: dict = {}
+    hits_of = list(itertools.product((True, False), repeat=len(ranges)))  # the kinds of an item
 
-    def item(i: int, hit: bool) -> Expr:
-        key = (min(i, len(prefix)), hit)
+    def item(i: int, hits: tuple) -> Expr:
+        key = (min(i, len(prefix)), hits)
         if key not in kinds:
             base = prefix[i] if i < len(prefix) else items
-            sub = {"allOf": [base, target if hit else negated]}
+            sub = {"allOf": [base] + [c if hit else n for (c, _, _), n, hit in zip(ranges, negated, hits)]}
             conv.clauses.keep.append(sub)
             kinds[key] = conv.visit(sub, level + 1, f"{path}.{'prefixItems' if i < len(prefix) else 'items'}")
         return kinds[key]
 
-    def items_from(i: int, h: int) -> list:
-        """The alternatives that read item i next (i items and h hits so far)."""
+    def items_from(i: int, h: tuple) -> list:
+        """The alternatives that read item i next (i items and h hits of each so far)."""
         if (hi is not None and i >= hi) or (i >= len(prefix) and items is False):
             return []
         lead = sep if i else EPSILON
-        parts = [seq(lead, item(i, True), rule(i + 1, h + 1))] if c_hi is None or h < c_hi else []
-        return parts + [seq(lead, item(i, False), rule(i + 1, h))]
+        parts = []
+        for hits in hits_of:
+            if all(not hit or c_hi is None or n < c_hi for (_, _, c_hi), n, hit in zip(ranges, h, hits)):
+                parts.append(seq(lead, item(i, hits), rule(i + 1, tuple(n + hit for n, hit in zip(h, hits)))))
+        return parts
 
-    def rule(i: int, h: int) -> Expr:
+    def rule(i: int, h: tuple) -> Expr:
         i = min(i, i_cap) if hi is None else i
-        h = min(h, c_lo) if c_hi is None else h
+        h = tuple(min(n, c_lo) if c_hi is None else n for (_, c_lo, c_hi), n in zip(ranges, h))
         if (i, h) in names:
             return RuleRef(names[(i, h)])
-        name = names[(i, h)] = conv.new_rule(f"arr{serial}_c{i}_{h}")
-        parts = ([EPSILON] if i >= lo and h >= c_lo else []) + items_from(i, h)
+        name = names[(i, h)] = conv.new_rule(f"arr{serial}_c{i}_{'_'.join(map(str, h))}")
+        done = i >= lo and all(n >= c_lo for (_, c_lo, _), n in zip(ranges, h))
+        parts = ([EPSILON] if done else []) + items_from(i, h)
         conv.set_rule(name, choice(*parts) if parts else NOTHING)
         return RuleRef(name)
 
-    first = items_from(0, 0)
-    return lo == 0 and c_lo == 0, choice(*first) if first else NOTHING
+    first = items_from(0, (0,) * len(ranges))
+    return lo == 0 and all(c_lo == 0 for _, c_lo, _ in ranges), choice(*first) if first else NOTHING
 
 
 # ---- uniqueItems over finite item domains ---------------------------------------------------------
@@ -157,7 +172,6 @@ def unique_items(conv, schema: dict, prefix: list, items, lo: int, hi: Optional[
                  sep: Expr) -> Optional[tuple]:
     """(whether `[]` is valid, the non-empty arrays) of distinct items over finite domains
     (above); None when the domains are not finite (recorded)."""
-    import itertools
 
     from .values import json_equal
 

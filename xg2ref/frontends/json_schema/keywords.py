@@ -27,6 +27,7 @@ ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema
                          "contentMediaType", "contentEncoding"})
 MORE_PATTERNS = "$xg2ref:patterns"  # an allOf of two patterns: the second and later ones (all must hold)
 MORE_FORMATS = "$xg2ref:formats"  # an allOf of two formats: the second and later ones (all must hold)
+MORE_CONTAINS = "$xg2ref:contains"  # an allOf of two contains: [(C, minContains, maxContains)] past the first
 # the converter's own keywords for complements (negation.py): what `not` of a keyword leaves
 FRACTIONAL = "$xg2ref:fractional"  # a number whose value is not an integer (written without exponent)
 NOT_MULTIPLE_OF = "$xg2ref:not_multiple_of"  # an integer that is a multiple of none of these

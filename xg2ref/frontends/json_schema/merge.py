@@ -49,7 +49,8 @@ from typing import Any
 
 from ...exceptions import InvalidJSONError
 from .clause_sets import ANYTHING, MAX_BRANCH_PRODUCT, NOTHING_AT_ALL, TooManyBranches, as_sets, product, subsets, union_of
-from .keywords import ANNOTATIONS, COMPLEMENTS, FRACTIONAL, MEMBERS, PRESENT, MORE_FORMATS, MORE_PATTERNS, constrains
+from .keywords import (ANNOTATIONS, COMPLEMENTS, FRACTIONAL, MEMBERS, PRESENT, MORE_CONTAINS, MORE_FORMATS,
+                       MORE_PATTERNS, constrains)
 from .negation import Inexact, Negations, disjoint_branches
 from .unevaluated import dynamic_target, evaluation_atom, fold_unevaluated, in_place_subtree
 from .values import json_equal
@@ -80,7 +81,7 @@ COMPLEMENT_TEXT_BUDGET = 20000
 ARRAY_KEYS = ("prefixItems", "items", "additionalItems")
 # the keywords an atom keeps: annotations and words outside the vocabulary (`x-...`,
 # `javaType`) change no language, and would only tell equal atoms apart
-VOCABULARY = ASSERTIONS | NOT_ENFORCED | {MORE_PATTERNS, MORE_FORMATS} | set(COMPLEMENTS)
+VOCABULARY = ASSERTIONS | NOT_ENFORCED | {MORE_PATTERNS, MORE_FORMATS, MORE_CONTAINS} | set(COMPLEMENTS)
 
 
 def trivial(schema: Any) -> bool:
@@ -145,12 +146,14 @@ def merge(conv, a: Any, b: Any, path: str) -> Any:
         if not isinstance(b, dict):
             return merge(conv, a, b, path)
     out = dict(a)
+    if any(k in b for k in CONTAINS_KEYS):
+        _merge_contains(a, b, out)
     arrays = any(k in a for k in ARRAY_KEYS) and any(k in b for k in ARRAY_KEYS)
     if arrays:
         _merge_arrays(a, b, out)
     for key, value in b.items():
-        if arrays and key in ARRAY_KEYS:
-            continue
+        if (arrays and key in ARRAY_KEYS) or key in CONTAINS_KEYS:
+            continue  # (merged above)
         if key not in out or key in ANNOTATIONS:
             out[key] = value
         elif key in ("properties", "patternProperties"):  # a name in both: its schemas merged
@@ -191,13 +194,6 @@ def merge(conv, a: Any, b: Any, path: str) -> Any:
             out[key] = _decimal_lcm(out[key], value)
         elif key == "uniqueItems":
             out[key] = out[key] is True or value is True  # both hold: distinct items if either says so
-        elif key in ("contains", "minContains", "maxContains"):
-            if key == "contains" and not json_equal(out[key], value):  # two counted ranges: one is kept
-                conv.approximations.append((f"{path}.contains", "contains",
-                                            "allOf of two contains: only the first is enforced"))
-                out["$xg2ref:contains_kept"] = True
-            elif key != "contains" and not out.get("$xg2ref:contains_kept"):
-                out[key] = max(out[key], value) if key == "minContains" else min(out[key], value)
         elif key in ("items", "additionalProperties"):
             out[key] = merge_below(out[key], value)
         elif key == "propertyNames":  # kept eager: the key languages read its keywords (objects.py)
@@ -243,6 +239,41 @@ def _closed_members(a: dict, b: dict, out: dict) -> None:
             if name in declared or any(value_meets(name, {"pattern": p}) for p in patterns):
                 continue
             props[name] = merge_below(props[name], extra)
+
+
+CONTAINS_KEYS = ("contains", "minContains", "maxContains", MORE_CONTAINS)
+
+
+# Each `contains` counts its own hits between its own minContains (default 1) and maxContains,
+# so an allOf of two keeps both: the first as `contains`, the others as MORE_CONTAINS triples
+# (C, lo, hi); equal schemas C meet in one range (the larger minimum, the smaller maximum).
+def _merge_contains(a: dict, b: dict, out: dict) -> None:
+    ranges = contains_ranges(a)
+    for c, lo, hi in contains_ranges(b):
+        for k, (d, lo2, hi2) in enumerate(ranges):
+            if json_equal(c, d):
+                ranges[k] = (d, max(lo, lo2), hi2 if hi is None else hi if hi2 is None else min(hi, hi2))
+                break
+        else:
+            ranges.append((c, lo, hi))
+    for key in CONTAINS_KEYS:
+        out.pop(key, None)
+    if ranges:
+        (c, lo, hi), rest = ranges[0], ranges[1:]
+        out.update({"contains": c, "minContains": lo})
+        if hi is not None:
+            out["maxContains"] = hi
+        if rest:
+            out[MORE_CONTAINS] = rest
+
+
+def contains_ranges(schema: dict) -> list:
+    """[(C, minContains, maxContains or None)] of every `contains` of a (merged) schema."""
+    out = []
+    if "contains" in schema:
+        lo, hi = schema.get("minContains", 1), schema.get("maxContains")
+        out.append((schema["contains"], lo if isinstance(lo, int) else 1, hi if isinstance(hi, int) else None))
+    return out + [tuple(r) for r in schema.get(MORE_CONTAINS) or []]
 
 
 def _positive(k: Any) -> bool:
