@@ -95,10 +95,27 @@ def get_json_schema_approximate(approximate: Optional[bool] = None) -> bool:
         if not isinstance(approximate, bool):
             raise TypeError(f"approximate must be a bool or None, got {type(approximate).__name__}")
         return approximate
-    with _lock:
-        if _approximate is not None:
-            return _approximate
-    return os.environ.get(APPROXIMATE_ENV, "").strip().lower() in ("1", "true", "yes")
+    setting = _approximate  # (one read of a module global is atomic: no lock on this path, once per compile)
+    if setting is not None:
+        return setting
+    text = _environment(APPROXIMATE_ENV)
+    return bool(text) and text.strip().lower() in ("1", "true", "yes")
+
+
+def _environment(name: str) -> Optional[str]:
+    """`os.environ.get(name)`, read from the mapping's own table when it has one: a missing key
+    costs `os.environ.get` an exception, about a microsecond on every compile that asks."""
+    try:
+        key = _ENCODED.get(name)
+        if key is None:
+            key = _ENCODED[name] = os.environ.encodekey(name)  # (CPython's os._Environ)
+        raw = os.environ._data.get(key)
+        return None if raw is None else os.environ.decodevalue(raw)
+    except AttributeError:
+        return os.environ.get(name)
+
+
+_ENCODED: dict = {}  # variable name -> its key in os.environ's table
 
 
 def set_json_schema_approximate(approximate: Optional[bool]) -> None:
