@@ -47,14 +47,14 @@ from ...exceptions import GrammarLimitError, InvalidJSONError, JSONSchemaNotExac
 from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, walk
 from .lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
 from .keywords import ANNOTATIONS, FRACTIONAL, NOT_MULTIPLE_OF, TYPES, bounds, constrains, count, number
-from .negation import fractional_numbers, non_multiples
+from .negation import fractional_numbers, non_multiples, product_rule
 from .objects import members_in_any_order
 from .references import References
 from .arrays import bracketed, counted_items, unique_items
 from .merge import APPLICATORS, Clauses, deref, fold_unevaluated, merge, merge_below
 from .strings import string_content, string_expr
 from .values import value_meets
-from ...grammar.regular import TooLarge, bounded_length, decimal_multiple_numerals, divisible_numerals
+from ...grammar.regular import TooLarge, decimal_multiple_numerals, divisible_numerals
 
 WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 # nesting levels that get their own indentation (deeper levels reuse the last one)
@@ -481,17 +481,12 @@ def _integer_factor(m: Any, path: str) -> int:
 def _decimal_multiples(conv, m: Any, lo, lo_x: bool, hi, hi_x: bool, path: str) -> Expr:
     """Numbers in the bounds that are multiples of a non-integer m (above)."""
     p, s = _decimal_parts(m, path)
-    key = ("decimal multiples", p, s, lo, lo_x, hi, hi_x)
-    if key not in conv.memo:
-        try:
-            start = bounded_length([number_range(lo, lo_x, hi, hi_x), decimal_multiple_numerals(p, s)], 0, None,
-                                   lambda ranges: CharClass(tuple(ranges)), conv.new_rule, conv.set_rule)
-        except TooLarge as err:
-            raise InvalidJSONError(f"{path}.multipleOf: {m} over this range: {err}") from None
-        if not isinstance(start, RuleRef):
-            return start
-        conv.memo[key] = start.name
-    return RuleRef(conv.memo[key])
+    try:
+        automaton = decimal_multiple_numerals(p, s)
+    except TooLarge as err:
+        raise InvalidJSONError(f"{path}.multipleOf: {m} over this range: {err}") from None
+    return product_rule(conv, ("decimal multiples", p, s, lo, lo_x, hi, hi_x),
+                        [number_range(lo, lo_x, hi, hi_x), automaton], f"{m} over this range", f"{path}.multipleOf")
 
 
 def _multiples(conv, k: Any, lo: Optional[int], hi: Optional[int], path: str) -> Expr:
@@ -517,17 +512,12 @@ def _multiples(conv, k: Any, lo: Optional[int], hi: Optional[int], path: str) ->
     if lo is not None and hi is not None and (hi - lo) // k <= MAX_ENUMERATED_MULTIPLES:
         first = -(-lo // k) * k
         return choice(*(ByteString(str(v).encode()) for v in range(first, hi + 1, k)))
-    key = ("multiples", k, lo, hi)
-    if key not in conv.memo:
-        try:
-            start = bounded_length([integer_range(lo, hi), divisible_numerals(k)], 0, None,
-                                   lambda ranges: CharClass(tuple(ranges)), conv.new_rule, conv.set_rule)
-        except TooLarge as err:
-            raise InvalidJSONError(f"{path}.multipleOf: {k} over this range: {err}") from None
-        if not isinstance(start, RuleRef):
-            return start
-        conv.memo[key] = start.name
-    return RuleRef(conv.memo[key])
+    try:
+        automaton = divisible_numerals(k)
+    except TooLarge as err:
+        raise InvalidJSONError(f"{path}.multipleOf: {k} over this range: {err}") from None
+    return product_rule(conv, ("multiples", k, lo, hi), [integer_range(lo, hi), automaton], f"{k} over this range",
+                        f"{path}.multipleOf")
 
 
 def _without_empty(body: Expr) -> Expr:

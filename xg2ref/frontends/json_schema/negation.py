@@ -436,7 +436,9 @@ def _plain(d: Decimal):
 FRACTION = r"^-?[0-9]+\.[0-9]*[1-9][0-9]*$"
 
 
-def _product(conv, key: tuple, parts: list, what: str, path: str):
+def product_rule(conv, key: tuple, parts: list, what: str, path: str):
+    """The strings in every one of `parts` (regex IR or automata) as one rule per product state,
+    memoized under `key`; past the size limits, InvalidJSONError "{path}: {what}: ..."."""
     if key in conv.memo:
         return RuleRef(conv.memo[key])
     try:
@@ -451,7 +453,7 @@ def _product(conv, key: tuple, parts: list, what: str, path: str):
 def fractional_numbers(conv, lo: Optional[Decimal], lo_x: bool, hi: Optional[Decimal], hi_x: bool, path: str):
     """Numbers in the range whose value is not an integer (module docstring)."""
     key = ("fractional", lo, lo_x, hi, hi_x)
-    return _product(conv, key, [number_range(lo, lo_x, hi, hi_x), regex_to_expr(FRACTION)],
+    return product_rule(conv, key, [number_range(lo, lo_x, hi, hi_x), regex_to_expr(FRACTION)],
                     "the numbers with a fraction", path)
 
 
@@ -476,7 +478,7 @@ def non_multiples(conv, k, ms, lo: Optional[int], hi: Optional[int], path: str):
     if k is not None:
         parts.append(divisible_numerals(_factor(k, path)))
     key = ("non-multiples", k, tuple(factors), lo, hi)
-    return _product(conv, key, parts, f"integers that are no multiple of {', '.join(map(str, factors))}", path)
+    return product_rule(conv, key, parts, f"integers that are no multiple of {', '.join(map(str, factors))}", path)
 
 
 def _factor(k, path: str) -> int:
