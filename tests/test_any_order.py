@@ -75,6 +75,41 @@ def test_masks_along_random_walks_equal_the_oracle(schema, any_whitespace, picks
         assert np.array_equal(bitmask_to_bool_mask(bitmask, len(VOCAB))[0], masks[len(prefixes) - 1 - n])
 
 
+@st.composite
+def counted_object_schemas(draw):
+    """An object schema of `object_schemas` with minProperties and maxProperties (counted by the
+    unordered rule's bounded repetition, objects.members_in_any_order)."""
+    schema = draw(object_schemas())
+    lo = draw(st.integers(0, 3))
+    schema["minProperties"] = lo
+    schema["maxProperties"] = lo + draw(st.integers(0, 2))
+    return schema
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(counted_object_schemas(), st.lists(st.integers(0, 10_000), min_size=12, max_size=12))
+def test_counted_members_in_any_order_masks_equal_the_oracle(schema, picks):
+    """With minProperties / maxProperties beside members in any order, every mask along a random
+    walk equals the brute-force oracle's, and a finished walk is an instance jsonschema takes."""
+    grammar = xgr.Grammar.from_json_schema(schema, any_order=True)
+    oracle = Recognizer(grammar.ir)
+    matcher = xgr.GrammarMatcher(_compiled(grammar))
+    bitmask = xgr.allocate_token_bitmask(1, len(VOCAB))
+    text = b""
+    for pick in picks:
+        matcher.fill_next_token_bitmask(bitmask)
+        have = bitmask_to_bool_mask(bitmask, len(VOCAB))[0]
+        assert np.array_equal(have, brute_force_mask(oracle, text, VOCAB, stop_token_ids=[STOP])), (schema, text)
+        allowed = [t for t in np.flatnonzero(have) if t != STOP]
+        if have[STOP]:
+            assert _valid(schema, json.loads(text)), (schema, text)
+        if not allowed:
+            break
+        token = allowed[pick % len(allowed)]
+        assert matcher.accept_token(int(token))
+        text += VOCAB[token]
+
+
 def _valid(schema, value) -> bool:
     return jsonschema.Draft202012Validator(schema).is_valid(value)
 
@@ -161,6 +196,35 @@ def test_a_separator_outside_the_members_is_refused():
             'y[member=1] ::= "y"\n')
     with pytest.raises(ValueError, match="put separators inside the member rules"):
         xgr.GrammarCompiler(xgr.TokenizerInfo(VOCAB)).compile_grammar(xgr.Grammar.from_ebnf(text))
+
+
+def test_a_final_state_without_its_required_members_is_refused():
+    """A final state that reads no member, reached by a path without the required member, would
+    hold an item that may neither end nor go on (fsm/unordered.py): refused."""
+    text = ('root ::= obj\n'
+            'obj[unordered] ::= x | y\n'
+            'x[member=0, required] ::= "x"\n'
+            'y[member=1] ::= "y"\n')
+    with pytest.raises(ValueError, match="may block"):
+        xgr.GrammarCompiler(xgr.TokenizerInfo(VOCAB)).compile_grammar(xgr.Grammar.from_ebnf(text))
+
+
+def test_a_counted_repetition_of_members_is_taken_and_exact():
+    """Members read in the middle of a bounded repetition: each state there is reached by
+    fewer members than it reads, so an item always has one left (fsm/unordered.py)."""
+    text = ('root ::= obj\n'
+            'obj[unordered] ::= (x | y | z) (x | y | z){1,1}\n'
+            'x[member=0] ::= "a"\n'
+            'y[member=1] ::= "b"\n'
+            'z[member=2] ::= "c"\n')
+    grammar = xgr.Grammar.from_ebnf(text)
+    matcher = _get_matcher_from_grammar(grammar)
+    oracle = Recognizer(grammar.ir)
+    for s in ["a", "ab", "ba", "ca", "aa", "abc", "bc", "cc", ""]:
+        want = len(s) == 2 and s[0] != s[1]
+        matcher.reset()
+        assert (matcher.accept_string(s) and matcher.is_terminated()) == want, s
+        assert oracle.is_sentence(s.encode()) == want, s
 
 
 def test_a_required_member_that_matches_nothing_leaves_no_object():

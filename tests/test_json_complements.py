@@ -24,7 +24,8 @@ CANDIDATES = [None, True, False, 0, 1, 2, 3, 6, 7, 12, -1, -3, -10, -11, 100, 1.
               {"kind": "a", "n": 1}, {"kind": "b", "s": "x"}, {"kind": "a", "s": "x"}, [1, 1], [1, 1, 1, 1], [5],
               [1, 6], [1, 2, 1], {"foo": 1, "bar": 2, "baz": 3}, 4.5, 0.75, -0.5, {"kind": "a", "n": 1, "s": 2},
               {"kind": "b", "n": 1}, {"foo": 1, "x": 2}, [1, "a", "b"], ["a", 1], {"kind": 1, "foo": 2, "bar": 3},
-              [1, 1, "a"], [3, 6], [6, 7], [2, 3, 4], ["a", "b", 1]]
+              [1, 1, "a"], [3, 6], [6, 7], [2, 3, 4], ["a", "b", 1], {"bar": 1, "foo": 2, "x": 3},
+              {"x": 1, "foo": 2}, {"foo": 1, "baz": 2, "bar": 3, "q": 4}]
 
 SCHEMAS = [
     {"not": {"type": "integer"}},
@@ -68,6 +69,10 @@ SCHEMAS = [
     {"prefixItems": [{"type": "integer"}], "contains": {"type": "string"}, "maxItems": 2},
     {"maxProperties": 1},
     {"minProperties": 2},
+    {"properties": {"foo": {"type": "integer"}, "bar": True}, "minProperties": 2, "maxProperties": 3},
+    {"properties": {"foo": True}, "required": ["foo"], "additionalProperties": {"type": "integer"},
+     "maxProperties": 2},
+    {"dependentSchemas": {"foo": {"minProperties": 3}, "bar": {"required": ["baz"]}}},
     {"dependentRequired": {"bar": ["foo"]}},
     {"dependentSchemas": {"bar": {"properties": {"foo": {"type": "integer"}}}}},
     {"not": {"items": {"type": "integer"}}},
@@ -108,6 +113,22 @@ SCHEMAS = [
      "maxItems": 4},
     {"prefixItems": [{"type": "integer"}], "allOf": [{"contains": {"type": "string"}}, {"contains": {"const": 1}}],
      "unevaluatedItems": False},
+    # complements of additionalProperties schemas and of patternProperties (a witness member with
+    # a value outside the schema), and of unevaluatedProperties (unevaluated.as_clauses)
+    {"not": {"patternProperties": {"^f": {"type": "string"}}}},
+    {"not": {"additionalProperties": {"type": "integer"}}},
+    {"not": {"properties": {"foo": True}, "additionalProperties": {"type": "integer"}}},
+    {"not": {"patternProperties": {"o": {"type": "integer"}, "^b": {"type": "string"}}}},
+    {"if": {"patternProperties": {"foo": {"type": "string"}}}, "unevaluatedProperties": False},
+    {"not": {"anyOf": [True, {"properties": {"foo": True}}], "unevaluatedProperties": False}},
+    {"not": {"anyOf": [{"properties": {"foo": {"type": "integer"}}, "required": ["foo"]},
+                       {"properties": {"bar": True}}], "unevaluatedProperties": False}},
+    {"not": {"properties": {"kind": True}, "unevaluatedProperties": {"type": "integer"}}},
+    # a $dynamicRef whose anchor the root's resource declares (references.resolve_dynamic)
+    {"$id": "https://example.com/derived", "$ref": "./base",
+     "$defs": {"derived": {"$dynamicAnchor": "addons", "properties": {"bar": {"type": "integer"}}},
+               "base": {"$id": "./base", "unevaluatedProperties": False, "properties": {"foo": True},
+                        "$dynamicRef": "#addons", "$defs": {"default": {"$dynamicAnchor": "addons"}}}}},
     # multipleOf a decimal (converter._decimal_multiples)
     {"multipleOf": 1.5},
     {"type": "number", "multipleOf": 0.25, "minimum": -1, "maximum": 3},
@@ -157,6 +178,19 @@ def test_exact_complements_leave_no_approximation_and_others_say_so():
     assert [(p, k) for p, k, _ in err.value.approximations] == [("$.not", "not")]
 
 
+@pytest.mark.parametrize("factor", [123456789, 0.123456789])
+def test_a_multiple_past_the_automaton_limit_is_refused_or_approximated_on_request(factor):
+    """Multiples of 123456789 need its 123456789 remainders: refused by name by default, the
+    integers in range with the opt-in (recorded)."""
+    schema = {"type": "integer", "multipleOf": factor}
+    with pytest.raises(xgr.JSONSchemaNotExactError, match=r"\$\.multipleOf: multipleOf not enforced: .*123456789 states"):
+        xgr.Grammar.from_json_schema(schema)
+    grammar = xgr.Grammar.from_json_schema(schema, approximate=True)
+    assert [k for _, k, _ in grammar.approximations] == ["multipleOf"]
+    recognizer = Recognizer(grammar.ir)
+    assert recognizer.is_sentence(b"123456789") and recognizer.is_sentence(b"5") and not recognizer.is_sentence(b"1.5")
+
+
 def test_a_not_that_reaches_itself_is_an_approximation_never_a_hang():
     schema = {"$defs": {"a": {"not": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"}
     with pytest.raises(xgr.JSONSchemaNotExactError, match="reaches itself"):
@@ -164,6 +198,14 @@ def test_a_not_that_reaches_itself_is_an_approximation_never_a_hang():
     conv = SchemaConverter(schema, strict_mode=False, approximate=True)
     conv.convert()
     assert any("reaches itself" in how for _, _, how in conv.approximations)
+
+
+def test_a_definition_named_like_a_value_keyword_is_found():
+    """`$defs.default` is a schema, not a default value: its anchors and ids are read."""
+    schema = {"$defs": {"default": {"$anchor": "n", "type": "integer"}, "enum": {"$id": "e.json", "type": "null"}},
+              "properties": {"a": {"$ref": "#n"}, "b": {"$ref": "e.json"}}}
+    for value in ({"a": 1}, {"a": "x"}, {"b": None}, {"b": 1}):
+        assert accepts(schema, value) == valid(schema, value), value
 
 
 def test_references_resolve_against_the_base_of_their_schema():
@@ -181,19 +223,46 @@ def test_references_resolve_against_the_base_of_their_schema():
         refs.resolve("#/nothing", "$", schema)
 
 
-def test_member_counts_beside_declared_members_in_schema_order():
-    """Counted in the rules in schema order; with any_order beside declared members the count is
-    an approximation, and said so."""
+@pytest.mark.parametrize("any_order", [False, True])
+def test_member_counts_beside_declared_members(any_order):
+    """Counted in the rules in schema order, and with any_order by the unordered rule's bounded
+    repetition (objects.members_in_any_order): exact either way, nothing approximated."""
     schema = {"properties": {"foo": {}, "bar": {}}, "required": ["foo"], "minProperties": 2, "maxProperties": 2}
-    recognizer = Recognizer(xgr.Grammar.from_json_schema(schema, strict_mode=False).ir)
-    for value in ({"foo": 1}, {"foo": 1, "bar": 2}, {"foo": 1, "x": 2}, {"foo": 1, "bar": 2, "x": 3}, {}, 1,
-                  {"bar": 1, "x": 2}):
-        assert recognizer.is_sentence(instance_text(value).encode()) == valid(schema, value), value
-    conv = SchemaConverter(schema, strict_mode=False, any_order=True, approximate=True)
+    conv = SchemaConverter(schema, strict_mode=False, any_order=any_order)
     conv.convert()
-    assert [k for _, k, _ in conv.approximations] == ["minProperties / maxProperties"]
-    with pytest.raises(xgr.JSONSchemaNotExactError, match=r"\$\.minProperties: minProperties"):
-        xgr.Grammar.from_json_schema(schema, strict_mode=False, any_order=True)
+    assert conv.approximations == []
+    recognizer = Recognizer(xgr.Grammar.from_json_schema(schema, strict_mode=False, any_order=any_order).ir)
+    values = [{"foo": 1}, {"foo": 1, "bar": 2}, {"foo": 1, "x": 2}, {"foo": 1, "bar": 2, "x": 3}, {}, 1,
+              {"bar": 1, "x": 2}, {"x": 1, "foo": 2}, {"bar": 1, "foo": 2}, {"x": 1, "y": 2, "foo": 3}]
+    for value in values:
+        text = instance_text(value).encode()
+        assert recognizer.is_sentence(text) == (valid(schema, value) and (any_order or _declared_first(schema, value))), value
+
+
+def _declared_first(schema, value) -> bool:
+    """In schema order the declared members come first, in the order of `properties`."""
+    if not isinstance(value, dict):
+        return True
+    names = list(schema["properties"])
+    keys = list(value)
+    declared = [k for k in keys if k in names]
+    return keys[:len(declared)] == declared and declared == [n for n in names if n in declared]
+
+
+def test_counts_with_any_order_past_the_unrolling_threshold():
+    """A count above grammar/repetition.py's threshold stays unrolled in the unordered rule's
+    machine (its items must see every member), and the count holds exactly (the engine's
+    matcher against jsonschema: texts this long are past the oracle's reach)."""
+    from xg2ref.testing import _get_matcher_from_grammar
+    schema = {"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a"],
+              "minProperties": 40, "maxProperties": 41}
+    matcher = _get_matcher_from_grammar(xgr.Grammar.from_json_schema(schema, strict_mode=False, any_order=True))
+    for n in (38, 39, 40, 41, 42):
+        for with_b in (False, True):
+            value = {**{f"k{i}": i for i in range(n - 1 - with_b)}, "a": 1, **({"b": 2} if with_b else {})}
+            matcher.reset()
+            text = instance_text(value)
+            assert (matcher.accept_string(text) and matcher.is_terminated()) == valid(schema, value), (n, with_b)
 
 
 def test_a_complement_never_opens_or_closes_an_object_strict_mode_did_not():

@@ -1,4 +1,5 @@
-"""Small helpers: deep recursion for the front end and the FSM builder, bound Numba kernel entries."""
+"""Small helpers: deep recursion for the front end and the FSM builder, bound Numba kernel entries,
+Tarjan's strongly connected components."""
 
 from __future__ import annotations
 
@@ -109,3 +110,45 @@ def read_json_lines(path):
                 yield json.loads(line)
             except json.JSONDecodeError:
                 continue
+
+
+def strongly_connected(n: int, succ: list) -> list:
+    """Tarjan's strongly connected components, iteratively; each SCC is listed after every SCC
+    it reaches (callee first)."""
+    index, low, on_stack = [-1] * n, [0] * n, [False] * n
+    stack, out, counter = [], [], 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = True
+        while work:
+            v, i = work[-1]
+            if i < len(succ[v]):
+                work[-1] = (v, i + 1)
+                w = succ[v][i]
+                if index[w] < 0:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack[w] = True
+                    work.append((w, 0))
+                elif on_stack[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(comp)
+    return out

@@ -5,6 +5,7 @@ and the whole grammar becomes flat CSR arrays the kernels read. In pipeline orde
     fsm.py      the FSM value: trim, determinize, minimize; REPEAT_UNBOUNDED
     build.py    rule body -> NFA -> FSM (`rule_fsm`), the grammar's FSMs -> `FSMArrays`
                 (`build_grammar_fsms`), nullable and productive rules
+    unordered.py  unordered rules' members (any_order): the kernel's table, the no-dead-end check
     shapes.py   a rule's FSM built once per shape and reused across grammars
     hashing.py  FSM hashes for the cross-grammar cache (Alg. 1-2, App. C)
 """

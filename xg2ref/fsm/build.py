@@ -36,6 +36,7 @@ from ..grammar.thompson import Thompson
 from ..util import deep_recursion
 from .fsm import FSM, REPEAT_UNBOUNDED, TOKEN_SYMBOL_BASE
 from .shapes import ShapeCache, relabel, shape
+from .unordered import unordered_table
 from .utf8 import class_sequences
 
 # Documented limits (specs/02-fsm.md): states of one rule's unrolled NFA, and of a grammar.
@@ -342,51 +343,11 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
     budgets = tuple(int(rule.option("max_tokens", -1)) for rule in ir.rules)
     char_budgets = tuple(int(rule.option("max_chars", -1)) for rule in ir.rules)
     captures, temperatures = rule_option_tables(ir)
-    unordered = unordered_table(ir, fsms, nullable, rule_ids)
+    unordered = unordered_table(ir, fsms, nullable, rule_ids, productive)  # (unordered.py)
     return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive), tuple(token_sets),
                        budgets if any(b >= 0 for b in budgets) else (),
                        char_budgets if any(b >= 0 for b in char_budgets) else (),
                        repeats if any(repeats) else (), captures, temperatures, unordered)
-
-
-def unordered_table(ir: GrammarIR, fsms: list, nullable: list, rule_ids: dict) -> tuple:
-    """Per rule of `ir`: ("unordered", n) for a rule with option `unordered` whose machine
-    references members of which n distinct numbers are required, ("member", j, required) for a
-    rule with option `member=j`, None for the others; () when no rule is either.
-
-    Members must not derive the empty string: the seen-set grows when a member completes, and
-    an empty completion would let one position read a member twice (kernels/earley.py). And an
-    unordered rule reads members only at its start (never entered again) or at a final state
-    that reads every one of them: then an item whose set blocks a member still has a way on
-    (it may end, or a required member is left), so no prefix the engine takes is a dead end."""
-    if not any(r.option("unordered") or r.option("member") is not None for r in ir.rules):
-        return ()
-    table = []
-    for r, rule in enumerate(ir.rules):
-        if rule.option("member") is not None:
-            if nullable[r]:
-                raise ValueError(f"member rule {rule.name} must not derive the empty string")
-            table.append(("member", int(rule.option("member")), bool(rule.option("required"))))
-        else:
-            table.append(None)
-    for r, rule in enumerate(ir.rules):
-        if rule.option("unordered"):
-            f = fsms[r]
-            numbers = {ref: table[ref][1] for _, ref, _ in f.rule_edges if table[ref] and table[ref][0] == "member"}
-            everyone = set(numbers.values())
-            # the required members its body names, productive or not (an unproductive one made
-            # the rule unproductive above)
-            marks = [table[rule_ids[m]] for m in referenced_rules(rule.body) if m in rule_ids]
-            required = {mark[1] for mark in marks if mark and mark[0] == "member" and mark[2]}
-            entered = {d for _, _, _, d in f.byte_edges} | {d for _, _, d in f.rule_edges}
-            for q in range(f.num_states):
-                read = {numbers[ref] for s, ref, _ in f.rule_edges if s == q and ref in numbers}
-                if read and not ((q == f.start and q not in entered) or (q in f.finals and read == everyone)):
-                    raise ValueError(
-                        f"unordered rule {rule.name}: members may be read only at the rule's start or where the "
-                        f"rule may end, each time all of them (put separators inside the member rules)")
-            table[r] = ("unordered", len(required))
-    return tuple(table)
 
 
 def rule_option_tables(ir: GrammarIR) -> tuple[tuple, tuple]:

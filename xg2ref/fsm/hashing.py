@@ -46,6 +46,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..util import strongly_connected
 from .build import TOKEN_SYMBOL_BASE, GrammarFSMs
 
 MASK64 = (1 << 64) - 1
@@ -139,48 +140,6 @@ class _Labeled:
         return mix(h, n), number
 
 
-def _sccs(n: int, succ: list) -> list:
-    """Tarjan's strongly connected components, iteratively; each SCC is listed after every SCC
-    it reaches (callee first)."""
-    index, low, on_stack = [-1] * n, [0] * n, [False] * n
-    stack, out, counter = [], [], 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        work = [(root, 0)]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack[root] = True
-        while work:
-            v, i = work[-1]
-            if i < len(succ[v]):
-                work[-1] = (v, i + 1)
-                w = succ[v][i]
-                if index[w] < 0:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack[w] = True
-                    work.append((w, 0))
-                elif on_stack[w]:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack[w] = False
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(comp)
-    return out
-
-
 def _budgets(g: GrammarFSMs, r: int) -> tuple:
     """What a rule parses by besides its machine: budgets, a counted repetition's bounds and an
     unordered rule's or member's marks."""
@@ -204,7 +163,7 @@ def hash_rules(g: GrammarFSMs, known: Optional[dict] = None) -> RuleHashes:
     canonical: list = [None] * n
     kinds = [KIND_UNHASHED] * n
     scc = [0] * n
-    components = _sccs(n, succ)
+    components = strongly_connected(n, succ)
     for c, comp in enumerate(components):
         for r in comp:
             scc[r] = c

@@ -106,7 +106,9 @@ def compress_repetitions(ir: GrammarIR, threshold: int = REPETITION_THRESHOLD) -
 
     rules = []
     for rule in ir.rules:
-        if is_counted(rule):
+        if is_counted(rule) or rule.option("unordered"):
+            # (an unordered rule's repetitions read its members: its items must see each one,
+            # so they stay unrolled in its machine; the JSON front end bounds their size)
             rules.append(rule)
             continue
         body = visit(rule.body, rule.name)

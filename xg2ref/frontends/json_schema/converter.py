@@ -46,7 +46,7 @@ from ...config import check_json_depth, get_json_schema_approximate
 from ...exceptions import GrammarLimitError, InvalidJSONError, JSONSchemaNotExactError
 from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, walk
 from .lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
-from .keywords import ANNOTATIONS, FRACTIONAL, NOT_MULTIPLE_OF, TYPES, bounds, constrains, count, number
+from .keywords import ANNOTATIONS, FRACTIONAL, NOT_MULTIPLE_OF, TYPES, bounds, constrains, count, decimal_parts, number
 from .negation import fractional_numbers, non_multiples, product_rule
 from .objects import members_in_any_order
 from .references import References
@@ -465,9 +465,7 @@ def _decimal_parts(m: Any, path: str) -> tuple:
     value = number(m, f"{path}.multipleOf")
     if value <= 0:
         raise InvalidJSONError(f"{path}.multipleOf: must be a positive number, got {m!r}")
-    _, digit_tuple, exp = value.normalize().as_tuple()
-    p = int("".join(map(str, digit_tuple)))
-    return (p * 10 ** exp, 0) if exp >= 0 else (p, -exp)
+    return decimal_parts(value)
 
 
 def _integer_factor(m: Any, path: str) -> int:
@@ -483,8 +481,9 @@ def _decimal_multiples(conv, m: Any, lo, lo_x: bool, hi, hi_x: bool, path: str) 
     p, s = _decimal_parts(m, path)
     try:
         automaton = decimal_multiple_numerals(p, s)
-    except TooLarge as err:
-        raise InvalidJSONError(f"{path}.multipleOf: {m} over this range: {err}") from None
+    except TooLarge as err:  # (past the size limit: the range alone, recorded)
+        conv.approximations.append((f"{path}.multipleOf", "multipleOf", f"not enforced: {m} over this range: {err}"))
+        return number_range(lo, lo_x, hi, hi_x)
     return product_rule(conv, ("decimal multiples", p, s, lo, lo_x, hi, hi_x),
                         [number_range(lo, lo_x, hi, hi_x), automaton], f"{m} over this range", f"{path}.multipleOf")
 
@@ -496,7 +495,8 @@ def _multiples(conv, k: Any, lo: Optional[int], hi: Optional[int], path: str) ->
 
         multiples of c * 10^z  =  0 | -0 | -? (positive multiples of c) 0^z
 
-    Past the automaton's size limit otherwise: InvalidJSONError, naming the limit."""
+    Past the automaton's size limit otherwise: the range alone, recorded as an approximation
+    (refused unless the caller opts in), naming the limit."""
     if isinstance(k, float) and k.is_integer():
         k = int(Decimal(repr(k)))  # the decimal as written: 1e30 is 10^30, not the nearest double
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
@@ -515,7 +515,8 @@ def _multiples(conv, k: Any, lo: Optional[int], hi: Optional[int], path: str) ->
     try:
         automaton = divisible_numerals(k)
     except TooLarge as err:
-        raise InvalidJSONError(f"{path}.multipleOf: {k} over this range: {err}") from None
+        conv.approximations.append((f"{path}.multipleOf", "multipleOf", f"not enforced: {k} over this range: {err}"))
+        return integer_range(lo, hi)
     return product_rule(conv, ("multiples", k, lo, hi), [integer_range(lo, hi), automaton], f"{k} over this range",
                         f"{path}.multipleOf")
 

@@ -12,6 +12,7 @@ satellite imports the converter:
     constrains(schema)          whether a schema has a keyword that is not an annotation
     count(schema, key, ...)     a non-negative integer keyword (minLength, maxItems, ...)
     bounds(schema, path)        minimum / maximum with their exclusive forms (draft 4's too)
+    decimal_parts(value)        a decimal as p / 10^s (multipleOf)
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ NOT_FORMATS = "$xg2ref:not_formats"  # a string that is in none of these formats
 NOT_STRINGS = "$xg2ref:not_strings"  # a string that is none of these
 MEMBERS = "$xg2ref:members"  # {name: schema}: a member of that name, if present, meets it (declares nothing)
 PRESENT = "$xg2ref:present"  # [names]: members that must be there, where the object takes them (opens nothing)
-# [{"names": [...], "patterns": [...]}]: the object has a member outside these names whose key
-# contains no match of these patterns (each entry: the complement of `additionalProperties: false`)
+# [{"names": [...], "patterns": [...], "inside": [...], "value": schema}]: the object has a member
+# outside these names whose key contains no match of `patterns`, a match of each of `inside`
+# (default none), and whose value meets `value` (default true). Each entry is the complement of
+# `additionalProperties` (false, or a schema: its `not` as value) or of one `patternProperties`
+# entry (its pattern inside, its schema's `not` as value).
 WITNESS = "$xg2ref:witness"
 COMPLEMENTS = (FRACTIONAL, NOT_MULTIPLE_OF, NOT_PATTERNS, NOT_FORMATS, NOT_STRINGS, MEMBERS, PRESENT, WITNESS)
 
@@ -80,6 +84,13 @@ def number(value: Any, path: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidJSONError(f"{path}: must be a number, got {value!r}")
     return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def decimal_parts(value: Decimal) -> tuple[int, int]:
+    """(p, s) with value = p / 10^s, s >= 0, and p not divisible by 10 when s > 0."""
+    _, digit_tuple, exp = value.normalize().as_tuple()
+    p = int("".join(map(str, digit_tuple)))
+    return (p * 10 ** exp, 0) if exp >= 0 else (p, -exp)
 
 
 def bounds(schema: dict, path: str) -> tuple[Optional[Decimal], bool, Optional[Decimal], bool]:

@@ -50,7 +50,7 @@ from typing import Any
 from ...exceptions import InvalidJSONError
 from .clause_sets import ANYTHING, MAX_BRANCH_PRODUCT, NOTHING_AT_ALL, TooManyBranches, as_sets, product, subsets, union_of
 from .keywords import (ANNOTATIONS, COMPLEMENTS, FRACTIONAL, MEMBERS, PRESENT, MORE_CONTAINS, MORE_FORMATS,
-                       MORE_PATTERNS, constrains)
+                       MORE_PATTERNS, constrains, decimal_parts)
 from .negation import Inexact, Negations, disjoint_branches
 from .unevaluated import dynamic_target, evaluation_atom, fold_unevaluated, in_place_subtree
 from .values import json_equal
@@ -283,10 +283,9 @@ def _positive(k: Any) -> bool:
 def _decimal_lcm(a: Any, b: Any) -> Any:
     """The least common multiple of two positive decimals (as written): with s fraction digits
     at most, lcm(a 10^s, b 10^s) / 10^s, a float (an int when integral)."""
-    x, y = (Decimal(repr(v)) if isinstance(v, float) else Decimal(v) for v in (a, b))
-    s = max(-x.normalize().as_tuple().exponent, -y.normalize().as_tuple().exponent, 0)
-    n = math.lcm(int(x.scaleb(s)), int(y.scaleb(s)))
-    value = Decimal(n).scaleb(-s)
+    (p, s), (q, t) = (decimal_parts(Decimal(repr(v)) if isinstance(v, float) else Decimal(v)) for v in (a, b))
+    n = math.lcm(p * 10 ** (max(s, t) - s), q * 10 ** (max(s, t) - t))
+    value = Decimal(n).scaleb(-max(s, t))
     return int(value) if value == value.to_integral_value() else float(value)
 
 

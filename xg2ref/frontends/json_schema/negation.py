@@ -25,14 +25,17 @@ violated only by a value of that type:
     not {minItems: n}       {type: array, maxItems: n - 1}            (maxItems likewise)
     not {prefixItems: Ps}   {type: array, minItems: i + 1, prefixItems: [true,...,{not: P_i}]}
     not {contains: C}       {type: array, items: {not: C}}
+    not {additionalProperties: S}   {type: object, WITNESS: a member outside the names and
+                            patterns beside it, its value in {not: S} (any value for false)}
+    not {patternProperties: {p: S}} {type: object, WITNESS: a member whose key matches p, its
+                            value in {not: S}}, one piece per pattern
 
 The FRACTIONAL, NOT_*, MEMBERS and PRESENT keywords (keywords.py) are the converter's own: the
 regular complements of number and string languages (strings.py, converter.py), and members a
 piece constrains, or asks for, without declaring them (so `strict_mode`, which closes objects that declare
 `properties`, reads a piece as the user's schema reads: objects.py). `not` of a member or item schema
 stays lazy (`{not: S}` below an object), so a recursive structure is negated one level at a
-time. A keyword whose complement is not one of these (uniqueItems, additionalProperties beside
-other keywords, `not` of a schema reaching itself with no object or array between, ...) raises
+time. A keyword whose complement is not one of these (uniqueItems, propertyNames, `not` of a schema reaching itself with no object or array between, ...) raises
 `Inexact`: the caller keeps the superset it had before (specs/05, "Not enforced") and records
 the keyword and its path in `conv.approximations`.
 
@@ -144,6 +147,12 @@ class Negations:
 
     def _pieces(self, schema: dict, path: str) -> List[Any]:
         conv = self.conv
+        if schema.get("unevaluatedProperties", True) is not True:  # (as a union of clauses without it)
+            from .unevaluated import as_clauses
+            rewritten = as_clauses(conv, schema, path)
+            if rewritten is not None:
+                self.keep.append(rewritten)
+                return self.pieces(rewritten, path)
         if "$ref" in schema and isinstance(schema["$ref"], str):
             target = conv.resolve(schema["$ref"], path, schema)
             if conv.ref_alone:
@@ -273,17 +282,25 @@ class Negations:
                 for name, sub in props.items() if sub is not True and sub != {}]
 
     def not_additionalProperties(self, extra, schema, path) -> list:
-        """`additionalProperties: false` breaks where a member is neither declared nor matched by
-        a pattern: a witness (WITNESS, objects.py). A schema there: not written."""
+        """`additionalProperties: S` breaks where a member neither declared nor matched by a
+        pattern has a value outside S (any value, for `false`): a witness (WITNESS, objects.py)."""
         if extra is True or extra == {}:
             return []
-        if extra is not False:
-            raise Inexact(f"{path}: the complement of an additionalProperties schema (only of `false`) is not "
-                          "written (specs/05)")
         props, patterns = schema.get("properties") or {}, schema.get("patternProperties") or {}
         if not isinstance(props, dict) or not isinstance(patterns, dict):
             raise Inexact(f"{path}: properties and patternProperties must be objects")
-        return [{"type": "object", WITNESS: [{"names": list(props), "patterns": list(patterns)}]}]
+        witness = {"names": list(props), "patterns": list(patterns)}
+        if extra is not False:
+            witness["value"] = self.lazy(extra)
+        return [{"type": "object", WITNESS: [witness]}]
+
+    def not_patternProperties(self, patterns, schema, path) -> list:
+        """`patternProperties` breaks where a member whose key matches a pattern has a value
+        outside that pattern's schema: a witness per pattern (WITNESS, objects.py)."""
+        if not isinstance(patterns, dict):
+            raise Inexact(f"{path}: must be an object")
+        return [{"type": "object", WITNESS: [{"inside": [p], "value": self.lazy(sub)}]}
+                for p, sub in patterns.items() if sub is not True and sub != {}]
 
     def not_minProperties(self, n, schema, path) -> list:
         return [{"type": "object", "maxProperties": n - 1}] if isinstance(n, int) and n > 0 else []

@@ -76,37 +76,70 @@ def _key_excluding(conv, names: list[str]) -> Expr:
     return node("")
 
 
-# WITNESS (negation.py: the complement of `additionalProperties: false` beside names N and
-# patterns Q): the object has a member whose key is outside N and matches no pattern of Q.
-# Either a member the object declares (its name outside N and Q) is there, or one of its
-# additional or pattern members has such a key:
+# WITNESS (negation.py: the complement of `additionalProperties` beside names N and patterns Q,
+# or of one `patternProperties` entry p: S): the object has a member whose key K allows (outside
+# N, no match of Q, a match of each `inside` pattern) and whose value meets V (the complement of
+# the additional or pattern schema; true for `additionalProperties: false`). Either a member
+# the object declares, its name in K, is there with a value in V as well, or one of its
+# additional or pattern members has a key in K and a value in V too:
 #
-#     object with WITNESS  =  union over declared names d outside N, Q of  (object with d present)
-#                             | (object whose extra members include one with a key outside N, Q)
+#     object with WITNESS  =  union over declared names d in K of  (object with d present, in V)
+#                             | (object whose extra members include one with key in K, value in V)
 #
-# The second reads the extras as E* W E* (W: an extra member whose key also avoids N and Q): in
-# schema order after the declared members, or with `any_order` as one more required member.
+# The second reads the extras as E* W E* (W: an extra member whose key is also in K and whose
+# value is also in V): in schema order after the declared members, or with `any_order` as one
+# more required member.
 def _with_witness(conv, schema: dict, level: int, path: str, loose: bool) -> Expr:
-    witnesses = schema[WITNESS]
+    from .values import witness_key
+    witnesses = _strongest(schema[WITNESS])
     base = {k: v for k, v in schema.items() if k != WITNESS}
-    if len(witnesses) > 1:  # (two complements of additionalProperties in one clause: one is asked for)
+    if len(witnesses) > 1:  # (two complements in one clause: one member is asked for)
         conv.approximations.append((f"{path}.additionalProperties", "not additionalProperties",
-                                    "two complements of additionalProperties in one clause: only one is enforced"))
+                                    "two complements of additionalProperties or patternProperties in one clause: only "
+                                    "one is enforced"))
     witness = witnesses[0]
     try:
-        avoid = [pattern_search(p) for p in witness["patterns"]]
+        avoid = [pattern_search(p) for p in witness.get("patterns", ())]
+        inside = [pattern_search(p) for p in witness.get("inside", ())]
     except (RegexError, TooLarge) as err:
         raise InvalidJSONError(f"{path}.patternProperties: {err}") from None
-    runs = [automaton(a) for a in avoid]
+    value = witness.get("value", True)
+    members = base.get(MEMBERS) if isinstance(base.get(MEMBERS), dict) else {}
 
-    def outside(name: str) -> bool:
-        return name not in witness["names"] and not any(matches(run, name) for run in runs)
+    def present(name: str) -> dict:
+        out = {**base, PRESENT: list(base.get(PRESENT) or []) + [name]}
+        if value is not True:
+            out[MEMBERS] = {**members, name: merge_below(members.get(name, True), value)}
+            conv.clauses.keep.append(out[MEMBERS][name])  # (a synthesized schema: its id keys the memos)
+        return out
     names = list(base.get("properties") or {}) + list(base.get("required") or []) + list(base.get(PRESENT) or [])
-    alternatives = [object_expr(conv, {**base, PRESENT: list(base.get(PRESENT) or []) + [d]}, level, path, loose)
-                    for d in dict.fromkeys(names) if isinstance(d, str) and outside(d)]
-    avoid += [ByteString(n.encode("utf-8", "surrogatepass")) for n in witness["names"]]
-    alternatives.append(object_expr(conv, base, level, path, loose, witness=avoid))
+    alternatives = [object_expr(conv, present(d), level, path, loose)
+                    for d in dict.fromkeys(names) if isinstance(d, str) and witness_key(d, witness)]
+    avoid += [ByteString(n.encode("utf-8", "surrogatepass")) for n in witness.get("names", ())]
+    alternatives.append(object_expr(conv, base, level, path, loose, witness=(avoid, inside, value)))
     return choice(*alternatives)
+
+
+def _strongest(witnesses: list) -> list:
+    """The witnesses no other one implies: a member with any value whose key avoids fewer
+    names and patterns, and must match fewer, is there whenever the other's member is."""
+    def implies(a: dict, b: dict) -> bool:
+        return (b.get("value", True) is True
+                and all(set(b.get(k, ())) <= set(a.get(k, ())) for k in ("names", "patterns", "inside")))
+    kept: list = []
+    for i, w in enumerate(witnesses):
+        if not any(implies(v, w) and (not implies(w, v) or j < i) for j, v in enumerate(witnesses) if j != i):
+            kept.append(w)
+    return kept
+
+
+def _witness_value(conv, sub, witness: tuple, level: int, path: str) -> Expr:
+    """The value of a witness member whose schema in the object is `sub`: in both."""
+    if witness[2] is True:
+        return conv.visit(sub, level + 1, path)
+    both = merge_below(sub, witness[2])
+    conv.clauses.keep.append(both)
+    return conv.visit(both, level + 1, path)
 
 
 def pattern_search(pattern: str):
@@ -116,8 +149,8 @@ def pattern_search(pattern: str):
 
 
 def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, witness=None) -> Expr:
-    """An object valid under `schema` (with `witness`, the languages a key must avoid: one of
-    its extra members has such a key, above)."""
+    """An object valid under `schema` (with `witness`, (languages a key avoids, languages it is
+    in, a value schema): one of its extra members has such a key and value, above)."""
     if schema.get(WITNESS):
         return _with_witness(conv, schema, level, path, loose)
     lv = conv.level(level)
@@ -184,18 +217,23 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, 
         value = conv.visit(sub, level + 1, f"{path}.patternProperties.{pattern}")
         if value != NOTHING:
             extras.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep, value))
-            if witness is not None:  # the same member, its key also avoiding the witness's languages
-                inputs = [searches[i] for i in inside] + [complement_automaton(witness + others)] + (names or [])
-                witnesses.append(seq(ByteString(b'"'), _key_of(conv, inputs, path), ByteString(b'"'), key_sep, value))
+            if witness is not None:  # the same member, its key and value also the witness's
+                avoided = witness[0] + others
+                inputs = ([searches[i] for i in inside] + ([complement_automaton(avoided)] if avoided else [])
+                          + witness[1] + (names or []))
+                witnesses.append(seq(ByteString(b'"'), _key_of(conv, inputs, path), ByteString(b'"'), key_sep,
+                                     _witness_value(conv, sub, witness, level, f"{path}.patternProperties.{pattern}")))
     if additional is not False:
         value = conv.visit(additional, level + 1, f"{path}.additionalProperties")
         if value != NOTHING:
             extras.append(seq(ByteString(b'"'), _additional_key(conv, schema, declared, path, searches),
                               ByteString(b'"'), key_sep, value))
             if witness is not None:
-                taken = searches + [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared] + witness
-                key = _key_of(conv, [complement_automaton(taken)] + _names_or_any(conv, schema, path), path)
-                witnesses.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep, value))
+                taken = searches + [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared] + witness[0]
+                key = _key_of(conv, ([complement_automaton(taken)] if taken else []) + witness[1]
+                              + _names_or_any(conv, schema, path), path)
+                witnesses.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep,
+                                     _witness_value(conv, additional, witness, level, f"{path}.additionalProperties")))
     extra = choice(*extras)
     serial = next(conv.serial)
     open_, close = layout.open(lv), layout.close(lv)
@@ -208,7 +246,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, 
 
     empty = seq(ByteString(b"{"), layout.empty(), ByteString(b"}"))
     counts = _member_counts(conv, schema, declared, path)
-    if witness is not None and counts is not None:
+    if witness is not None and counts is not None and not conv.any_order:
         conv.approximations.append((f"{path}.additionalProperties", "not additionalProperties",
                                     "not enforced beside minProperties / maxProperties"))
         witness = None
@@ -216,7 +254,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, 
         found, plain = choice(*witnesses), tail
         if found == NOTHING:
             return NOTHING
-        if conv.any_order and declared:
+        if conv.any_order and (declared or counts is not None):  # (counted with the others)
             members, declared = members + [found], declared + [("", None, True)]
         else:
             def tail(first: bool) -> Expr:  # noqa: F811  (the extras with one witness among them)
@@ -226,15 +264,23 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, 
                 return seq(more, sep, found, more)
             if not declared:
                 return seq(ByteString(b"{"), open_, tail(True), close, ByteString(b"}"))
-    if counts is not None:  # minProperties / maxProperties counted in the rules
+    unordered = conv.any_order and declared and (len(declared) > 1 or extra != NOTHING)
+    if counts is not None and not unordered:  # minProperties / maxProperties counted in the rules
         empty_ok, body = _counted_member_rules(conv, serial, members, [r for _, _, r in declared], sep, extra, *counts)
         filled = seq(ByteString(b"{"), open_, body, close, ByteString(b"}")) if body != NOTHING else NOTHING
         return choice(*([empty] if empty_ok else []), *([filled] if filled != NOTHING else []))
-    if conv.any_order and declared and (len(declared) > 1 or extra != NOTHING):
-        body = members_in_any_order(conv, serial, members, [r for _, _, r in declared], sep, tail, extra=extra)
+    if unordered:
+        body = members_in_any_order(conv, serial, members, [r for _, _, r in declared], sep, tail, extra=extra,
+                                    counts=counts)
     else:
         body = _member_rules(conv, serial, members, [r for _, _, r in declared], sep, tail)
     filled = seq(ByteString(b"{"), open_, body, close, ByteString(b"}"))
+    if counts is not None:  # (any_order: the repetition counted the members, at least one)
+        lo, hi = counts
+        if hi is not None and hi < lo:
+            return NOTHING
+        empty_ok = lo == 0 and not any(r for _, _, r in declared)
+        return choice(*([empty] if empty_ok else []), *([filled] if body != NOTHING else []))
     # minProperties >= 1 drops the empty object and maxProperties 0 keeps only it; other counts
     # are not enforced (specs/05-front-ends.md)
     if schema.get("maxProperties") == 0:
@@ -361,7 +407,10 @@ def _names_languages(conv, schema: dict, path: str):
 
 
 def _key_of(conv, languages: list, path: str) -> Expr:
-    """What the quotes of a key in every one of `languages` (regex IR or automata) hold."""
+    """What the quotes of a key in every one of `languages` (regex IR or automata) hold (any
+    key for none)."""
+    if not languages:
+        return Repeat(conv.rule(("char",), "json_char", any_string_char), 0, None)
     try:
         return bounded_length(languages, 0, None, encoded_char, conv.new_rule, conv.set_rule)
     except TooLarge as err:
@@ -412,16 +461,13 @@ MAX_COUNTED_MEMBERS = 4000  # rules (member index x members so far) for minPrope
 
 def _member_counts(conv, schema: dict, declared: list, path: str):
     """(lo, hi) members when minProperties / maxProperties say more than "not empty" or "empty"
-    and the rules can count them (in schema order, or with `any_order` and no declared member);
-    None otherwise (recorded in conv.approximations when a count is left out)."""
+    and the rules can count them (in schema order as `_counted_member_rules`, with `any_order`
+    as the bounded repetition of `members_in_any_order`); None otherwise (recorded in
+    conv.approximations when a count is left out)."""
     lo = count(schema, "minProperties", path, 0)
     hi = count(schema, "maxProperties", path, None)
     if lo <= 1 and (hi is None or hi == 0):
         return None  # (the empty object dropped or kept alone: below)
-    if conv.any_order and declared:
-        conv.approximations.append((f"{path}.minProperties", "minProperties / maxProperties",
-                                    "not enforced with any_order beside declared properties"))
-        return None
     cap = (hi + 1) if hi is not None else lo
     if (len(declared) + 1) * (cap + 1) > MAX_COUNTED_MEMBERS:
         conv.approximations.append((f"{path}.minProperties", "minProperties / maxProperties",
@@ -494,7 +540,8 @@ def _member_rules(conv, serial: int, members: list, required: list, sep: Expr, t
     return RuleRef(conv.memo[("members", serial, 0, True)])
 
 
-def members_in_any_order(conv, serial: int, members: list, required: list, sep: Expr, tail, extra=None) -> Expr:
+def members_in_any_order(conv, serial: int, members: list, required: list, sep: Expr, tail, extra=None,
+                         counts=None) -> Expr:
     """The declared members in any order, each at most once, the required ones all: one rule
     with the option `unordered` whose items remember the members they have seen
     (kernels/earley.py), so its size is linear in the members. Member j is a rule with the
@@ -505,7 +552,18 @@ def members_in_any_order(conv, serial: int, members: list, required: list, sep: 
         P_j[member=j] ::= m_j            Q_j[member=j] ::= sep m_j
 
     With `extra` (the additional and pattern members, JSON), they may come anywhere, any number
-    of times, as in xgrammar 0.2.8. Without it (the XML styles, `sep` empty: each member reads
+    of times, as in xgrammar 0.2.8. With `counts` (lo, hi), the members written, declared or
+    not, number lo..hi (at least one). The r required members are all there when O ends, so the
+    count is that of the others, k in max(lo - r, 0)..hi - r, and the machine counts only them:
+
+        O  ::= (P_req) Q_req* (O' Q_req*){m, k}  |  (P_opt | extra) Q_req* (O' Q_req*){m-1, k-1}
+        O' ::= Q_opt | sep extra                  (m = max(lo - r, 0); the second needs k >= 1)
+
+    A required member never moves the count, so no item spends the count before the required
+    ones are in (fsm/unordered.py proves the machine never blocks). The repetitions stay
+    unrolled in O's machine (grammar/repetition.py leaves an unordered rule's as they are), so
+    that O's items see every member; `sep extra` is a rule of its own, so a copy costs a
+    reference. Without it (the XML styles, `sep` empty: each member reads
     its own leading whitespace), `tail(first)` follows the declared members, as in
     `_member_rules`: O ::= P_0 | ... (P_0 | ...)* then tail(false), or tail(true) alone when no
     member is required.
@@ -532,4 +590,24 @@ def members_in_any_order(conv, serial: int, members: list, required: list, sep: 
         return choice(seq(body, tail(False)), *([tail(True)] if not any(required) else []))
     more = [member(j, seq(sep, m), r, f"obj{serial}_q{j}") for j, m, r in kept]
     extras = ([extra], [seq(sep, extra)]) if extra != NOTHING else ([], [])
-    return unordered(seq(choice(*firsts, *extras[0]), Repeat(choice(*more, *extras[1]), 0, None)))
+    if counts is None:
+        return unordered(seq(choice(*firsts, *extras[0]), Repeat(choice(*more, *extras[1]), 0, None)))
+    lo, hi = counts
+    if (hi is not None and hi < max(lo, 1)) or (not extras[1] and lo > len(kept)):
+        return NOTHING  # (no count in range, or more members than there are)
+    if extras[1]:
+        name = conv.new_rule(f"obj{serial}_extra")
+        conv.set_rule(name, extras[1][0])
+        extras = (extras[0], [RuleRef(name)])
+    needed = [i for i, (_, _, r) in enumerate(kept) if r]
+    others = [i for i, (_, _, r) in enumerate(kept) if not r]
+    m, k = max(lo - len(needed), 0), None if hi is None else hi - len(needed)
+    if k is not None and k < m:
+        return NOTHING
+    loop = Repeat(choice(*[more[i] for i in needed]), 0, None) if needed else EPSILON
+    step = seq(choice(*[more[i] for i in others], *extras[1]), loop)
+    starts = [seq(choice(*[firsts[i] for i in needed]), loop, Repeat(step, m, k))] if needed else []
+    if k is None or k >= 1:
+        starts.append(seq(choice(*[firsts[i] for i in others], *extras[0]), loop,
+                          Repeat(step, max(m - 1, 0), None if k is None else k - 1)))
+    return unordered(choice(*starts))

@@ -31,6 +31,8 @@ from ...exceptions import InvalidJSONError
 DEFAULT_BASE = "xg2ref:/root.json"
 _HIERARCHICAL = ("http", "https", "file", "xg2ref")
 VALUES = ("enum", "const", "default", "examples")  # JSON values, not schemas: never walked
+# maps from names to schemas: a schema there may be named like a value keyword ($defs.default)
+SCHEMA_MAPS = ("$defs", "definitions", "properties", "patternProperties", "dependentSchemas", "dependencies")
 
 
 def join(base: str, ref: str) -> str:
@@ -87,19 +89,28 @@ class References:
                 if isinstance(node.get(key), str):
                     self.anchors.setdefault(join(base, "#" + node[key]), node)
             self.base_of[id(node)] = base
-            stack.extend((child, base) for key, child in node.items() if key not in VALUES)
+            for key, child in node.items():
+                if key in SCHEMA_MAPS and isinstance(child, dict):
+                    stack.extend((sub, base) for sub in child.values())
+                elif key not in VALUES:
+                    stack.append((child, base))
 
     def resolve_dynamic(self, ref: str, path: str, node: Any = None) -> Optional[Any]:
         """The subschema a `$dynamicRef` lands on when that does not depend on the path the
         validation took, else None: like `$ref` unless its target declares the `$dynamicAnchor`
         of the fragment's name; then the outermost resource of the dynamic scope that declares
-        it, which is the document's root when the root does, or the only subschema that does."""
+        it. Every evaluation starts in the root's resource, so that is the root's resource when
+        it declares the anchor (at the root or anywhere else in it), or else the only subschema
+        that does."""
         target = self.resolve(ref, path, node)
         name = ref.partition("#")[2]
         if not isinstance(target, dict) or target.get("$dynamicAnchor") != name or "/" in name:
             return target
         if isinstance(self.root, dict) and self.root.get("$dynamicAnchor") == name:
             return self.root
+        outermost = self.anchors.get(join(self.base_of.get(id(self.root), DEFAULT_BASE), "#" + name))
+        if isinstance(outermost, dict) and outermost.get("$dynamicAnchor") == name:
+            return outermost
         declaring = [n for n in self.declaring(name)]
         return declaring[0] if len(declaring) == 1 else None
 

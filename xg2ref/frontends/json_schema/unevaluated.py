@@ -26,11 +26,22 @@ that holds is evaluated; the clauses are then each non-empty subset of branches 
 This is exact: an instance whose passing branches are P meets the clause of P, whose ev is
 the largest, and a clause of S within P asks no less of it, since U binds fewer members the
 more are evaluated.
+
+For a complement (negation.py), `as_clauses` writes the same union as a schema without U, when
+the in-place subschemas are unconditional but for one `anyOf` of unconditional branches:
+
+    {anyOf: [B_1..B_n], unevaluatedProperties: U, rest}
+        =  {allOf: [rest, {anyOf: [{allOf: [B_i for i in S] + [E(S)]} for S != {}]}]}
+    E(S) = {properties: {m: true}, patternProperties: {p: true}, additionalProperties: U}
+           for the names m and patterns p that rest and the B_i, i in S, evaluate
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Optional
+
+from .clause_sets import MAX_SUBSET_BRANCHES
 
 EVALUATES_ITEMS = ("prefixItems", "items", "additionalItems", "contains", "unevaluatedItems")
 EVALUATES_MEMBERS = ("properties", "patternProperties", "additionalProperties", "unevaluatedProperties")
@@ -211,3 +222,47 @@ def evaluation_atom(atoms: list, pending: dict) -> Optional[dict]:
                 out["prefixItems"] = [True] * longest
             out["items"] = rest
     return out or None
+
+
+def as_clauses(conv, schema: dict, path: str) -> Optional[dict]:
+    """`schema`, whose `unevaluatedProperties` is not true, as a schema without that keyword
+    (module docstring), or None where its evaluation is not of that form."""
+    rest = {k: v for k, v in schema.items() if k not in ("unevaluatedProperties", "anyOf")}
+    branches = schema.get("anyOf", [True])
+    if not isinstance(branches, list) or not branches or len(branches) > MAX_SUBSET_BRANCHES:
+        return None
+    evaluated = [_evaluated_members(conv, b, path) for b in [rest] + branches]
+    if any(e is None for e in evaluated):
+        return None
+    clauses = []
+    for size in range(1, len(branches) + 1):
+        for chosen in itertools.combinations(range(len(branches)), size):
+            if any(branches[i] is False for i in chosen):
+                continue
+            names, patterns, everything = evaluated[0]
+            for i in chosen:
+                names, patterns, everything = (names + evaluated[i + 1][0], patterns + evaluated[i + 1][1],
+                                               everything or evaluated[i + 1][2])
+            atom = True if everything else {
+                "properties": {n: True for n in dict.fromkeys(names)},
+                **({"patternProperties": {p: True for p in dict.fromkeys(patterns)}} if patterns else {}),
+                "additionalProperties": schema["unevaluatedProperties"]}
+            clauses.append({"allOf": [branches[i] for i in chosen] + [atom]})
+    return {"allOf": [rest, {"anyOf": clauses}]}
+
+
+def _evaluated_members(conv, node, path: str):
+    """(names, patterns, everything) that an unconditional `node` evaluates, itself and in
+    place; None where a conditional applicator or an unfollowed reference decides."""
+    if node is True or node is False:
+        return [], [], False
+    if not isinstance(node, dict):
+        return None
+    found = _static_members(conv, node, path)
+    if found is None:
+        return None
+    names, patterns, everything = found
+    own_names = list(node["properties"]) if isinstance(node.get("properties"), dict) else []
+    own_patterns = list(node["patternProperties"]) if isinstance(node.get("patternProperties"), dict) else []
+    return (own_names + names, own_patterns + patterns,
+            everything or "additionalProperties" in node or "unevaluatedProperties" in node)

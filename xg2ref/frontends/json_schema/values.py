@@ -103,12 +103,16 @@ def _string_ok(value: str, schema: dict) -> bool:
     return True
 
 
-def _outside(key: str, witness: dict) -> bool:
-    """Whether `key` is none of the witness's names and no pattern of it finds a match."""
-    if key in witness["names"]:
+def witness_key(key: str, witness: dict) -> bool:
+    """Whether `key` may be the key of the witness's member (keywords.WITNESS): none of its
+    names, no match of its patterns, a match of each of its `inside` patterns."""
+    if key in witness.get("names", ()):
         return False
     try:
-        return not any(all(matches(a, key) for a in _automata("pattern", p)) for p in witness["patterns"])
+        def found(p):
+            return all(matches(a, key) for a in _automata("pattern", p))
+        return (not any(found(p) for p in witness.get("patterns", ()))
+                and all(found(p) for p in witness.get("inside", ())))
     except (RegexError, TooLarge):
         return True  # (reported where the schema is compiled)
 
@@ -162,8 +166,8 @@ def value_meets(value: Any, schema: dict) -> bool:
         members = schema.get(MEMBERS)
         if isinstance(members, dict) and any(sub is False and name in value for name, sub in members.items()):
             return False  # a member a complement forbids
-        for witness in schema.get(WITNESS) or []:  # a member outside these names and patterns
-            if not any(_outside(key, witness) for key in value):
+        for witness in schema.get(WITNESS) or []:  # a member with such a key (its value is not checked)
+            if not any(witness_key(key, witness) for key in value):
                 return False
         return _count_ok(len(value), schema, "minProperties", "maxProperties")
     return True
