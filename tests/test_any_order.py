@@ -78,7 +78,7 @@ def test_masks_along_random_walks_equal_the_oracle(schema, any_whitespace, picks
 @st.composite
 def counted_object_schemas(draw):
     """An object schema of `object_schemas` with minProperties and maxProperties (counted by the
-    unordered rule's bounded repetition, objects.members_in_any_order)."""
+    unordered rule's bounded repetition, members.members_in_any_order)."""
     schema = draw(object_schemas())
     lo = draw(st.integers(0, 3))
     schema["minProperties"] = lo

@@ -25,7 +25,8 @@ CANDIDATES = [None, True, False, 0, 1, 2, 3, 6, 7, 12, -1, -3, -10, -11, 100, 1.
               [1, 6], [1, 2, 1], {"foo": 1, "bar": 2, "baz": 3}, 4.5, 0.75, -0.5, {"kind": "a", "n": 1, "s": 2},
               {"kind": "b", "n": 1}, {"foo": 1, "x": 2}, [1, "a", "b"], ["a", 1], {"kind": 1, "foo": 2, "bar": 3},
               [1, 1, "a"], [3, 6], [6, 7], [2, 3, 4], ["a", "b", 1], {"bar": 1, "foo": 2, "x": 3},
-              {"x": 1, "foo": 2}, {"foo": 1, "baz": 2, "bar": 3, "q": 4}]
+              {"x": 1, "foo": 2}, {"foo": 1, "baz": 2, "bar": 3, "q": 4}, {"c": "x", "ba": 1}, {"ba": 1, "x": 1.5},
+              {"b": 1}, {"bar": "x", "z": None}]
 
 SCHEMAS = [
     {"not": {"type": "integer"}},
@@ -124,6 +125,11 @@ SCHEMAS = [
     {"not": {"anyOf": [{"properties": {"foo": {"type": "integer"}}, "required": ["foo"]},
                        {"properties": {"bar": True}}], "unevaluatedProperties": False}},
     {"not": {"properties": {"kind": True}, "unevaluatedProperties": {"type": "integer"}}},
+    # several witnesses in one clause (objects._with_witness: partitions of them into members)
+    {"not": {"anyOf": [{"additionalProperties": {"type": "integer"}}, {"patternProperties": {"^b": {"type": "string"}}}]}},
+    {"oneOf": [{"properties": {"foo": {"type": "integer"}}, "additionalProperties": False},
+               {"properties": {"bar": True}, "additionalProperties": False},
+               {"patternProperties": {"^b": {"type": "string"}}, "additionalProperties": False}]},
     # a $dynamicRef whose anchor the root's resource declares (references.resolve_dynamic)
     {"$id": "https://example.com/derived", "$ref": "./base",
      "$defs": {"derived": {"$dynamicAnchor": "addons", "properties": {"bar": {"type": "integer"}}},
@@ -226,7 +232,7 @@ def test_references_resolve_against_the_base_of_their_schema():
 @pytest.mark.parametrize("any_order", [False, True])
 def test_member_counts_beside_declared_members(any_order):
     """Counted in the rules in schema order, and with any_order by the unordered rule's bounded
-    repetition (objects.members_in_any_order): exact either way, nothing approximated."""
+    repetition (members.members_in_any_order): exact either way, nothing approximated."""
     schema = {"properties": {"foo": {}, "bar": {}}, "required": ["foo"], "minProperties": 2, "maxProperties": 2}
     conv = SchemaConverter(schema, strict_mode=False, any_order=any_order)
     conv.convert()

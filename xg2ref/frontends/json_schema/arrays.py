@@ -29,7 +29,7 @@ from ...grammar.ir import EPSILON, ByteString, Expr, RuleRef
 from .keywords import MORE_CONTAINS, count
 from .lexical import NOTHING, choice, seq
 from .negation import Inexact
-from .objects import members_in_any_order
+from .members import members_in_any_order
 
 MAX_COUNTED_STATES = 2000
 MAX_CONTAINS = 3  # `contains` counted at once in one array (each item is one of 2^k kinds)
@@ -122,7 +122,7 @@ def counted_items(conv, schema: dict, prefix: list, items, lo: int, hi: Optional
 #     a tuple (prefixItems, no further items)   |-  every tuple of distinct values, listed (at most
 #                                                   MAX_UNIQUE_ARRAYS arrays)
 #     no prefix, items over a domain D          |-  the values of D in any order, each at most once:
-#                                                   an unordered rule (objects.members_in_any_order)
+#                                                   an unordered rule (members.members_in_any_order)
 #                                                   with D's values as its members
 #
 # Over an unbounded domain (strings, numbers, objects) the keyword is recorded as an

@@ -48,7 +48,7 @@ from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repea
 from .lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
 from .keywords import ANNOTATIONS, FRACTIONAL, NOT_MULTIPLE_OF, TYPES, bounds, constrains, count, decimal_parts, number
 from .negation import fractional_numbers, non_multiples, product_rule
-from .objects import members_in_any_order
+from .members import members_in_any_order
 from .references import References
 from .arrays import bracketed, counted_items, unique_items
 from .merge import APPLICATORS, Clauses, deref, fold_unevaluated, merge, merge_below

@@ -2,17 +2,8 @@
 
 The members of an object, written `m_0 .. m_{n-1}` in the order of `properties` (then the
 `required` names that `properties` does not list, with any value), then the additional members
-(`patternProperties` and `additionalProperties`) after them:
-
-    R(i, first)  the members from i on, `first` when nothing is written yet
-    R(i, f)      = sep? m_i R(i+1, no)              m_i required
-                 | sep? m_i R(i+1, no) | R(i+1, f)    m_i optional
-    R(n, f)      = the additional members (none, or one or more with separators)
-
-`sep?` is the item separator unless `first`. Each R(i, f) is a rule, so the size stays linear.
-With `any_order` the state is the set of members written so far, and the additional members
-may come between any two (`members_in_any_order`: one rule whose items remember the members
-seen).
+(`patternProperties` and `additionalProperties`) after them, or in any order (`any_order`): the
+rules of those shapes are in `members.py`; this module says what each member is.
 
 An additional member's key is any string but the declared names (a trie of the names: at a
 node the next character either follows a name, or leaves every name behind), unless
@@ -24,11 +15,14 @@ the patterns' search languages, by subset construction (`regular.complement_of`)
 
 from __future__ import annotations
 
+import itertools
+
 from ...exceptions import InvalidJSONError
-from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat, RuleRef
+from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, Repeat
 from .lexical import (NOTHING, any_string_char, choice, encoded_char, json_encode_regex, json_string_literal,
                            seq)
 from .keywords import ANNOTATIONS, MEMBERS, MORE_FORMATS, MORE_PATTERNS, PRESENT, WITNESS, count
+from .members import _counted_member_rules, _member_rules, members_in_any_order
 from .merge import merge_below
 from .strings import pattern_languages, string_checks, string_regexes
 from ...grammar.charsets import complement
@@ -88,36 +82,65 @@ def _key_excluding(conv, names: list[str]) -> Expr:
 #
 # The second reads the extras as E* W E* (W: an extra member whose key is also in K and whose
 # value is also in V): in schema order after the declared members, or with `any_order` as one
-# more required member.
+# more required member. Several witnesses W_1..W_k in one clause (at most MAX_WITNESSES, those no
+# other implies): each is met by a declared member (the rest asked again of that object) or all
+# the rest by extras, where one extra may meet several: for each partition of them into groups,
+# a member per group whose key and value meet the whole group, E* G_1 E* G_2 E* in each order of
+# the groups (with `any_order`: one more required member per group).
+MAX_WITNESSES = 3
+
+
 def _with_witness(conv, schema: dict, level: int, path: str, loose: bool) -> Expr:
     from .values import witness_key
     witnesses = _strongest(schema[WITNESS])
     base = {k: v for k, v in schema.items() if k != WITNESS}
-    if len(witnesses) > 1:  # (two complements in one clause: one member is asked for)
+    if len(witnesses) > MAX_WITNESSES:
         conv.approximations.append((f"{path}.additionalProperties", "not additionalProperties",
-                                    "two complements of additionalProperties or patternProperties in one clause: only "
-                                    "one is enforced"))
-    witness = witnesses[0]
-    try:
-        avoid = [pattern_search(p) for p in witness.get("patterns", ())]
-        inside = [pattern_search(p) for p in witness.get("inside", ())]
-    except (RegexError, TooLarge) as err:
-        raise InvalidJSONError(f"{path}.patternProperties: {err}") from None
-    value = witness.get("value", True)
+                                    f"more than {MAX_WITNESSES} complements of additionalProperties or "
+                                    f"patternProperties in one clause: {MAX_WITNESSES} are enforced"))
+        witnesses = witnesses[:MAX_WITNESSES]
     members = base.get(MEMBERS) if isinstance(base.get(MEMBERS), dict) else {}
 
-    def present(name: str) -> dict:
-        out = {**base, PRESENT: list(base.get(PRESENT) or []) + [name]}
-        if value is not True:
-            out[MEMBERS] = {**members, name: merge_below(members.get(name, True), value)}
+    def present(name: str, witness: dict, rest: list) -> dict:
+        out = {**base, PRESENT: list(base.get(PRESENT) or []) + [name], **({WITNESS: rest} if rest else {})}
+        if witness.get("value", True) is not True:
+            out[MEMBERS] = {**members, name: merge_below(members.get(name, True), witness["value"])}
             conv.clauses.keep.append(out[MEMBERS][name])  # (a synthesized schema: its id keys the memos)
         return out
     names = list(base.get("properties") or {}) + list(base.get("required") or []) + list(base.get(PRESENT) or [])
-    alternatives = [object_expr(conv, present(d), level, path, loose)
-                    for d in dict.fromkeys(names) if isinstance(d, str) and witness_key(d, witness)]
-    avoid += [ByteString(n.encode("utf-8", "surrogatepass")) for n in witness.get("names", ())]
-    alternatives.append(object_expr(conv, base, level, path, loose, witness=(avoid, inside, value)))
+    alternatives = [object_expr(conv, present(d, w, witnesses[:i] + witnesses[i + 1:]), level, path, loose)
+                    for i, w in enumerate(witnesses)
+                    for d in dict.fromkeys(names) if isinstance(d, str) and witness_key(d, w)]
+    try:
+        parts = [([pattern_search(p) for p in w.get("patterns", ())]
+                  + [ByteString(n.encode("utf-8", "surrogatepass")) for n in w.get("names", ())],
+                  [pattern_search(p) for p in w.get("inside", ())], w.get("value", True)) for w in witnesses]
+    except (RegexError, TooLarge) as err:
+        raise InvalidJSONError(f"{path}.patternProperties: {err}") from None
+    for groups in _partitions(list(range(len(parts)))):
+        alternatives.append(object_expr(conv, base, level, path, loose, witness=[_together(parts, g) for g in groups]))
     return choice(*alternatives)
+
+
+def _partitions(items: list) -> list:
+    """The partitions of `items` into groups, in each order of the groups."""
+    def unordered(items: list) -> list:
+        if not items:
+            return [[]]
+        out = []
+        for rest in unordered(items[1:]):  # the first item joins a group, or is one alone
+            out += [rest[:i] + [[items[0]] + rest[i]] + rest[i + 1:] for i in range(len(rest))] + [rest + [[items[0]]]]
+        return out
+    return [list(p) for groups in unordered(items) for p in itertools.permutations(groups)]
+
+
+def _together(parts: list, group: list) -> tuple:
+    """One witness for a member that meets every witness of `group`: (keys avoided, keys it is
+    in, its value)."""
+    value = True
+    for i in group:
+        value = merge_below(value, parts[i][2]) if value is not True else parts[i][2]
+    return [x for i in group for x in parts[i][0]], [x for i in group for x in parts[i][1]], value
 
 
 def _strongest(witnesses: list) -> list:
@@ -149,8 +172,9 @@ def pattern_search(pattern: str):
 
 
 def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, witness=None) -> Expr:
-    """An object valid under `schema` (with `witness`, (languages a key avoids, languages it is
-    in, a value schema): one of its extra members has such a key and value, above)."""
+    """An object valid under `schema` (with `witness`, a list of (languages a key avoids,
+    languages it is in, a value schema): for each, one of its extra members has such a key and
+    value, in that order, above)."""
     if schema.get(WITNESS):
         return _with_witness(conv, schema, level, path, loose)
     lv = conv.level(level)
@@ -195,7 +219,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, 
     for n, s, _ in declared:
         value = conv.visit(s, level + 1, f"{path}.properties.{n}")
         members.append(seq(ByteString(json_string_literal(n)), key_sep, value))
-    extras, witnesses = [], []  # (witnesses: extra members whose key avoids `witness`)
+    extras, witnesses = [], [[] for _ in witness or ()]  # (per witness: the extra members that meet it)
     names = _names_languages(conv, schema, path) if patterns else None
     if patterns and names is None and schema.get("propertyNames") not in (None, True):
         conv.approximations.append((f"{path}.propertyNames", "propertyNames",
@@ -217,23 +241,23 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, 
         value = conv.visit(sub, level + 1, f"{path}.patternProperties.{pattern}")
         if value != NOTHING:
             extras.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep, value))
-            if witness is not None:  # the same member, its key and value also the witness's
-                avoided = witness[0] + others
+            for w, found in zip(witness or (), witnesses):  # the same member, its key and value also w's
+                avoided = w[0] + others
                 inputs = ([searches[i] for i in inside] + ([complement_automaton(avoided)] if avoided else [])
-                          + witness[1] + (names or []))
-                witnesses.append(seq(ByteString(b'"'), _key_of(conv, inputs, path), ByteString(b'"'), key_sep,
-                                     _witness_value(conv, sub, witness, level, f"{path}.patternProperties.{pattern}")))
+                          + w[1] + (names or []))
+                found.append(seq(ByteString(b'"'), _key_of(conv, inputs, path), ByteString(b'"'), key_sep,
+                                 _witness_value(conv, sub, w, level, f"{path}.patternProperties.{pattern}")))
     if additional is not False:
         value = conv.visit(additional, level + 1, f"{path}.additionalProperties")
         if value != NOTHING:
             extras.append(seq(ByteString(b'"'), _additional_key(conv, schema, declared, path, searches),
                               ByteString(b'"'), key_sep, value))
-            if witness is not None:
-                taken = searches + [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared] + witness[0]
-                key = _key_of(conv, ([complement_automaton(taken)] if taken else []) + witness[1]
+            for w, found in zip(witness or (), witnesses):
+                taken = searches + [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared] + w[0]
+                key = _key_of(conv, ([complement_automaton(taken)] if taken else []) + w[1]
                               + _names_or_any(conv, schema, path), path)
-                witnesses.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep,
-                                     _witness_value(conv, additional, witness, level, f"{path}.additionalProperties")))
+                found.append(seq(ByteString(b'"'), key, ByteString(b'"'), key_sep,
+                                 _witness_value(conv, additional, w, level, f"{path}.additionalProperties")))
     extra = choice(*extras)
     serial = next(conv.serial)
     open_, close = layout.open(lv), layout.close(lv)
@@ -251,17 +275,16 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, 
                                     "not enforced beside minProperties / maxProperties"))
         witness = None
     if witness is not None:  # E* W E* (above): the witness is one more required member, or in the tail
-        found, plain = choice(*witnesses), tail
-        if found == NOTHING:
+        found, plain = [choice(*ws) for ws in witnesses], tail
+        if NOTHING in found:
             return NOTHING
         if conv.any_order and (declared or counts is not None):  # (counted with the others)
-            members, declared = members + [found], declared + [("", None, True)]
+            members, declared = members + found, declared + [("", None, True)] * len(found)
         else:
-            def tail(first: bool) -> Expr:  # noqa: F811  (the extras with one witness among them)
+            def tail(first: bool) -> Expr:  # noqa: F811  (the extras with the witnesses among them, in order)
                 more = Repeat(seq(sep, extra), 0, None)
-                if first:
-                    return seq(choice(EPSILON, seq(plain(True), sep)), found, more)
-                return seq(more, sep, found, more)
+                lead = [choice(EPSILON, seq(plain(True), sep))] if first else [more, sep]
+                return seq(*lead, *[x for i, f in enumerate(found) for x in ([sep] if i else []) + [f, more]])
             if not declared:
                 return seq(ByteString(b"{"), open_, tail(True), close, ByteString(b"}"))
     unordered = conv.any_order and declared and (len(declared) > 1 or extra != NOTHING)
@@ -474,140 +497,3 @@ def _member_counts(conv, schema: dict, declared: list, path: str):
                                     "not enforced: too many counted states"))
         return None
     return lo, hi
-
-
-def _counted_member_rules(conv, serial: int, members: list, required: list, sep: Expr, extra: Expr, lo: int,
-                          hi) -> tuple:
-    """(whether `{}` is valid, the rest) of the object whose member count lies in lo..hi: the
-    rules R(i, c) of `_member_rules` with c, the members written so far (capped at lo when
-    there is no hi), in place of `first`; after the declared members the additional ones take
-    the count that is left: extra (sep extra){need - 1, room - 1}."""
-    n = len(members)
-    names: dict = {}
-
-    def rule(i: int, c: int) -> Expr:
-        if hi is not None and c > hi:
-            return NOTHING
-        c = min(c, lo) if hi is None else c
-        if (i, c) in names:
-            return RuleRef(names[(i, c)])
-        if i == n:
-            return end(c)
-        name = names[(i, c)] = conv.new_rule(f"obj{serial}_n{i}_{c}")
-        with_m = seq(EPSILON if c == 0 else sep, members[i], rule(i + 1, c + 1))
-        conv.set_rule(name, with_m if required[i] else choice(with_m, rule(i + 1, c)))
-        return RuleRef(name)
-
-    def end(c: int) -> Expr:
-        need = max(lo - c, 0)
-        room = None if hi is None else hi - c
-        done = EPSILON if need == 0 and c > 0 else NOTHING
-        if extra == NOTHING or room == 0:
-            return done
-        if c == 0:
-            return seq(extra, Repeat(seq(sep, extra), max(need - 1, 0), None if room is None else room - 1))
-        return Repeat(seq(sep, extra), need, room)
-
-    if hi is not None and hi < lo:
-        return False, NOTHING
-    return lo == 0 and not any(required), rule(0, 0)
-
-
-def _member_rules(conv, serial: int, members: list, required: list, sep: Expr, tail) -> Expr:
-    """R(0, first=True) of the rules R(i, first) ::= [sep] member_i R(i+1, false)
-    | R(i+1, first) (the second alternative only when member i is optional), R(n, first) ::=
-    tail(first). The names are given in the order a depth-first build from R(0) meets them,
-    but without recursion: an object with thousands of properties is a long chain."""
-    n = len(members)
-    order, stack = [], [(0, True)]
-    while stack:
-        i, first = stack.pop()
-        key = ("members", serial, i, first)
-        if key in conv.memo:
-            continue
-        conv.memo[key] = conv.new_rule(f"obj{serial}_m{i}{'f' if first else ''}")
-        order.append((i, first))
-        if i < n:
-            stack.extend([(i + 1, first)] if not required[i] else [])
-            stack.append((i + 1, False))
-    for i, first in order:
-        if i == n:
-            body = tail(first)
-        else:
-            with_m = seq(EPSILON if first else sep, members[i], RuleRef(conv.memo[("members", serial, i + 1, False)]))
-            body = with_m if required[i] else choice(with_m, RuleRef(conv.memo[("members", serial, i + 1, first)]))
-        conv.set_rule(conv.memo[("members", serial, i, first)], body)
-    return RuleRef(conv.memo[("members", serial, 0, True)])
-
-
-def members_in_any_order(conv, serial: int, members: list, required: list, sep: Expr, tail, extra=None,
-                         counts=None) -> Expr:
-    """The declared members in any order, each at most once, the required ones all: one rule
-    with the option `unordered` whose items remember the members they have seen
-    (kernels/earley.py), so its size is linear in the members. Member j is a rule with the
-    options `member=j` (and `required`); the separator goes inside the member rule, so a member
-    that may not come again is refused before its separator:
-
-        O[unordered]  ::= (P_0 | ... | P_n-1 | extra) (Q_0 | ... | Q_n-1 | sep extra)*
-        P_j[member=j] ::= m_j            Q_j[member=j] ::= sep m_j
-
-    With `extra` (the additional and pattern members, JSON), they may come anywhere, any number
-    of times, as in xgrammar 0.2.8. With `counts` (lo, hi), the members written, declared or
-    not, number lo..hi (at least one). The r required members are all there when O ends, so the
-    count is that of the others, k in max(lo - r, 0)..hi - r, and the machine counts only them:
-
-        O  ::= (P_req) Q_req* (O' Q_req*){m, k}  |  (P_opt | extra) Q_req* (O' Q_req*){m-1, k-1}
-        O' ::= Q_opt | sep extra                  (m = max(lo - r, 0); the second needs k >= 1)
-
-    A required member never moves the count, so no item spends the count before the required
-    ones are in (fsm/unordered.py proves the machine never blocks). The repetitions stay
-    unrolled in O's machine (grammar/repetition.py leaves an unordered rule's as they are), so
-    that O's items see every member; `sep extra` is a rule of its own, so a copy costs a
-    reference. Without it (the XML styles, `sep` empty: each member reads
-    its own leading whitespace), `tail(first)` follows the declared members, as in
-    `_member_rules`: O ::= P_0 | ... (P_0 | ...)* then tail(false), or tail(true) alone when no
-    member is required.
-    """
-    if any(m == NOTHING and r for m, r in zip(members, required)):
-        return NOTHING  # a required member no value meets
-    kept = [(j, m, r) for j, (m, r) in enumerate(zip(members, required)) if m != NOTHING]
-
-    def member(j: int, body: Expr, req: bool, hint: str) -> Expr:
-        name = conv.new_rule(hint)
-        conv.set_rule(name, body)
-        conv.options[name] = (("member", j),) + ((("required", True),) if req else ())
-        return RuleRef(name)
-
-    def unordered(body: Expr) -> Expr:
-        name = conv.new_rule(f"obj{serial}_any_order")
-        conv.set_rule(name, body)
-        conv.options[name] = (("unordered", True),)
-        return RuleRef(name)
-
-    firsts = [member(j, m, r, f"obj{serial}_p{j}") for j, m, r in kept]
-    if extra is None:
-        body = unordered(seq(choice(*firsts), Repeat(choice(*firsts), 0, None)))
-        return choice(seq(body, tail(False)), *([tail(True)] if not any(required) else []))
-    more = [member(j, seq(sep, m), r, f"obj{serial}_q{j}") for j, m, r in kept]
-    extras = ([extra], [seq(sep, extra)]) if extra != NOTHING else ([], [])
-    if counts is None:
-        return unordered(seq(choice(*firsts, *extras[0]), Repeat(choice(*more, *extras[1]), 0, None)))
-    lo, hi = counts
-    if (hi is not None and hi < max(lo, 1)) or (not extras[1] and lo > len(kept)):
-        return NOTHING  # (no count in range, or more members than there are)
-    if extras[1]:
-        name = conv.new_rule(f"obj{serial}_extra")
-        conv.set_rule(name, extras[1][0])
-        extras = (extras[0], [RuleRef(name)])
-    needed = [i for i, (_, _, r) in enumerate(kept) if r]
-    others = [i for i, (_, _, r) in enumerate(kept) if not r]
-    m, k = max(lo - len(needed), 0), None if hi is None else hi - len(needed)
-    if k is not None and k < m:
-        return NOTHING
-    loop = Repeat(choice(*[more[i] for i in needed]), 0, None) if needed else EPSILON
-    step = seq(choice(*[more[i] for i in others], *extras[1]), loop)
-    starts = [seq(choice(*[firsts[i] for i in needed]), loop, Repeat(step, m, k))] if needed else []
-    if k is None or k >= 1:
-        starts.append(seq(choice(*[firsts[i] for i in others], *extras[0]), loop,
-                          Repeat(step, max(m - 1, 0), None if k is None else k - 1)))
-    return unordered(choice(*starts))

@@ -59,7 +59,7 @@ from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repea
 from ..json_schema.lexical import NOTHING, choice, seq
 from .excludes import FilteringConverter, avoiding, literal_holds
 from ..json_schema.keywords import ANNOTATIONS, TYPES, constrains, count
-from ..json_schema.objects import members_in_any_order
+from ..json_schema.members import members_in_any_order
 from ..json_schema.strings import format_regex, string_regexes
 from .xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
 from ...grammar.regular import TooLarge, bounded_length
