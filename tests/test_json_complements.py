@@ -26,7 +26,7 @@ CANDIDATES = [None, True, False, 0, 1, 2, 3, 6, 7, 12, -1, -3, -10, -11, 100, 1.
               {"kind": "b", "n": 1}, {"foo": 1, "x": 2}, [1, "a", "b"], ["a", 1], {"kind": 1, "foo": 2, "bar": 3},
               [1, 1, "a"], [3, 6], [6, 7], [2, 3, 4], ["a", "b", 1], {"bar": 1, "foo": 2, "x": 3},
               {"x": 1, "foo": 2}, {"foo": 1, "baz": 2, "bar": 3, "q": 4}, {"c": "x", "ba": 1}, {"ba": 1, "x": 1.5},
-              {"b": 1}, {"bar": "x", "z": None}]
+              {"b": 1}, {"bar": "x", "z": None}, {"baz": 1, "quux": 2}, {"quux": 1}, {"\n": 1}]
 
 SCHEMAS = [
     {"not": {"type": "integer"}},
@@ -130,6 +130,14 @@ SCHEMAS = [
     {"oneOf": [{"properties": {"foo": {"type": "integer"}}, "additionalProperties": False},
                {"properties": {"bar": True}, "additionalProperties": False},
                {"patternProperties": {"^b": {"type": "string"}}, "additionalProperties": False}]},
+    # propertyNames: its complement (a witness key outside it), and its lengths on pattern keys
+    {"not": {"propertyNames": {"pattern": "^b"}}},
+    {"not": {"propertyNames": {"enum": ["foo", "bar"]}}},
+    {"not": {"propertyNames": {"const": "foo", "maxLength": 3}}},
+    {"not": {"propertyNames": {"minLength": 4}}},
+    {"not": {"propertyNames": False}},
+    {"patternProperties": {"^b": {"type": "integer"}}, "propertyNames": {"maxLength": 3}},
+    {"propertyNames": {"enum": ["foo", "bar", "baz"], "maxLength": 3, "pattern": "^b"}, "patternProperties": {"z$": True}},
     # a $dynamicRef whose anchor the root's resource declares (references.resolve_dynamic)
     {"$id": "https://example.com/derived", "$ref": "./base",
      "$defs": {"derived": {"$dynamicAnchor": "addons", "properties": {"bar": {"type": "integer"}}},

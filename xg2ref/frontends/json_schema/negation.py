@@ -302,6 +302,37 @@ class Negations:
         return [{"type": "object", WITNESS: [{"inside": [p], "value": self.lazy(sub)}]}
                 for p, sub in patterns.items() if sub is not True and sub != {}]
 
+    def not_propertyNames(self, names, schema, path) -> list:
+        """`propertyNames: P` breaks where a key is outside P's language: a witness whose key
+        is outside it (WITNESS, objects.py), one per keyword of P (a pattern: no match; an enum
+        or const: none of the names; lengths: a match, or none, of that many characters)."""
+        if names is True or names == {}:
+            return []
+        if names is False or (isinstance(names, dict) and "type" in names
+                               and "string" not in _types_of_raw(names["type"])):
+            return [{"type": "object", "minProperties": 1}]  # (no key is in P)
+        if not isinstance(names, dict):
+            raise Inexact(f"{path}: must be a schema")
+        out = []
+        for key, value in names.items():
+            if key in ANNOTATIONS or key == "type" or key.startswith("x-") or _says_nothing(key, value):
+                continue
+            if key == "pattern" and isinstance(value, str):
+                _complement_or_inexact("not_pattern", value, path)
+                witness = {"patterns": [value]}
+            elif key in ("enum", "const"):
+                listed = value if key == "enum" else [value]
+                if not isinstance(listed, list):
+                    raise Inexact(f"{path}.enum: must be a list")
+                witness = {"names": [v for v in listed if isinstance(v, str)]}
+            elif key in ("minLength", "maxLength") and isinstance(value, int) and not isinstance(value, bool):
+                run = rf"^[\s\S]{{{value if key == 'minLength' else value + 1}}}"
+                witness = {"patterns": [run]} if key == "minLength" else {"inside": [run]}
+            else:
+                raise Inexact(f"{path}.{key}: the complement of propertyNames with {key} is not written (specs/05)")
+            out.append({"type": "object", WITNESS: [witness]})
+        return out
+
     def not_minProperties(self, n, schema, path) -> list:
         return [{"type": "object", "maxProperties": n - 1}] if isinstance(n, int) and n > 0 else []
 

@@ -139,7 +139,7 @@ def _together(parts: list, group: list) -> tuple:
     in, its value)."""
     value = True
     for i in group:
-        value = merge_below(value, parts[i][2]) if value is not True else parts[i][2]
+        value = merge_below(value, parts[i][2])
     return [x for i in group for x in parts[i][0]], [x for i in group for x in parts[i][1]], value
 
 
@@ -406,8 +406,8 @@ def _overlapping(patterns: list, searches: list) -> bool:
 
 def _names_languages(conv, schema: dict, path: str):
     """The languages (regex IR) every key must be in under `propertyNames`, for intersecting
-    with a pattern member's key: an `enum`/`const` of names, or a `pattern`/`format`. None when
-    it says nothing, or says what is not intersected here (length bounds, lookbehind...): the
+    with a pattern member's key: an `enum`/`const` of names, or a `pattern`/`format` and length
+    bounds. None when it says nothing, or says what is not intersected here (lookbehind...): the
     pattern members' keys then do not meet it (specs/05)."""
     names = schema.get("propertyNames")
     if names is None or names is True:
@@ -421,11 +421,20 @@ def _names_languages(conv, schema: dict, path: str):
         values = names["enum"] if "enum" in names else [names["const"]]
         if not isinstance(values, list):
             raise InvalidJSONError(f"{path}.propertyNames.enum: must be a list")
-        strings = [ByteString(v.encode("utf-8", "surrogatepass")) for v in values if isinstance(v, str)]
+        from .values import value_meets
+        strings = [ByteString(v.encode("utf-8", "surrogatepass")) for v in values
+                   if isinstance(v, str) and value_meets(v, names)]
         return [Choice(tuple(strings)) if len(strings) > 1 else strings[0] if strings else CharClass(())]
-    string_only = not set(names) - ANNOTATIONS - {"type", "pattern", "format", MORE_PATTERNS, MORE_FORMATS}
+    string_only = not set(names) - ANNOTATIONS - {"type", "pattern", "format", MORE_PATTERNS, MORE_FORMATS,
+                                                  "minLength", "maxLength"}
     if string_only and names.get("type", "string") == "string":
-        return string_regexes(string_checks(names), f"{path}.propertyNames") or None
+        languages = string_regexes(string_checks(names), f"{path}.propertyNames")
+        if languages is None:
+            return None
+        lo, hi = count(names, "minLength", path, 0), count(names, "maxLength", path, None)
+        if lo or hi is not None:  # (any code point, lo..hi times)
+            languages = languages + [Repeat(CharClass(((0, 0x10FFFF),)), lo, hi)]
+        return languages or None
     return None
 
 
@@ -441,14 +450,16 @@ def _key_of(conv, languages: list, path: str) -> Expr:
 
 
 def _names_or_any(conv, schema: dict, path: str) -> list:
-    """`propertyNames` as languages a witness key must be in ([] for none; a propertyNames this
-    front end does not intersect is an error here)."""
+    """`propertyNames` as languages a witness key must be in ([] for none; one this front end
+    does not intersect is recorded as an approximation, and left out)."""
     if schema.get("propertyNames") in (None, True):
         return []
     names = _names_languages(conv, schema, path)
     if names is None:
-        raise InvalidJSONError(f"{path}.propertyNames: beside a complement of additionalProperties, only a "
-                               "pattern, format or enum is supported")
+        conv.approximations.append((f"{path}.propertyNames", "propertyNames",
+                                    "not enforced on a complement's witness key (only a pattern, format, enum or "
+                                    "lengths are)"))
+        return []
     return names
 
 
@@ -457,11 +468,18 @@ def _additional_key(conv, schema: dict, declared: list, path: str, patterns: lis
     contains no match of a `patternProperties` regex (`patterns`, as search IR)."""
     names_schema = schema.get("propertyNames")
     if patterns:
-        if names_schema is not None and names_schema is not True:
-            return NOTHING  # narrower than the standard (specs/05-front-ends.md)
         taken = patterns + [ByteString(n.encode("utf-8", "surrogatepass")) for n, _, _ in declared]
+        names = [] if names_schema is None or names_schema is True else _names_languages(conv, schema, path)
+        if names is None:
+            conv.approximations.append((f"{path}.propertyNames", "propertyNames",
+                                        "not enforced on additional keys beside patternProperties (only a pattern, "
+                                        "format, enum or lengths are)"))
+            names = []
         try:
-            return complement_of(taken, encoded_char, conv.new_rule, conv.set_rule)
+            if not names:
+                return complement_of(taken, encoded_char, conv.new_rule, conv.set_rule)
+            return bounded_length([complement_automaton(taken)] + names, 0, None, encoded_char, conv.new_rule,
+                                  conv.set_rule)
         except TooLarge:
             return NOTHING  # narrower than the standard (specs/05-front-ends.md)
     if names_schema is None or names_schema is True:
