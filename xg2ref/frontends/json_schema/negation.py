@@ -279,7 +279,16 @@ class Negations:
         if not isinstance(props, dict):
             raise Inexact(f"{path}: must be an object")
         return [{"type": "object", PRESENT: [name], MEMBERS: {name: self.lazy(sub)}}
-                for name, sub in props.items() if sub is not True and sub != {}]
+                for name, sub in props.items() if not self.anything(sub, path)]
+
+    def anything(self, sub, path: str) -> bool:
+        """Whether `sub` (its `$ref`s followed) takes every value: its complement is empty."""
+        try:
+            sub = self.conv.deref(sub, path)
+        except InvalidJSONError:
+            return False  # (reported where the schema is compiled)
+        return sub is True or (isinstance(sub, dict) and all(k in ANNOTATIONS or _says_nothing(k, v)
+                                                             for k, v in sub.items()))
 
     def not_additionalProperties(self, extra, schema, path) -> list:
         """`additionalProperties: S` breaks where a member neither declared nor matched by a
@@ -289,6 +298,8 @@ class Negations:
         props, patterns = schema.get("properties") or {}, schema.get("patternProperties") or {}
         if not isinstance(props, dict) or not isinstance(patterns, dict):
             raise Inexact(f"{path}: properties and patternProperties must be objects")
+        if extra is not False and self.anything(extra, path):
+            return []
         witness = {"names": list(props), "patterns": list(patterns)}
         if extra is not False:
             witness["value"] = self.lazy(extra)
@@ -300,7 +311,7 @@ class Negations:
         if not isinstance(patterns, dict):
             raise Inexact(f"{path}: must be an object")
         return [{"type": "object", WITNESS: [{"inside": [p], "value": self.lazy(sub)}]}
-                for p, sub in patterns.items() if sub is not True and sub != {}]
+                for p, sub in patterns.items() if not self.anything(sub, path)]
 
     def not_propertyNames(self, names, schema, path) -> list:
         """`propertyNames: P` breaks where a key is outside P's language: a witness whose key

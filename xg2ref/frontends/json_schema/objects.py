@@ -88,6 +88,17 @@ def _key_excluding(conv, names: list[str]) -> Expr:
 # a member per group whose key and value meet the whole group, E* G_1 E* G_2 E* in each order of
 # the groups (with `any_order`: one more required member per group).
 MAX_WITNESSES = 3
+MAX_WITNESS_OBJECTS = 32  # copies of the object that several witnesses may take (past that: one fewer)
+MAX_WITNESS_OBJECTS_PER_SCHEMA = 64  # copies all the witnesses of one conversion may take (past that: none)
+
+
+def _copies(witnesses: list, names: list, witness_key) -> int:
+    """How many objects `_with_witness` writes for `witnesses` beside the declared `names`."""
+    if not witnesses:
+        return 1
+    extras = len(_partitions(list(range(len(witnesses)))))
+    return extras + sum(_copies(witnesses[:i] + witnesses[i + 1:], names, witness_key)
+                        for i, w in enumerate(witnesses) for d in names if witness_key(d, w))
 
 
 def _with_witness(conv, schema: dict, level: int, path: str, loose: bool) -> Expr:
@@ -99,6 +110,20 @@ def _with_witness(conv, schema: dict, level: int, path: str, loose: bool) -> Exp
                                     f"more than {MAX_WITNESSES} complements of additionalProperties or "
                                     f"patternProperties in one clause: {MAX_WITNESSES} are enforced"))
         witnesses = witnesses[:MAX_WITNESSES]
+    names = list(base.get("properties") or {}) + list(base.get("required") or []) + list(base.get(PRESENT) or [])
+    names = [d for d in dict.fromkeys(names) if isinstance(d, str)]
+    while len(witnesses) > 1 and _copies(witnesses, names, witness_key) > MAX_WITNESS_OBJECTS:
+        conv.approximations.append((f"{path}.additionalProperties", "not additionalProperties",
+                                    f"{len(witnesses)} complements of additionalProperties or patternProperties in "
+                                    f"one clause would copy the object more than {MAX_WITNESS_OBJECTS} times: one "
+                                    f"fewer is enforced"))
+        witnesses = witnesses[:-1]
+    conv.witness_objects = getattr(conv, "witness_objects", 0) + _copies(witnesses, names, witness_key)
+    if conv.witness_objects > MAX_WITNESS_OBJECTS_PER_SCHEMA:  # (a superset: the object without them)
+        conv.approximations.append((f"{path}.additionalProperties", "not additionalProperties",
+                                    f"not enforced: complements of additionalProperties or patternProperties would "
+                                    f"write more than {MAX_WITNESS_OBJECTS_PER_SCHEMA} copies of objects"))
+        return object_expr(conv, base, level, path, loose)
     members = base.get(MEMBERS) if isinstance(base.get(MEMBERS), dict) else {}
 
     def present(name: str, witness: dict, rest: list) -> dict:
@@ -107,10 +132,8 @@ def _with_witness(conv, schema: dict, level: int, path: str, loose: bool) -> Exp
             out[MEMBERS] = {**members, name: merge_below(members.get(name, True), witness["value"])}
             conv.clauses.keep.append(out[MEMBERS][name])  # (a synthesized schema: its id keys the memos)
         return out
-    names = list(base.get("properties") or {}) + list(base.get("required") or []) + list(base.get(PRESENT) or [])
     alternatives = [object_expr(conv, present(d, w, witnesses[:i] + witnesses[i + 1:]), level, path, loose)
-                    for i, w in enumerate(witnesses)
-                    for d in dict.fromkeys(names) if isinstance(d, str) and witness_key(d, w)]
+                    for i, w in enumerate(witnesses) for d in names if witness_key(d, w)]
     try:
         parts = [([pattern_search(p) for p in w.get("patterns", ())]
                   + [ByteString(n.encode("utf-8", "surrogatepass")) for n in w.get("names", ())],
