@@ -511,3 +511,57 @@ def test_a_const_beside_an_enum_must_be_listed():
     assert not xgr.testing._is_grammar_accept_string(xgr.Grammar.from_json_schema(schema), "3")
     schema = {"allOf": [{"enum": [1, 3]}], "const": 3}
     assert xgr.testing._is_grammar_accept_string(xgr.Grammar.from_json_schema(schema), "3")
+
+
+
+def _byte_matcher(schema, **options):
+    """A matcher over a vocabulary of single bytes, for checking many strings against one
+    costly grammar (the oracle's recognizer reads a grammar of thousands of rules slowly)."""
+    info = xgr.TokenizerInfo([bytes([b]) for b in range(256)])
+    compiled = xgr.GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema, **options)
+
+    def accepts_text(text: str) -> bool:
+        matcher = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        return matcher.accept_string(text) and matcher.is_terminated()
+    return accepts_text
+
+
+@pytest.fixture(scope="module")
+def exact_time():
+    """`format: time` under exact_formats, compiled once (its leap seconds: about 3 s)."""
+    return _byte_matcher({"type": "string", "format": "time"}, exact_formats=True)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 23), st.integers(0, 59), st.sampled_from([58, 59, 60, 61]), st.sampled_from("+-Z"),
+       st.integers(0, 23), st.integers(0, 59), st.booleans())
+def test_exact_formats_take_a_leap_second_at_23_59_utc_only(exact_time, hh, mm, ss, sign, oh, om, fraction):
+    """RFC 3339 section 5.7: hh:mm:60 is valid exactly when the offset makes it 23:59:60 UTC
+    (local time minus offset, modulo a day); seconds up to 59 always; 61 never."""
+    offset = "Z" if sign == "Z" else f"{sign}{oh:02d}:{om:02d}"
+    text = f"{hh:02d}:{mm:02d}:{ss:02d}{'.25' if fraction else ''}{offset}"
+    shift = 0 if sign == "Z" else (1 if sign == "+" else -1) * (oh * 60 + om)
+    expected = ss < 60 or (ss == 60 and (hh * 60 + mm - shift) % 1440 == 1439)
+    assert exact_time(json.dumps(text)) == expected, text
+    if ss == 60:  # the default grammar leaves every leap second out (specs/05, narrower)
+        assert not accepts({"type": "string", "format": "time"}, json.dumps(text))
+
+
+def test_exact_formats_take_ip_literals():
+    email, uri = {"type": "string", "format": "email"}, {"type": "string", "format": "uri"}
+    for schema, text in ((email, "a@[IPv6:2001:db8::1]"), (uri, "http://[::1]:80/x"), (uri, "http://[v1.x]/")):
+        assert accepts(schema, json.dumps(text), exact_formats=True) and not accepts(schema, json.dumps(text)), text
+    assert not accepts(email, json.dumps("a@[IPv6:1::2::3]"), exact_formats=True)
+
+
+def test_exact_formats_count_a_host_name_and_its_complement():
+    host = {"type": "string", "format": "hostname"}
+    name = ".".join(["a" * 63] * 3 + ["b" * 61])  # 253 characters
+    exact = _byte_matcher(host, exact_formats=True)
+    assert exact(json.dumps(name)) and not exact(json.dumps(name + "b")) and not exact(json.dumps("a..b"))
+    assert accepts(host, json.dumps(name + "b"))  # the default grammar: any number of labels (specs/05)
+    # not (labels and at most 253) = not labels, or more than 253 characters: exact, no approximation
+    grammar = xgr.Grammar.from_json_schema({"type": "string", "not": host}, exact_formats=True)
+    assert grammar.approximations == ()
+    complement = _byte_matcher({"type": "string", "not": host}, exact_formats=True)
+    assert complement(json.dumps(name + "b")) and complement(json.dumps("a..b")) and not complement(json.dumps(name))

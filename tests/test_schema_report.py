@@ -212,3 +212,21 @@ def test_the_readme_coverage_table_is_the_suite_summary():
     assert marker in readme
     have = readme.split(marker, 1)[1].split("\n\n", 1)[0]
     assert have == coverage_table(read_groups(GROUPS))
+
+
+def test_a_format_row_says_what_its_grammar_leaves_out_or_lets_in(tmp_path, capsys):
+    """formats.LIMITS: a narrower format is `narrower (...)`, a wider one `approximated (...)`;
+    --exact-formats puts the costly parts in (specs/05, "Formats")."""
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps({"type": "object", "properties": {"t": {"type": "string", "format": "time"},
+                                                                 "d": {"type": "string", "format": "date"}}}))
+    status, out, _ = run(capsys, "schema-report", str(path), "--engines", "none")
+    assert status == 0 and "| $.properties.t.format | format | narrower (no leap second" in out
+    assert "| $.properties.d.format | format | exact |" in out
+    status, out, _ = run(capsys, "schema-report", str(path), "--engines", "none", "--exact-formats")
+    assert status == 0 and "| $.properties.t.format | format | exact |" in out
+    path.write_text(json.dumps({"type": "string", "format": "hostname"}))
+    status, out, _ = run(capsys, "schema-report", str(path), "--engines", "none")
+    assert status == 1 and "| $.format | format | approximated (wider: more than 253 characters" in out
+    status, out, _ = run(capsys, "schema-report", str(path), "--engines", "none", "--exact-formats")
+    assert status == 1 and "| $.format | format | approximated (wider: the Punycode of an xn-- label" in out

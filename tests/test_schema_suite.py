@@ -36,6 +36,27 @@ def test_every_valid_instance_of_a_compiled_schema_is_accepted(suite):
     assert ss.valid_refusals(cases, records) == []
 
 
+def test_exact_formats_accept_every_valid_instance_and_count_a_host_name():
+    """exact_formats: leap seconds, IPv6 literals in email and URI hosts, a host name's 253
+    characters; no valid instance refused without COSTLY_FORMAT_REFUSALS, no test lost."""
+    from xg2ref.config import json_schema_exact_formats
+
+    groups = {"format:time", "format:date-time", "format:email", "format:uri", "format:hostname"}
+    cases = [c for c in ss.load_suite() if c.group in groups]
+    with json_schema_exact_formats(True):
+        records = ss.run_suite(cases, ["xg2ref"], timeout=120)
+    assert all(r["compiled"] for r in records)
+    assert ss.valid_refusals(cases, records, exact_formats=True) == []
+    assert ss.ratchet_regressions(records, {k: v for k, v in ss.read_ratchet().items()
+                                            if k in {c.key for c in cases}}) == []
+    by_key = {c.key: c for c in cases}
+    longest = [(r, i) for r in records for i, t in enumerate(by_key[r["key"]].tests)
+               if "maximum overall length" in t[0]]
+    assert longest and all(r["right"][i] for r, i in longest)
+    assert ss.known_refusal("draft7/format:time/0", "valid leap second, Zulu", exact_formats=True) is None
+    assert ss.known_refusal("draft7/format:time/0", "valid leap second, Zulu", exact_formats=False)
+
+
 def test_the_ratchet_names_only_cases_that_exist():
     keys = {c.key for c in ss.load_suite()}
     assert set(ss.read_ratchet()) <= keys

@@ -38,7 +38,7 @@ from .builtin_structural_tag import (StructuralTag, get_builtin_structural_tag, 
                                      normalize_tool_choice, register_model_structural_tag)
 from .compiler import CompiledGrammar, GrammarCompiler
 from .config import (get_max_recursion_depth, get_serialization_version, max_recursion_depth,
-                     set_json_schema_approximate, set_max_recursion_depth)
+                     set_json_schema_approximate, set_json_schema_exact_formats, set_max_recursion_depth)
 from .exceptions import (DeserializeFormatError, DeserializeVersionError, EBNFError, GrammarLimitError,
                          InvalidJSONError, InvalidStructuralTagError, JSONSchemaNotExactError, MatcherError,
                          TokenizerError, XG2RefError)
@@ -85,6 +85,7 @@ __all__ = [
     "reset_token_bitmask",
     "schema_report",
     "set_json_schema_approximate",
+    "set_json_schema_exact_formats",
     "set_max_recursion_depth",
     "testing",
 ]

@@ -25,7 +25,7 @@ from typing import Optional, Union
 from .analysis import AnalysedGrammar, analyse
 from .mask.background import background_default, foreground
 from .mask.cross_grammar import CrossGrammarCache
-from .config import get_json_schema_approximate
+from .config import get_json_schema_approximate, get_json_schema_exact_formats
 from .exceptions import GrammarLimitError
 from .fsm.build import FSMArrays, GrammarFSMs
 from .grammar.grammar import Grammar, ir_signature
@@ -279,17 +279,20 @@ class GrammarCompiler:
     def compile_json_schema(self, schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
                             separators: Optional[tuple] = None, strict_mode: bool = True,
                             max_whitespace_cnt: Optional[int] = None, any_order: bool = False,
-                            approximate: Optional[bool] = None) -> CompiledGrammar:
+                            approximate: Optional[bool] = None,
+                            exact_formats: Optional[bool] = None) -> CompiledGrammar:
         """`Grammar.from_json_schema` with the same options, compiled."""
         approximate = get_json_schema_approximate(approximate)
+        exact_formats = get_json_schema_exact_formats(exact_formats)
 
         def make():
             return Grammar.from_json_schema(schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
                                             strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt,
-                                            any_order=any_order, approximate=approximate)
+                                            any_order=any_order, approximate=approximate,
+                                            exact_formats=exact_formats)
 
         key = self._input_key("schema", schema, any_whitespace, indent, tuple(separators or ()), strict_mode,
-                              max_whitespace_cnt, any_order, approximate)
+                              max_whitespace_cnt, any_order, approximate, exact_formats)
         return self._cached(key, make) if key is not None else self.compile_grammar(make())
 
     def compile_regex(self, regex: str) -> CompiledGrammar:

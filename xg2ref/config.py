@@ -24,6 +24,16 @@ process (scripts written for xgrammar, structural tags):
     XG2REF_JSON_SCHEMA_APPROXIMATE is 1 / true / yes        |-  True
     otherwise                                               |-  False (refuse)
 
+Formats whose exact grammar costs seconds to build (a leap second's 1,440 local times, an IPv6
+literal inside every email and URI host, a host name's 253-character whole) are left out of the
+default grammars, narrower or wider as specs/05 lists; `exact_formats=True` on the JSON Schema
+front ends, or for the whole process, builds them exactly (xg2ref/frontends/json_schema/formats.py):
+
+    exact_formats=True or False was passed                  |-  that
+    set_json_schema_exact_formats(flag) was called          |-  flag
+    XG2REF_JSON_SCHEMA_EXACT_FORMATS is 1 / true / yes      |-  True
+    otherwise                                               |-  False
+
 The serialization version names the format `serialize_json` writes for `Grammar` and
 `CompiledGrammar` (xg2ref/serialization.py); `deserialize_json` refuses another one with
 DeserializeVersionError. `TokenizerInfo.serialize_json` writes xgrammar 0.2.8's own layout under
@@ -44,10 +54,12 @@ _ENV_CEILING = 1_000_000
 SERIALIZATION_VERSION = "xg2ref-v1"
 
 APPROXIMATE_ENV = "XG2REF_JSON_SCHEMA_APPROXIMATE"
+EXACT_FORMATS_ENV = "XG2REF_JSON_SCHEMA_EXACT_FORMATS"
 
 _lock = threading.Lock()
 _depth: Optional[int] = None  # set by set_max_recursion_depth; None: environment or default
-_approximate: Optional[bool] = None  # set by set_json_schema_approximate; None: environment
+_flags: dict = {}  # "approximate" / "exact_formats" -> the process-wide setting; missing: environment
+_FLAG_ENV = {"approximate": APPROXIMATE_ENV, "exact_formats": EXACT_FORMATS_ENV}
 
 
 def get_max_recursion_depth() -> int:
@@ -91,14 +103,24 @@ def max_recursion_depth(temp_depth: int) -> Iterator[None]:
 def get_json_schema_approximate(approximate: Optional[bool] = None) -> bool:
     """Whether a JSON Schema conversion may read a keyword it cannot enforce as a superset
     (`approximate` when it is a bool; otherwise the process-wide setting: module docstring)."""
-    if approximate is not None:
-        if not isinstance(approximate, bool):
-            raise TypeError(f"approximate must be a bool or None, got {type(approximate).__name__}")
-        return approximate
-    setting = _approximate  # (one read of a module global is atomic: no lock on this path, once per compile)
+    return _flag("approximate", approximate)
+
+
+def get_json_schema_exact_formats(exact_formats: Optional[bool] = None) -> bool:
+    """Whether a JSON Schema conversion builds the formats' costly exact grammars
+    (`exact_formats` when it is a bool; otherwise the process-wide setting: module docstring)."""
+    return _flag("exact_formats", exact_formats)
+
+
+def _flag(name: str, value: Optional[bool]) -> bool:
+    if value is not None:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool or None, got {type(value).__name__}")
+        return value
+    setting = _flags.get(name)  # (one read of a dict entry is atomic: no lock on this path, once per compile)
     if setting is not None:
         return setting
-    text = _environment(APPROXIMATE_ENV)
+    text = _environment(_FLAG_ENV[name])
     return bool(text) and text.strip().lower() in ("1", "true", "yes")
 
 
@@ -121,26 +143,46 @@ _ENCODED: dict = {}  # variable name -> its key in os.environ's table
 def set_json_schema_approximate(approximate: Optional[bool]) -> None:
     """Let every JSON Schema conversion of the process read the keywords it cannot enforce as
     supersets (True), refuse them (False), or follow the environment again (None)."""
-    global _approximate
-    if approximate is not None and not isinstance(approximate, bool):
-        raise TypeError(f"approximate must be a bool or None, got {type(approximate).__name__}")
+    _set_flag("approximate", approximate)
+
+
+def set_json_schema_exact_formats(exact_formats: Optional[bool]) -> None:
+    """Let every JSON Schema conversion of the process build the formats' costly exact grammars
+    (True), leave them out (False), or follow the environment again (None)."""
+    _set_flag("exact_formats", exact_formats)
+
+
+def _set_flag(name: str, value: Optional[bool]) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool or None, got {type(value).__name__}")
     with _lock:
-        _approximate = approximate
+        if value is None:
+            _flags.pop(name, None)
+        else:
+            _flags[name] = value
 
 
 @contextmanager
-def json_schema_approximate(approximate: Optional[bool]) -> Iterator[None]:
-    """Within the `with` block, `set_json_schema_approximate(approximate)`; the previous setting
-    comes back after."""
-    global _approximate
+def _flag_during(name: str, value: Optional[bool]) -> Iterator[None]:
     with _lock:
-        previous = _approximate
-    set_json_schema_approximate(approximate)
+        previous = _flags.get(name)
+    _set_flag(name, value)
     try:
         yield
     finally:
-        with _lock:
-            _approximate = previous
+        _set_flag(name, previous)
+
+
+def json_schema_approximate(approximate: Optional[bool]):
+    """Within the `with` block, `set_json_schema_approximate(approximate)`; the previous setting
+    comes back after."""
+    return _flag_during("approximate", approximate)
+
+
+def json_schema_exact_formats(exact_formats: Optional[bool]):
+    """Within the `with` block, `set_json_schema_exact_formats(exact_formats)`; the previous
+    setting comes back after."""
+    return _flag_during("exact_formats", exact_formats)
 
 
 def get_serialization_version() -> str:

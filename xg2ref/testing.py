@@ -183,10 +183,11 @@ def _regex_to_ebnf(regex: str, with_rule_name: bool = True) -> str:
 
 def _json_schema_to_ebnf(schema, *, any_whitespace: bool = True, indent=None, separators=None,
                          max_whitespace_cnt=None, strict_mode: bool = True, any_order: bool = False,
-                         approximate=None) -> str:
+                         approximate=None, exact_formats=None) -> str:
     """The EBNF of `Grammar.from_json_schema(schema, ...)`."""
     from .grammar.grammar import Grammar
 
     return str(Grammar.from_json_schema(schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
                                         max_whitespace_cnt=max_whitespace_cnt, strict_mode=strict_mode,
-                                        any_order=any_order, approximate=approximate))
+                                        any_order=any_order, approximate=approximate,
+                                        exact_formats=exact_formats))

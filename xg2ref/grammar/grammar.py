@@ -85,18 +85,21 @@ class Grammar:
     def from_json_schema(cls, schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
                          separators: Optional[tuple] = None, strict_mode: bool = True,
                          max_whitespace_cnt: Optional[int] = None, print_converted_ebnf: bool = False,
-                         any_order: bool = False, approximate: Optional[bool] = None) -> "Grammar":
+                         any_order: bool = False, approximate: Optional[bool] = None,
+                         exact_formats: Optional[bool] = None) -> "Grammar":
         """The grammar of the JSON texts valid under `schema` (a dict, a bool, JSON text or a
         pydantic model class), in the layout the options ask for (xg2ref/frontends/json_schema/converter.py;
         raises InvalidJSONError naming the offending part by its JSON path). A keyword the grammar
         cannot enforce exactly raises JSONSchemaNotExactError (a subclass) unless `approximate`
         (or the process-wide setting, xg2ref/config.py) accepts a superset; the grammar's
-        `approximations` then lists each (JSON path, keyword, how)."""
+        `approximations` then lists each (JSON path, keyword, how). `exact_formats` (or the
+        process-wide setting) builds the formats' costly exact grammars (xg2ref/config.py)."""
         from ..frontends.json_schema.converter import convert_json_schema
 
         ir, approximations = convert_json_schema(
             schema, any_whitespace=any_whitespace, indent=indent, separators=separators, strict_mode=strict_mode,
-            max_whitespace_cnt=max_whitespace_cnt, any_order=any_order, approximate=approximate)
+            max_whitespace_cnt=max_whitespace_cnt, any_order=any_order, approximate=approximate,
+            exact_formats=exact_formats)
         grammar = cls(ir)
         grammar.approximations = approximations
         if print_converted_ebnf:

@@ -166,8 +166,9 @@ def _epsilon_free(expr: Expr):
     return _without_epsilon(nfa, start, final)
 
 
-def _product(a, b):
-    """The intersection of two epsilon-free NFAs (pairs of states, ranges intersected)."""
+def _product(a, b, limit: int = MAX_PRODUCT_STATES):
+    """The intersection of two epsilon-free NFAs (pairs of states, ranges intersected), of at
+    most `limit` states."""
     (ea, fa), (eb, fb) = a, b
     index, order, edges, finals = {(0, 0): 0}, [(0, 0)], [], set()
     k = 0
@@ -181,8 +182,8 @@ def _product(a, b):
                 common = [(max(x, y), min(u, v)) for x, u in ra for y, v in rb if max(x, y) <= min(u, v)]
                 if common:
                     if (da, db) not in index:
-                        if len(order) >= MAX_PRODUCT_STATES:
-                            raise TooLarge(f"more than {MAX_PRODUCT_STATES} states for the intersection")
+                        if len(order) >= limit:
+                            raise TooLarge(f"more than {limit} states for the intersection")
                         index[(da, db)] = len(order)
                         order.append((da, db))
                     out.append((tuple(common), index[(da, db)]))
@@ -264,14 +265,15 @@ def decimal_multiple_numerals(p: int, s: int):
 
 
 def bounded_length(exprs, lo: int, hi: Optional[int], encode: Callable[[list], Expr],
-                   new_rule: Callable[[str], str], set_rule: Callable[[str, Expr], None]) -> Expr:
+                   new_rule: Callable[[str], str], set_rule: Callable[[str, Expr], None],
+                   limit: int = MAX_PRODUCT_STATES) -> Expr:
     """The strings every regex IR of `exprs` (one expression or a list; an item may also be an
     automaton `(edges, finals)` such as `divisible_numerals(k)`) matches, with
     lo <= length <= hi (code points), each character written by `encode(ranges)`;
     `new_rule(hint) -> name` and `set_rule(name, body)` make the rules. Raises TooLarge past
-    the size limits."""
+    the size limits (`limit` states for each product)."""
     exprs = exprs if isinstance(exprs, list) else [exprs]
-    edges, finals = intersection_automaton(exprs)
+    edges, finals = intersection_automaton(exprs, limit)
     shortest, longest, empty = _length_range(edges, finals)
     if empty or (hi is not None and shortest > hi) or (longest is not None and longest < lo):
         return CharClass(())
@@ -294,8 +296,8 @@ def bounded_length(exprs, lo: int, hi: Optional[int], encode: Callable[[list], E
             if (d, nk) not in seen:
                 seen.add((d, nk))
                 pending.append((d, nk))
-                if len(seen) > MAX_PRODUCT_STATES:
-                    raise TooLarge(f"more than {MAX_PRODUCT_STATES} states for the length bound")
+                if len(seen) > limit:
+                    raise TooLarge(f"more than {limit} states for the length bound")
     for state in sorted(seen):
         names[state] = new_rule("len")
     for (q, k) in sorted(seen):
@@ -395,12 +397,13 @@ def matches(item, text: str) -> bool:
     return bool(states & set(finals))
 
 
-def intersection_automaton(items):
-    """The automaton `(edges, finals)` of the strings every item (regex IR or automaton) matches."""
+def intersection_automaton(items, limit: int = MAX_PRODUCT_STATES):
+    """The automaton `(edges, finals)` of the strings every item (regex IR or automaton) matches,
+    each product of at most `limit` states."""
     automata = [automaton(e) for e in items]
     result = automata[0]
     for other in automata[1:]:
-        result = _product(result, other)
+        result = _product(result, other, limit)
     return result
 
 

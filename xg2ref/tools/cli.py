@@ -44,7 +44,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..config import APPROXIMATE_ENV
+from ..config import APPROXIMATE_ENV, EXACT_FORMATS_ENV
 from ..exceptions import XG2RefError
 from ..oracle.engines import EngineUnavailable
 from .messages import count, describe_expected, feed, rejection, show
@@ -199,6 +199,10 @@ def add_approximate_argument(p: argparse.ArgumentParser) -> None:
                    help="JSON Schema: read the keywords xg2ref cannot enforce exactly as supersets, as xgrammar "
                         "does, instead of refusing the schema (specs/05; sets XG2REF_JSON_SCHEMA_APPROXIMATE=1 "
                         "for this process and its workers)")
+    p.add_argument("--exact-formats", action="store_true",
+                   help="JSON Schema: build the formats' costly exact grammars (leap seconds, IPv6 literals in "
+                        "email and URI hosts, a host name's 253 characters: seconds each; specs/05; sets "
+                        "XG2REF_JSON_SCHEMA_EXACT_FORMATS=1 for this process and its workers)")
 
 
 def front_end_options(args) -> dict:
@@ -639,19 +643,23 @@ def _sample_size(sample, default: Optional[int]) -> Optional[int]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    before = os.environ.get(APPROXIMATE_ENV)
-    if getattr(args, "approximate", False):  # (the environment reaches the worker processes too)
-        os.environ[APPROXIMATE_ENV] = "1"
+    flags = {APPROXIMATE_ENV: getattr(args, "approximate", False),
+             EXACT_FORMATS_ENV: getattr(args, "exact_formats", False)}
+    before = {name: os.environ.get(name) for name in flags}
+    for name, on in flags.items():
+        if on:  # (the environment reaches the worker processes too)
+            os.environ[name] = "1"
     try:
         return args.func(args)
     except (XG2RefError, UsageError, EngineUnavailable, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
-        if before is None:
-            os.environ.pop(APPROXIMATE_ENV, None)
-        else:
-            os.environ[APPROXIMATE_ENV] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ column comes from one conversion with `approximate=True`:
     the conversion raised, its message starting at the row    |-  refused (message)
     the conversion raised elsewhere                           |-  not converted
     an approximation recorded at the row's path               |-  approximated (how)
+    `format` whose grammar lets in more than the RFC's (formats.LIMITS)  |-  approximated (what)
+    `format` whose grammar leaves out some of the RFC's       |-  narrower (what)
     otherwise                                                 |-  exact
 
 An approximation at a path the walk did not produce (a clause merged from `allOf` branches, a
@@ -45,7 +47,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ..exceptions import GrammarLimitError, InvalidJSONError
-from ..frontends.json_schema.formats import FORMAT_REGEXES
+from ..frontends.json_schema.formats import FORMAT_REGEXES, LIMITS as FORMAT_LIMITS
 from ..frontends.json_schema.keywords import ANNOTATIONS
 from ..frontends.json_schema.merge import APPLICATORS, VOCABULARY
 
@@ -270,6 +272,11 @@ def xg2ref_column(report: SchemaReport, schema: Any, by_name: dict, sites: dict,
     except (InvalidJSONError, GrammarLimitError) as err:
         _mark_refusal(report, by_name, str(err))
         return
+    for row in report.rows:  # a format asserted as far as its grammar goes (formats.LIMITS)
+        limit = FORMAT_LIMITS.get((row.group[len("format:"):], conv.exact_formats))
+        if row.keyword == "format" and row.status.get("xg2ref") == "exact" and limit:
+            row.status["xg2ref"] = (f"approximated ({limit})" if "wider" in limit
+                                    else f"narrower ({limit.split(': ', 1)[1]})")
     for path, keyword, how in conv.approximations:
         _mark_approximation(report, by_name, sites, path, keyword, how)
 

@@ -163,7 +163,7 @@ def finite_domain(conv, schema, path: str) -> Optional[list]:
                 return None
     kept = []
     for v in values:
-        if value_meets(v, schema) and not any(json_equal(v, w) for w in kept):
+        if value_meets(v, schema, conv.exact_formats) and not any(json_equal(v, w) for w in kept):
             kept.append(v)
     return kept if len(kept) <= MAX_DOMAIN else None
 

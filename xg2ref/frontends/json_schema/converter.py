@@ -42,7 +42,7 @@ import re
 from decimal import Decimal
 from typing import Any, Optional
 
-from ...config import check_json_depth, get_json_schema_approximate
+from ...config import check_json_depth, get_json_schema_approximate, get_json_schema_exact_formats
 from ...exceptions import GrammarLimitError, InvalidJSONError, JSONSchemaNotExactError
 from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, RuleRef, walk
 from .lexical import NOTHING, choice, integer_range, json_string_literal, number_range, seq
@@ -115,9 +115,11 @@ class SchemaConverter:
 
     def __init__(self, schema: Any, *, any_whitespace: bool = True, indent: Optional[int] = None,
                  separators=None, strict_mode: bool = True, max_whitespace_cnt: Optional[int] = None,
-                 any_order: bool = False, approximate: Optional[bool] = None):
+                 any_order: bool = False, approximate: Optional[bool] = None,
+                 exact_formats: Optional[bool] = None):
         self.root = schema
         self.approximate = get_json_schema_approximate(approximate)
+        self.exact_formats = get_json_schema_exact_formats(exact_formats)  # (formats.py)
         self.layout = Layout(any_whitespace, indent, separators, max_whitespace_cnt)
         self.strict = strict_mode
         self.any_order = any_order
@@ -234,13 +236,13 @@ class SchemaConverter:
         """A schema without `$ref`, `allOf`, `anyOf`, `oneOf`: its listed values or its types."""
         schema = fold_unevaluated(self, schema, schema, path)
         if "const" in schema:  # the listed values that the schema's other keywords allow
-            return self.literal(schema["const"], level) if value_meets(schema["const"], schema) else NOTHING
+            return self.literal(schema["const"], level) if value_meets(schema["const"], schema, self.exact_formats) else NOTHING
         if "enum" in schema:
             values = schema["enum"]
             if not isinstance(values, list):
                 raise InvalidJSONError(f"{path}.enum: must be a list")
             others = {k: w for k, w in schema.items() if k != "enum"}  # (each value is listed: O(n), not O(n^2))
-            return choice(*(self.literal(v, level) for v in values if value_meets(v, others)))
+            return choice(*(self.literal(v, level) for v in values if value_meets(v, others, self.exact_formats)))
         types = schema.get("type")
         if types is None:
             if not constrains(schema):

@@ -4,12 +4,12 @@ Each regex follows the RFC the JSON Schema specification names, restricted where
 say more (the restrictions are listed in specs/05-front-ends.md):
 
     date, time, date-time   RFC 3339 (`full-date`, `full-time`), days per month and February 29
-                            only in leap years; years 0001-9999; no leap second
+                            only in leap years; years 0001-9999; no leap second (exact: below)
     duration                RFC 3339 Appendix A (ISO 8601 durations: P1Y2M, PT5M, P3W)
     email                   RFC 5321 `Mailbox`: a dot-atom or quoted local part; a host name or an
                             IPv4 address literal ([127.0.0.1]); not an IPv6 literal (its
                             automaton would make every email schema's grammar ten times larger)
-    hostname                RFC 1123 labels of at most 63 characters
+    hostname                RFC 1123 labels of at most 63 characters, any number of them
     ipv4, ipv6              RFC 2673 dotted quad without leading zeros; RFC 4291 text forms
     uuid                    RFC 4122 hex groups 8-4-4-4-12
     uri, uri-reference      RFC 3986 `URI` and `URI-reference`: scheme, authority (userinfo, an
@@ -24,6 +24,22 @@ say more (the restrictions are listed in specs/05-front-ends.md):
     relative-json-pointer   a non-negative integer, then `#` or a JSON pointer
 
 Formats not listed are annotations (the standard's default): any string.
+
+Exact formats. Three parts of the RFC grammars cost seconds to build and are left out by default;
+`exact_formats` (xg2ref/config.py) puts them in, `EXACT_FORMATS` below:
+
+    time, date-time         a leap second: 23:59:60 in UTC, so `hh:mm:60` exactly when the offset
+                            makes `hh:mm` 23:59 UTC (RFC 3339 section 5.7; 1,440 local times, an
+                            automaton of thousands of states: 3 s to build)
+    email                   an IPv6 address literal after the `@` (RFC 5321 `[IPv6:...]`)
+    uri, uri-reference      an IP-literal host (RFC 3986 `[` IPv6address / IPvFuture `]`)
+    hostname                253 characters at most in all (RFC 1034's 255 octets on the wire;
+                            labels times lengths: 16,000 states, 9 s to build)
+
+What no setting makes exact is in `LIMITS`: the Punycode of an `xn--` label is not decoded (a
+label's validity as an IDNA A-label needs the decoded text: a finite but astronomically large
+language), so `hostname` and the host names of `email` take any such label of letters, digits and
+hyphens; `idn-hostname` and `regex` are annotations.
 """
 
 from __future__ import annotations
@@ -116,6 +132,22 @@ _ULABEL = r"[A-Za-z0-9\u0080-\ud7ff\ue000-\u{10ffff}]([A-Za-z0-9\-\u0080-\ud7ff\
 _UQUOTED = r'"([ !#-\[\]-~\u0080-\ud7ff\ue000-\u{10ffff}]|\\[ -~])*"'
 IDN_EMAIL = rf"({_UATOM}(\.{_UATOM})*|{_UQUOTED})@({_ULABEL}(\.{_ULABEL})*|\[{IPV4}\])"
 
+# RFC 3339 section 5.7: a leap second is 23:59:60 in UTC. A local time hh:mm:60 with offset +o is
+# UTC hh:mm - o, so the offset is (hh:mm + 1 minute) mod 24 h; with -o it is 23:59 - hh:mm
+def _leap_seconds() -> str:
+    alternatives = []
+    for minute in range(24 * 60):
+        plus, minus = (minute + 1) % 1440, 1439 - minute
+        zulu = "|[Zz]" if minute == 1439 else ""
+        alternatives.append(rf"{minute // 60:02d}:{minute % 60:02d}:60(\.[0-9]+)?"
+                            rf"(\+{plus // 60:02d}:{plus % 60:02d}|-{minus // 60:02d}:{minus % 60:02d}{zulu})")
+    return "(" + "|".join(alternatives) + ")"
+
+
+LEAP_SECOND = _leap_seconds()
+EXACT_TIME = rf"({TIME}|{LEAP_SECOND})"
+EXACT_URI, EXACT_URI_REFERENCE = _references(ip_literal=True)
+
 FORMAT_REGEXES = {
     "date": DATE,
     "time": TIME,
@@ -135,3 +167,43 @@ FORMAT_REGEXES = {
     "json-pointer": JSON_POINTER,
     "relative-json-pointer": rf"(0|[1-9][0-9]*)(#|{JSON_POINTER})",
 }
+
+# the formats `exact_formats` changes: a format's regexes, every one matched (a length as a regex)
+EXACT_FORMATS = {
+    "time": (EXACT_TIME,),
+    "date-time": (rf"{DATE}[Tt]{EXACT_TIME}",),
+    "email": (rf"({_ATOM}(\.{_ATOM})*|{_QUOTED})@({HOSTNAME}|\[{IPV4}\]|\[IPv6:{IPV6}\])",),
+    "uri": (EXACT_URI,),
+    "uri-reference": (EXACT_URI_REFERENCE,),
+    "hostname": (HOSTNAME, ".{1,253}"),
+}
+# a product of a format's automata (and of a length bound beside it) may grow this large under
+# exact_formats (the 253-character host name is 16,000 states)
+EXACT_FORMAT_STATES = 40_000
+
+# what a format's grammar still leaves out (narrower) or lets in (wider), by format and by whether
+# exact_formats is on; `xg2ref schema-report` shows them on the format's row
+LIMITS = {
+    ("time", False): "narrower: no leap second (exact_formats puts them in)",
+    ("date-time", False): "narrower: no leap second (exact_formats puts them in)",
+    ("email", False): "narrower: no IPv6 address literal (exact_formats puts it in); wider: the Punycode "
+                      "of an xn-- label in the domain is not decoded",
+    ("email", True): "wider: the Punycode of an xn-- label in the domain is not decoded",
+    ("uri", False): "narrower: no IP-literal host (exact_formats puts it in)",
+    ("uri-reference", False): "narrower: no IP-literal host (exact_formats puts it in)",
+    ("hostname", False): "wider: more than 253 characters in all (exact_formats counts them); the Punycode "
+                         "of an xn-- label is not decoded",
+    ("hostname", True): "wider: the Punycode of an xn-- label is not decoded",
+    ("idn-email", False): "wider: the domain's labels are not checked against IDNA2008",
+    ("idn-email", True): "wider: the domain's labels are not checked against IDNA2008",
+}
+
+
+def format_regexes(name, exact: bool) -> tuple:
+    """The whole-string regexes a string in format `name` matches, every one (empty for formats
+    that are annotations); `exact` is the exact_formats setting (module docstring)."""
+    if not isinstance(name, str):
+        return ()
+    if exact and name in EXACT_FORMATS:
+        return EXACT_FORMATS[name]
+    return (FORMAT_REGEXES[name],) if name in FORMAT_REGEXES else ()

@@ -238,11 +238,14 @@ class Negations:
         return [{"type": "string", NOT_PATTERNS: [p]}]
 
     def not_format(self, f, schema, path) -> list:
-        from .strings import format_regex
+        from .strings import format_regexes
 
-        if not format_regex(f):
+        regexes = format_regexes(f, self.conv.exact_formats)
+        if not regexes:
             return []  # an annotation: every string meets it
-        _complement_or_inexact("not_format", format_regex(f), path)
+        if len(regexes) > 1:  # not (A and B) = not A or not B: one piece per regex, each a whole match
+            return [piece for r in regexes for piece in self.not_pattern(f"^(?:{r})$", schema, path)]
+        _complement_or_inexact("not_format", regexes[0], path)
         return [{"type": "string", NOT_FORMATS: [f]}]
 
     def not_const(self, v, schema, path) -> list:
@@ -408,7 +411,7 @@ def _complement_or_inexact(key: str, value, path: str) -> None:
     pattern beyond a grammar, is an approximation here rather than an error later."""
     from .strings import complement_of_check
 
-    if not isinstance(value, str):
+    if not isinstance(value, str) and not (key == "not_format" and isinstance(value, tuple)):
         raise Inexact(f"{path}: must be a string")
     try:
         complement_of_check(key, value, path)

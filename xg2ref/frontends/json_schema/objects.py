@@ -446,12 +446,12 @@ def _names_languages(conv, schema: dict, path: str):
             raise InvalidJSONError(f"{path}.propertyNames.enum: must be a list")
         from .values import value_meets
         strings = [ByteString(v.encode("utf-8", "surrogatepass")) for v in values
-                   if isinstance(v, str) and value_meets(v, names)]
+                   if isinstance(v, str) and value_meets(v, names, conv.exact_formats)]
         return [Choice(tuple(strings)) if len(strings) > 1 else strings[0] if strings else CharClass(())]
     string_only = not set(names) - ANNOTATIONS - {"type", "pattern", "format", MORE_PATTERNS, MORE_FORMATS,
                                                   "minLength", "maxLength"}
     if string_only and names.get("type", "string") == "string":
-        languages = string_regexes(string_checks(names), f"{path}.propertyNames")
+        languages = string_regexes(string_checks(names, conv.exact_formats), f"{path}.propertyNames")
         if languages is None:
             return None
         lo, hi = count(names, "minLength", path, 0), count(names, "maxLength", path, None)

@@ -22,14 +22,16 @@ from __future__ import annotations
 import functools
 from typing import Any, Optional
 
+from ...config import get_json_schema_exact_formats
 from ...exceptions import InvalidJSONError
 from ...grammar.ir import ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
 from .lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
 from .keywords import MORE_FORMATS, MORE_PATTERNS, NOT_FORMATS, NOT_PATTERNS, NOT_STRINGS, count
 from ..regex.parser import RegexError, regex_to_expr
 from ..regex.anchors import leading_lookaheads
-from ...grammar.regular import (TooLarge, bounded_by_counting, bounded_length, complement_automaton,
-                                intersection_automaton)
+from ...grammar.regular import (MAX_PRODUCT_STATES, TooLarge, bounded_by_counting, bounded_length,
+                                complement_automaton, intersection_automaton)
+from .formats import EXACT_FORMAT_STATES
 
 # a string whose length bound is larger than this becomes a rule of its own, shared by every
 # property that uses it (its many states then get their mask-cache entries once)
@@ -39,11 +41,12 @@ UNENFORCEABLE = ("backreferences", "lookahead", "negative lookahead", "lookbehin
                  "word boundaries")
 
 
-def format_regex(name: Any) -> Optional[str]:
-    """The whole-string regex of a `format`, or None for formats that are annotations."""
-    from .formats import FORMAT_REGEXES
+def format_regexes(name: Any, exact: Optional[bool] = None) -> tuple:
+    """The whole-string regexes of a `format` (empty for formats that are annotations), built
+    exactly when `exact` (None: the process-wide exact_formats setting, xg2ref/config.py)."""
+    from .formats import format_regexes as regexes
 
-    return FORMAT_REGEXES.get(name) if isinstance(name, str) else None
+    return regexes(name, get_json_schema_exact_formats(exact))
 
 
 def string_expr(conv, schema: dict, path: str) -> Expr:
@@ -65,7 +68,7 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     hi = count(schema, "maxLength", path, None)
     if hi is not None and hi < lo:
         return NOTHING
-    checks = string_checks(schema)
+    checks = string_checks(schema, conv.exact_formats)
     exprs = string_regexes(checks, path)
     if exprs is None:
         conv.approximations.append((f"{path}.pattern", "pattern",
@@ -88,7 +91,7 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     while True:
         try:
             start = bounded_length(exprs, lo, cap, lambda ranges: _shared_char(conv, ranges), conv.new_rule,
-                                   conv.set_rule)
+                                   conv.set_rule, EXACT_FORMAT_STATES if conv.exact_formats else MAX_PRODUCT_STATES)
             break
         except TooLarge as err:
             # a maxLength too long to count exactly is lowered until the automaton fits: the
@@ -111,16 +114,18 @@ def _shared_char(conv, ranges) -> Expr:
     return expr
 
 
-def string_checks(schema: dict) -> list:
-    """The (key, regex) pairs a string under `schema` must match: each `pattern` and the regex
-    of each `format` that has one (those an allOf merged too)."""
+def string_checks(schema: dict, exact: Optional[bool] = None) -> list:
+    """The (key, regex) pairs a string under `schema` must match: each `pattern` and the regexes
+    of each `format` that has some (those an allOf merged too; `exact`: `format_regexes`)."""
     patterns = ([schema["pattern"]] if "pattern" in schema else []) + schema.get(MORE_PATTERNS, [])
     formats = ([schema["format"]] if "format" in schema else []) + schema.get(MORE_FORMATS, [])
-    regexes = [r for r in (format_regex(f) for f in formats) if r]
+    regexes = [r for f in formats for r in format_regexes(f, exact)]
     out = [("pattern", p) for p in patterns] + [("format", r) for r in dict.fromkeys(regexes)]
-    # the complements (negation.py): no match of these patterns, in none of these formats, none of these
+    # the complements (negation.py): no match of these patterns, in none of these formats (all of
+    # a format's regexes together: a tuple), none of these strings
     out += [("not_pattern", p) for p in dict.fromkeys(schema.get(NOT_PATTERNS, []))]
-    out += [("not_format", r) for r in dict.fromkeys(format_regex(f) for f in schema.get(NOT_FORMATS, [])) if r]
+    nots = (format_regexes(f, exact) for f in schema.get(NOT_FORMATS, []))
+    out += [("not_format", r[0] if len(r) == 1 else r) for r in dict.fromkeys(nots) if r]
     if schema.get(NOT_STRINGS):
         out.append(("not_strings", tuple(sorted(set(schema[NOT_STRINGS])))))
     return out
@@ -170,8 +175,9 @@ def complement_of_check(key: str, value, path: str):
 def _complement(key: str, value):
     if key == "not_strings":
         language = [literal_strings(value)]
-    elif key == "not_format":
-        language = [regex_to_expr(value)]
+    elif key == "not_format":  # (a format of several regexes: the complement of their intersection)
+        language = ([regex_to_expr(value)] if isinstance(value, str)
+                    else [intersection_automaton([regex_to_expr(r) for r in value])])
     else:
         languages = pattern_languages(value)
         language = [intersection_automaton(languages)] if len(languages) > 1 else languages

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import json
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Optional
 
 from .keywords import FRACTIONAL, MEMBERS, NOT_MULTIPLE_OF, PRESENT, WITNESS, bounds
 from ..regex.parser import RegexError, regex_to_expr
@@ -83,18 +83,19 @@ def _automata(key: str, regex: str) -> tuple:
     return tuple(automaton(language) for language in languages)
 
 
-def _string_ok(value: str, schema: dict) -> bool:
+def _string_ok(value: str, schema: dict, exact: Optional[bool]) -> bool:
     from .strings import string_checks
 
     if not _count_ok(len(value), schema, "minLength", "maxLength"):
         return False
-    for key, regex in string_checks(schema):  # every pattern and format, those an allOf merged too
+    for key, regex in string_checks(schema, exact):  # every pattern and format, those an allOf merged too
         try:
             if key == "not_strings":
                 if value in regex:
                     return False
-            elif key.startswith("not_"):  # a complement: the value must not be in the language
-                if isinstance(regex, str) and all(matches(a, value) for a in _automata(key[4:], regex)):
+            elif key.startswith("not_"):  # a complement: the value must not be in the language (of
+                regexes = (regex,) if isinstance(regex, str) else regex  # every regex of a format)
+                if all(matches(a, value) for r in regexes for a in _automata(key[4:], r)):
                     return False
             elif isinstance(regex, str) and not all(matches(a, value) for a in _automata(key, regex)):
                 return False
@@ -142,8 +143,9 @@ def _number_ok(value, schema: dict) -> bool:
     return True
 
 
-def value_meets(value: Any, schema: dict) -> bool:
-    """False when a keyword of `schema` that this module checks (docstring) rejects `value`."""
+def value_meets(value: Any, schema: dict, exact_formats: Optional[bool] = None) -> bool:
+    """False when a keyword of `schema` that this module checks (docstring) rejects `value`
+    (formats as `exact_formats` builds them: strings.format_regexes)."""
     if "type" in schema and isinstance(schema["type"], (str, list)) and not has_type(value, schema["type"]):
         return False
     if "const" in schema and not json_equal(value, schema["const"]):
@@ -152,7 +154,7 @@ def value_meets(value: Any, schema: dict) -> bool:
             json_equal(value, v) for v in schema["enum"]):
         return False  # a const beside an enum must be listed (checked only then: an enum's own values are)
     if isinstance(value, str):
-        return _string_ok(value, schema)
+        return _string_ok(value, schema, exact_formats)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return _number_ok(value, schema)
     if isinstance(value, list):

@@ -60,7 +60,7 @@ from ..json_schema.lexical import NOTHING, choice, seq
 from .excludes import FilteringConverter, avoiding, literal_holds
 from ..json_schema.keywords import ANNOTATIONS, TYPES, constrains, count
 from ..json_schema.members import members_in_any_order
-from ..json_schema.strings import format_regex, string_regexes
+from ..json_schema.strings import format_regexes, string_regexes
 from .xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
 from ...grammar.regular import TooLarge, bounded_length
 
@@ -321,9 +321,8 @@ class XmlSchemaConverter:
         """A string value written raw: plain text, or text under its pattern/format/lengths."""
         lo = count(schema, "minLength", path, 0)
         hi = count(schema, "maxLength", path, None)
-        fmt = format_regex(schema.get("format"))
         checks = [("pattern", schema["pattern"])] if "pattern" in schema else []
-        checks += [("format", fmt)] if fmt else []
+        checks += [("format", r) for r in format_regexes(schema.get("format"))]
         if not checks and ((lo == 0 and hi is None) or self.excludes):
             return ("plain", self.plain())
         if self.style.fixed_names:
