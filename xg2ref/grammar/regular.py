@@ -27,6 +27,10 @@ from .thompson import Thompson
 
 MAX_NFA_STATES = 20_000
 MAX_PRODUCT_STATES = 4_000
+# a class of more ranges than this is an edge of its own in `bounded_length`'s rules (and a rule
+# of its own in the JSON Schema front end's encoding): automata over Unicode classes, such as
+# idn-hostname's, then share a few class rules
+LARGE_CLASS_RANGES = 8
 
 
 class TooLarge(Exception):
@@ -302,11 +306,15 @@ def bounded_length(exprs, lo: int, hi: Optional[int], encode: Callable[[list], E
         names[state] = new_rule("len")
     for (q, k) in sorted(seen):
         by_dst: dict[tuple, list] = defaultdict(list)
+        large = []  # (a large class keeps its own edge: one shared rule, not one copy per union)
         for ranges, d in edges[q]:
             nk = min(k + 1, cap) if hi is None else k + 1
             if (d, nk) in seen:
-                by_dst[(d, nk)].extend(ranges)
-        alts = [Sequence((encode(merge_ranges(r)), RuleRef(names[t]))) for t, r in by_dst.items()]
+                if len(ranges) > LARGE_CLASS_RANGES:
+                    large.append((ranges, (d, nk)))
+                else:
+                    by_dst[(d, nk)].extend(ranges)
+        alts = [Sequence((encode(merge_ranges(r)), RuleRef(names[t]))) for r, t in [(r, t) for t, r in by_dst.items()] + large]
         if q in finals and k >= lo:
             alts.append(EPSILON)
         body = alts[0] if len(alts) == 1 else Choice(tuple(alts)) if alts else CharClass(())

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ..exceptions import GrammarLimitError, InvalidJSONError
-from ..frontends.json_schema.formats import FORMAT_REGEXES, LIMITS as FORMAT_LIMITS
+from ..frontends.json_schema.formats import AUTOMATON_FORMATS, FORMAT_REGEXES, LIMITS as FORMAT_LIMITS, format_regexes
 from ..frontends.json_schema.keywords import ANNOTATIONS
 from ..frontends.json_schema.merge import APPLICATORS, VOCABULARY
 
@@ -236,8 +236,9 @@ def keyword_rows(schema: Any) -> tuple:
                 row.status["xg2ref"] = "annotation"
             elif beside_ref and "$ref" in node.schema and key != "$ref":
                 row.status["xg2ref"] = "ignored beside $ref (drafts up to 7, as the standard says)"
-            elif key == "format" and value not in FORMAT_REGEXES:
-                row.status["xg2ref"] = f"annotation (xg2ref asserts {len(FORMAT_REGEXES)} formats, not {value!r})"
+            elif key == "format" and not format_regexes(value, False):
+                row.status["xg2ref"] = (f"annotation (xg2ref asserts {len(FORMAT_REGEXES) + len(AUTOMATON_FORMATS)} "
+                                        f"formats, not {value!r})")
             elif key in NOT_READ:
                 row.status["xg2ref"] = f"not read ({NOT_READ[key]} keyword: no constraint)"
             elif key in KNOWN:

@@ -134,6 +134,7 @@ class SchemaConverter:
         # (JSON path, keyword, how) of every keyword read as a superset of its language (negation.py)
         self.approximations: list[tuple] = []
         self.oneof_as_anyof: set = set()  # id() of the `oneOf` lists read as anyOf (among the above)
+        self.witness_objects = 0  # objects the witnesses of complements copied so far (objects.py's budget)
 
     # ---- rules --------------------------------------------------------------------------
 

@@ -20,6 +20,11 @@ say more (the restrictions are listed in specs/05-front-ends.md):
     uri-template            RFC 6570: literals and `{op var,var:3,var*}` expressions
     idn-email               RFC 6531: `email` whose atoms and domain labels also take any
                             non-ASCII character
+    idn-hostname            RFC 5890-5893 (idn_hostname.py): labels of PVALID and contextual
+                            code points between any of the four full stops, the hyphen and
+                            combining-mark rules, 63 characters per ASCII label; the contextual
+                            rules and the Bidi rule under exact_formats
+    regex                   ECMA-262's Pattern grammar (regex_format.py): a grammar, not a regex
     json-pointer            RFC 6901: `/`-separated tokens, `~` only as `~0` or `~1`
     relative-json-pointer   a non-negative integer, then `#` or a JSON pointer
 
@@ -35,14 +40,18 @@ Exact formats. Three parts of the RFC grammars cost seconds to build and are lef
     uri, uri-reference      an IP-literal host (RFC 3986 `[` IPv6address / IPvFuture `]`)
     hostname                253 characters at most in all (RFC 1034's 255 octets on the wire;
                             labels times lengths: 16,000 states, 9 s to build)
+    idn-hostname            the contextual rules of RFC 5892 Appendix A and the Bidi rule of
+                            RFC 5893 (1,401 states: about a minute to compile)
 
 What no setting makes exact is in `LIMITS`: the Punycode of an `xn--` label is not decoded (a
 label's validity as an IDNA A-label needs the decoded text: a finite but astronomically large
 language), so `hostname` and the host names of `email` take any such label of letters, digits and
-hyphens; `idn-hostname` and `regex` are annotations.
+hyphens; `regex` (regex_format.py) is checked as far as a grammar goes, alone.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 JSON_POINTER = r"(/([^~/]|~[01])*)*"
 _DAY31 = r"(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])"
@@ -196,14 +205,60 @@ LIMITS = {
     ("hostname", True): "wider: the Punycode of an xn-- label is not decoded",
     ("idn-email", False): "wider: the domain's labels are not checked against IDNA2008",
     ("idn-email", True): "wider: the domain's labels are not checked against IDNA2008",
+    ("regex", False): "wider: what a grammar cannot check (backreferences to groups that exist, one group per "
+                      "name, ranges and quantifier bounds in order); an annotation beside a pattern or length bounds",
+    ("regex", True): "wider: what a grammar cannot check (backreferences to groups that exist, one group per "
+                     "name, ranges and quantifier bounds in order); an annotation beside a pattern or length bounds",
+    ("idn-hostname", False): "wider: the contextual rules and the Bidi rule (exact_formats checks them), the "
+                             "Punycode of an xn-- label, the length of a U-label's A-label, NFC and the whole "
+                             "name's length are not checked",
+    ("idn-hostname", True): "wider: the Punycode of an xn-- label, the length of a U-label's A-label, NFC and the "
+                            "whole name's length are not checked",
 }
+
+
+@dataclass(frozen=True)
+class FormatAutomaton:
+    """A format whose language is built as an automaton over code points rather than written
+    as a regex (`idn-hostname`): hashable, the automaton built once per process."""
+    name: str
+    exact: bool
+
+    def automaton(self) -> tuple:
+        from .idn_hostname import idn_hostname_automaton
+
+        return idn_hostname_automaton(self.exact)
+
+
+AUTOMATON_FORMATS = ("idn-hostname",)
+
+
+@dataclass(frozen=True)
+class FormatGrammar:
+    """A format whose language is context-free (`regex`: balanced groups): a grammar of its
+    own (regex_format.py), taken alone; beside a pattern or length bounds it is an annotation
+    (no automaton to intersect: LIMITS)."""
+    name: str
+
+    def expr(self, rule):
+        from .regex_format import regex_format_expr
+
+        return regex_format_expr(rule)
+
+
+GRAMMAR_FORMATS = ("regex",)
 
 
 def format_regexes(name, exact: bool) -> tuple:
     """The whole-string regexes a string in format `name` matches, every one (empty for formats
-    that are annotations); `exact` is the exact_formats setting (module docstring)."""
+    that are annotations; a FormatAutomaton for those built as automata); `exact` is the
+    exact_formats setting (module docstring)."""
     if not isinstance(name, str):
         return ()
+    if name in AUTOMATON_FORMATS:
+        return (FormatAutomaton(name, exact),)
+    if name in GRAMMAR_FORMATS:
+        return (FormatGrammar(name),)
     if exact and name in EXACT_FORMATS:
         return EXACT_FORMATS[name]
     return (FORMAT_REGEXES[name],) if name in FORMAT_REGEXES else ()

@@ -243,6 +243,8 @@ class Negations:
         regexes = format_regexes(f, self.conv.exact_formats)
         if not regexes:
             return []  # an annotation: every string meets it
+        if not isinstance(regexes[0], str) and not hasattr(regexes[0], "automaton"):
+            raise Inexact(f"{path}: the complement of format {f} (a context-free language)")
         if len(regexes) > 1:  # not (A and B) = not A or not B: one piece per regex, each a whole match
             return [piece for r in regexes for piece in self.not_pattern(f"^(?:{r})$", schema, path)]
         _complement_or_inexact("not_format", regexes[0], path)
@@ -411,7 +413,7 @@ def _complement_or_inexact(key: str, value, path: str) -> None:
     pattern beyond a grammar, is an approximation here rather than an error later."""
     from .strings import complement_of_check
 
-    if not isinstance(value, str) and not (key == "not_format" and isinstance(value, tuple)):
+    if not isinstance(value, str) and not (key == "not_format" and hasattr(value, "automaton")):
         raise Inexact(f"{path}: must be a string")
     try:
         complement_of_check(key, value, path)

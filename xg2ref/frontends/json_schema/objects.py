@@ -118,7 +118,7 @@ def _with_witness(conv, schema: dict, level: int, path: str, loose: bool) -> Exp
                                     f"one clause would copy the object more than {MAX_WITNESS_OBJECTS} times: one "
                                     f"fewer is enforced"))
         witnesses = witnesses[:-1]
-    conv.witness_objects = getattr(conv, "witness_objects", 0) + _copies(witnesses, names, witness_key)
+    conv.witness_objects += _copies(witnesses, names, witness_key)
     if conv.witness_objects > MAX_WITNESS_OBJECTS_PER_SCHEMA:  # (a superset: the object without them)
         conv.approximations.append((f"{path}.additionalProperties", "not additionalProperties",
                                     f"not enforced: complements of additionalProperties or patternProperties would "

@@ -29,9 +29,9 @@ from .lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, 
 from .keywords import MORE_FORMATS, MORE_PATTERNS, NOT_FORMATS, NOT_PATTERNS, NOT_STRINGS, count
 from ..regex.parser import RegexError, regex_to_expr
 from ..regex.anchors import leading_lookaheads
-from ...grammar.regular import (MAX_PRODUCT_STATES, TooLarge, bounded_by_counting, bounded_length,
+from ...grammar.regular import (LARGE_CLASS_RANGES, MAX_PRODUCT_STATES, TooLarge, bounded_by_counting, bounded_length,
                                 complement_automaton, intersection_automaton)
-from .formats import EXACT_FORMAT_STATES
+from .formats import EXACT_FORMAT_STATES, FormatAutomaton, FormatGrammar
 
 # a string whose length bound is larger than this becomes a rule of its own, shared by every
 # property that uses it (its many states then get their mask-cache entries once)
@@ -69,6 +69,10 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     if hi is not None and hi < lo:
         return NOTHING
     checks = string_checks(schema, conv.exact_formats)
+    if any(isinstance(r, FormatGrammar) for _, r in checks):
+        if len(checks) == 1 and lo == 0 and hi is None:  # a context-free format, alone
+            return checks[0][1].expr(conv.rule)
+        checks = [c for c in checks if not isinstance(c[1], FormatGrammar)]  # (else an annotation: formats.LIMITS)
     exprs = string_regexes(checks, path)
     if exprs is None:
         conv.approximations.append((f"{path}.pattern", "pattern",
@@ -109,7 +113,7 @@ def _shared_char(conv, ranges) -> Expr:
     """`encoded_char(ranges)`, as one shared rule when it needs escapes: a product of a thousand
     states then refers to the escapes of its class instead of holding a copy each."""
     expr = encoded_char(ranges)
-    if not isinstance(expr, CharClass):
+    if not isinstance(expr, CharClass) or len(ranges) > LARGE_CLASS_RANGES:
         return conv.rule(("encoded_char", tuple(map(tuple, ranges))), "json_class", lambda: expr)
     return expr
 
@@ -141,6 +145,11 @@ def string_regexes(checks: list, path: str) -> Optional[list]:
         if key in ("not_pattern", "not_format", "not_strings"):
             exprs.append(complement_of_check(key, pattern, path))
             continue
+        if isinstance(pattern, FormatAutomaton):
+            exprs.append(pattern.automaton())
+            continue
+        if isinstance(pattern, FormatGrammar):
+            continue  # (a context-free format beside other checks is an annotation: formats.LIMITS)
         if not isinstance(pattern, str):
             raise InvalidJSONError(f"{path}.{key}: must be a string")
         try:
@@ -176,8 +185,8 @@ def _complement(key: str, value):
     if key == "not_strings":
         language = [literal_strings(value)]
     elif key == "not_format":  # (a format of several regexes: the complement of their intersection)
-        language = ([regex_to_expr(value)] if isinstance(value, str)
-                    else [intersection_automaton([regex_to_expr(r) for r in value])])
+        language = ([regex_to_expr(value)] if isinstance(value, str) else [value.automaton()]
+                    if isinstance(value, FormatAutomaton) else [intersection_automaton([regex_to_expr(r) for r in value])])
     else:
         languages = pattern_languages(value)
         language = [intersection_automaton(languages)] if len(languages) > 1 else languages

@@ -77,8 +77,12 @@ def _count_ok(n: int, schema: dict, low: str, high: str) -> bool:
 def _automata(key: str, regex: str) -> tuple:
     """The automata a string must be in for a `pattern` (key "pattern": searched, lookaheads
     split off) or a format's regex (key "format": whole), built once per regex."""
-    from .strings import pattern_languages
+    from .strings import FormatAutomaton, FormatGrammar, pattern_languages
 
+    if isinstance(regex, FormatAutomaton):
+        return (regex.automaton(),)
+    if isinstance(regex, FormatGrammar):
+        return ()  # (not checked on values: every string meets it here)
     languages = pattern_languages(regex) if key == "pattern" else [regex_to_expr(regex)]
     return tuple(automaton(language) for language in languages)
 
@@ -94,10 +98,10 @@ def _string_ok(value: str, schema: dict, exact: Optional[bool]) -> bool:
                 if value in regex:
                     return False
             elif key.startswith("not_"):  # a complement: the value must not be in the language (of
-                regexes = (regex,) if isinstance(regex, str) else regex  # every regex of a format)
+                regexes = regex if isinstance(regex, tuple) else (regex,)  # every regex of a format)
                 if all(matches(a, value) for r in regexes for a in _automata(key[4:], r)):
                     return False
-            elif isinstance(regex, str) and not all(matches(a, value) for a in _automata(key, regex)):
+            elif not isinstance(regex, tuple) and not all(matches(a, value) for a in _automata(key, regex)):
                 return False
         except (RegexError, TooLarge):
             pass  # a pattern the front end cannot read is reported where the schema is compiled

@@ -62,7 +62,7 @@ from ..json_schema.keywords import ANNOTATIONS, TYPES, constrains, count
 from ..json_schema.members import members_in_any_order
 from ..json_schema.strings import format_regexes, string_regexes
 from .xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
-from ...grammar.regular import TooLarge, bounded_length
+from ...grammar.regular import LARGE_CLASS_RANGES, TooLarge, bounded_length
 
 ANY_CHAR = CharClass((), negated=True)
 OBJECT_KEYWORDS = ("properties", "required", "additionalProperties")
@@ -334,11 +334,15 @@ class XmlSchemaConverter:
             return self.string({k: v for k, v in schema.items() if k != "pattern"}, path)
         if not exprs:
             return ("text", Repeat(ANY_CHAR, lo, hi))
-        if len(exprs) == 1 and lo == 0 and hi is None:
+        if len(exprs) == 1 and lo == 0 and hi is None and not isinstance(exprs[0], tuple):  # (a tuple: an automaton)
             return ("text", exprs[0])
+
+        def encode(ranges) -> Expr:  # (a large class is one shared rule: regular.LARGE_CLASS_RANGES)
+            if len(ranges) <= LARGE_CLASS_RANGES:
+                return CharClass(tuple(ranges))
+            return self.conv.rule(("raw class", tuple(map(tuple, ranges))), "xml_class", lambda: CharClass(tuple(ranges)))
         try:
-            return ("text", bounded_length(exprs, lo, hi, lambda r: CharClass(tuple(r)), self.conv.new_rule,
-                                           self.conv.set_rule))
+            return ("text", bounded_length(exprs, lo, hi, encode, self.conv.new_rule, self.conv.set_rule))
         except TooLarge as err:
             raise InvalidJSONError(f"{path}: pattern/format with the length bounds: {err}") from None
 
