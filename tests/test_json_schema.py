@@ -549,15 +549,28 @@ def test_exact_formats_take_a_leap_second_at_23_59_utc_only(exact_time, hh, mm, 
 
 def test_exact_formats_take_ip_literals():
     email, uri = {"type": "string", "format": "email"}, {"type": "string", "format": "uri"}
+    exact = dict(exact_formats=True, approximate=True)  # (email's A-labels: refused without approximate)
     for schema, text in ((email, "a@[IPv6:2001:db8::1]"), (uri, "http://[::1]:80/x"), (uri, "http://[v1.x]/")):
-        assert accepts(schema, json.dumps(text), exact_formats=True) and not accepts(schema, json.dumps(text)), text
-    assert not accepts(email, json.dumps("a@[IPv6:1::2::3]"), exact_formats=True)
+        assert accepts(schema, json.dumps(text), **exact) and not accepts(schema, json.dumps(text)), text
+    assert not accepts(email, json.dumps("a@[IPv6:1::2::3]"), **exact)
+
+
+def test_exact_formats_refuse_what_no_grammar_checks_unless_approximate():
+    """exact_formats: exact or refused; a format's remaining wider part (formats.LIMITS: an
+    A-label's Punycode) is an approximation, named by path."""
+    schema = {"type": "object", "properties": {"h": {"type": "string", "format": "hostname"},
+                                               "t": {"type": "string", "format": "time"}}}
+    with pytest.raises(xgr.exceptions.JSONSchemaNotExactError, match=r"\$\.properties\.h\.format.*Punycode"):
+        xgr.Grammar.from_json_schema(schema, exact_formats=True)
+    assert xgr.Grammar.from_json_schema(schema).approximations == ()  # the default: wider, listed in LIMITS
+    grammar = xgr.Grammar.from_json_schema(schema, exact_formats=True, approximate=True)
+    assert [a[0] for a in grammar.approximations] == ["$.properties.h.format"]
 
 
 def test_exact_formats_count_a_host_name_and_its_complement():
     host = {"type": "string", "format": "hostname"}
     name = ".".join(["a" * 63] * 3 + ["b" * 61])  # 253 characters
-    exact = _byte_matcher(host, exact_formats=True)
+    exact = _byte_matcher(host, exact_formats=True, approximate=True)
     assert exact(json.dumps(name)) and not exact(json.dumps(name + "b")) and not exact(json.dumps("a..b"))
     assert accepts(host, json.dumps(name + "b"))  # the default grammar: any number of labels (specs/05)
     # not (labels and at most 253) = not labels, or more than 253 characters: exact, no approximation

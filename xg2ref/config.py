@@ -27,7 +27,9 @@ process (scripts written for xgrammar, structural tags):
 Formats whose exact grammar costs seconds to build (a leap second's 1,440 local times, an IPv6
 literal inside every email and URI host, a host name's 253-character whole) are left out of the
 default grammars, narrower or wider as specs/05 lists; `exact_formats=True` on the JSON Schema
-front ends, or for the whole process, builds them exactly (xg2ref/frontends/json_schema/formats.py):
+front ends, or for the whole process, builds them exactly, and makes what a format's grammar still
+lets in (an A-label's Punycode...) an approximation, refused unless `approximate`
+(xg2ref/frontends/json_schema/formats.py):
 
     exact_formats=True or False was passed                  |-  that
     set_json_schema_exact_formats(flag) was called          |-  flag

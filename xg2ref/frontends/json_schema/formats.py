@@ -43,7 +43,8 @@ Exact formats. Three parts of the RFC grammars cost seconds to build and are lef
     idn-hostname            the contextual rules of RFC 5892 Appendix A and the Bidi rule of
                             RFC 5893 (1,401 states: about a minute to compile)
 
-What no setting makes exact is in `LIMITS`: the Punycode of an `xn--` label is not decoded (a
+Under exact_formats a format is exact or refused: its "wider" part in `LIMITS` is recorded as an
+approximation (strings.string_content). What no setting makes exact is in `LIMITS`: the Punycode of an `xn--` label is not decoded (a
 label's validity as an IDNA A-label needs the decoded text: a finite but astronomically large
 language), so `hostname` and the host names of `email` take any such label of letters, digits and
 hyphens; `regex` (regex_format.py) is checked as far as a grammar goes, alone.

@@ -31,7 +31,7 @@ from ..regex.parser import RegexError, regex_to_expr
 from ..regex.anchors import leading_lookaheads
 from ...grammar.regular import (LARGE_CLASS_RANGES, MAX_PRODUCT_STATES, TooLarge, bounded_by_counting, bounded_length,
                                 complement_automaton, intersection_automaton)
-from .formats import EXACT_FORMAT_STATES, FormatAutomaton, FormatGrammar
+from .formats import EXACT_FORMAT_STATES, LIMITS as FORMAT_LIMITS, FormatAutomaton, FormatGrammar
 
 # a string whose length bound is larger than this becomes a rule of its own, shared by every
 # property that uses it (its many states then get their mask-cache entries once)
@@ -69,6 +69,11 @@ def string_content(conv, schema: dict, path: str) -> Expr:
     if hi is not None and hi < lo:
         return NOTHING
     checks = string_checks(schema, conv.exact_formats)
+    if conv.exact_formats:  # exact or refused: what a format's grammar still lets in is an approximation
+        for name in ([schema["format"]] if "format" in schema else []) + schema.get(MORE_FORMATS, []):
+            limit = FORMAT_LIMITS.get((name, True), "") if isinstance(name, str) else ""
+            if limit.startswith("wider"):
+                conv.approximations.append((f"{path}.format", "format", f"not enforced in full: {limit}"))
     if any(isinstance(r, FormatGrammar) for _, r in checks):
         if len(checks) == 1 and lo == 0 and hi is None:  # a context-free format, alone
             return checks[0][1].expr(conv.rule)
