@@ -44,6 +44,8 @@ DEFAULT_INLINE_SIZE = 16
 LEAF_INLINE_SIZE = 48
 # References under a repetition of more copies than this are not inlined.
 MAX_INLINE_COPIES = 16
+# A class of more ranges than this is never inlined (`unrolled_size`).
+MAX_INLINE_CLASS_RANGES = 64
 
 
 # --- traversal helpers --------------------------------------------------------------------------
@@ -119,9 +121,10 @@ def unrolled_size(expr: Expr) -> int:
     """Node count of `expr` once the FSM builder unrolls repetitions: x{m,n} holds n copies of
     x (m+1 when unbounded), so inlining a rule copies about this many NFA fragments.
 
-    A class counts one node per two of its ranges (its UTF-8 automaton grows with them): a rule
-    that is one class of a thousand ranges (idn-hostname's letters) stays a rule, shared, rather
-    than a copy in each of a thousand callers.
+    A class of more than `MAX_INLINE_CLASS_RANGES` ranges counts as too large to inline (its
+    UTF-8 automaton grows with them): a rule that is one class of a thousand ranges (idn-hostname's
+    letters) stays a rule, shared, rather than a copy in each of a thousand callers; a smaller
+    class counts one node.
 
     Example: unrolled_size(Repeat(Sequence((ByteString(b"a"), RuleRef("b"))), 0, 3)) == 1 + 3 * 3
     """
@@ -129,7 +132,7 @@ def unrolled_size(expr: Expr) -> int:
         if isinstance(node, Repeat):
             return 1 + kids[0] * (node.max if node.max is not None else node.min + 1)
         if isinstance(node, CharClass):
-            return 1 + len(node.ranges) // 2
+            return 1 if len(node.ranges) <= MAX_INLINE_CLASS_RANGES else LEAF_INLINE_SIZE + 1
         return 1 + sum(kids)
 
     return fold_expr(expr, size)
