@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ..exceptions import GrammarLimitError, InvalidJSONError
-from ..frontends.json_schema.formats import AUTOMATON_FORMATS, FORMAT_REGEXES, LIMITS as FORMAT_LIMITS, format_regexes
+from ..frontends.json_schema.formats import (AUTOMATON_FORMATS, FORMAT_REGEXES, GRAMMAR_FORMATS,
+                                             LIMITS as FORMAT_LIMITS, format_regexes)
 from ..frontends.json_schema.keywords import ANNOTATIONS
 from ..frontends.json_schema.merge import APPLICATORS, VOCABULARY
 
@@ -237,8 +238,8 @@ def keyword_rows(schema: Any) -> tuple:
             elif beside_ref and "$ref" in node.schema and key != "$ref":
                 row.status["xg2ref"] = "ignored beside $ref (drafts up to 7, as the standard says)"
             elif key == "format" and not format_regexes(value, False):
-                row.status["xg2ref"] = (f"annotation (xg2ref asserts {len(FORMAT_REGEXES) + len(AUTOMATON_FORMATS)} "
-                                        f"formats, not {value!r})")
+                asserted = len(FORMAT_REGEXES) + len(AUTOMATON_FORMATS) + len(GRAMMAR_FORMATS)
+                row.status["xg2ref"] = f"annotation (xg2ref asserts {asserted} formats, not {value!r})"
             elif key in NOT_READ:
                 row.status["xg2ref"] = f"not read ({NOT_READ[key]} keyword: no constraint)"
             elif key in KNOWN:
