@@ -1,0 +1,169 @@
+"""Token classes (xg2ref/token_classes/, specs/09-token-classes.md): the class masks, gathered to
+tokens, are the brute-force oracle's along walks with rollbacks; swapping a token for another of
+its class never changes the oracle's verdicts (CFGzip's Theorem 1); tokens never allowed stay
+masked where a stop token is allowed; saved classes refuse another vocabulary; the constructs
+the classes cannot keep exact are refused by name."""
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xg2ref as xgr
+from xg2ref.compiler import compile_ir_grammar
+from xg2ref.oracle.brute_force import brute_force_mask
+from xg2ref.oracle.recognizer import Recognizer
+from xg2ref.oracle.strategies import grammars, vocabularies
+from xg2ref.token_classes import (RELATIONS, ClassMatcher, TokenClasses, TokenClassesMismatch,
+                                  TokenClassesUnsupported, compute_token_classes)
+
+
+def _setup(ir, vocab, stops):
+    grammar = xgr.Grammar(ir)
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=stops)
+    return grammar, info, compile_ir_grammar(grammar, info)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(alphabet=b"abc", lookaheads=True), vocabularies(alphabet=b"abc"), st.sampled_from(RELATIONS),
+       st.integers(0, 10**6))
+def test_class_masks_are_the_oracle_s_along_walks_with_rollbacks(ir, vocabulary, relation, seed):
+    vocab, stops, special = vocabulary
+    grammar, info, compiled = _setup(ir, vocab, stops)
+    classes = compute_token_classes(compiled, relation)
+    matcher = ClassMatcher.from_grammar(grammar, info, classes)
+    oracle = Recognizer(ir)
+    rng = random.Random(seed)
+    history = [b""]
+    for _ in range(8):
+        want = brute_force_mask(oracle, history[-1], vocab, stop_token_ids=stops, special_token_ids=special,
+                                vocab_size=info.vocab_size)
+        assert np.array_equal(matcher.compute_bool_mask(), want), (relation, history[-1])
+        allowed = [int(t) for t in np.flatnonzero(want) if t not in stops]
+        if len(history) > 1 and (not allowed or rng.random() < 0.25):
+            matcher.rollback(1)
+            history.pop()
+            continue
+        if not allowed:
+            break
+        token = rng.choice(allowed)
+        assert matcher.accept_token(token)
+        history.append(history[-1] + vocab[token])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(alphabet=b"abc"), vocabularies(alphabet=b"abc"), st.lists(st.integers(0, 50), max_size=5),
+       st.integers(0, 10**6))
+def test_swapping_a_token_for_a_class_member_keeps_the_oracle_s_verdicts(ir, vocabulary, picks, seed):
+    """Theorem 1, on the oracle (which shares no code with the classes): a sequence of tokens and
+    the same sequence with members swapped for others of their classes are both prefixes, or
+    neither, and both sentences, or neither."""
+    vocab, stops, _ = vocabulary
+    _, _, compiled = _setup(ir, vocab, stops)
+    classes = compute_token_classes(compiled, "byte_blocks")
+    regular = [t for t in range(len(vocab)) if classes.class_of[t] < classes.n_regular]
+    if not regular:
+        return
+    rng = random.Random(seed)
+    tokens = [regular[p % len(regular)] for p in picks]
+    swapped = [int(rng.choice(classes.members(int(classes.class_of[t])))) for t in tokens]
+    oracle = Recognizer(ir)
+    a, b = b"".join(vocab[t] for t in tokens), b"".join(vocab[t] for t in swapped)
+    assert oracle.is_prefix(a) == oracle.is_prefix(b)
+    assert oracle.is_sentence(a) == oracle.is_sentence(b)
+
+
+def test_byte_blocks_group_tokens_the_grammar_cannot_tell_apart():
+    grammar = xgr.Grammar.from_ebnf('root ::= [a-c]+ "." [0-9]*')
+    vocab = [b"a", b"b", b"x", b"ab", b"ba", b".", b"1", b"22", b"a.", b"</s>"]
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=[9])
+    classes = compute_token_classes(xgr.GrammarCompiler(info).compile_grammar(grammar), "byte_blocks")
+    same = lambda u, v: classes.class_of[vocab.index(u)] == classes.class_of[vocab.index(v)]  # noqa: E731
+    assert same(b"a", b"b") and same(b"ab", b"ba") and not same(b"a", b"ab") and not same(b"a", b"x")
+    assert classes.representatives[classes.class_of[vocab.index(b"ab")]] == vocab.index(b"ab")  # lowest id
+    assert classes.class_of[9] == classes.stop_class and classes.n_regular < 9
+
+
+def test_tokens_never_allowed_stay_masked_where_a_stop_token_is_allowed():
+    """CFGzip's public code gathers its ignored tokens as the last class, the stop class there,
+    so they look allowed whenever EOS is; here they have a class of their own, always 0."""
+    grammar = xgr.Grammar.from_ebnf('root ::= "ab"')
+    vocab = [b"a", b"b", b"", b"</s>", b"ab"]  # id 2: special (empty, not a stop)
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=[3], vocab_size=8)  # ids 5..7: padding
+    classes = compute_token_classes(xgr.GrammarCompiler(info).compile_grammar(grammar), "byte_blocks")
+    assert {int(classes.class_of[t]) for t in (2, 5, 6, 7)} == {classes.never_class}
+    matcher = ClassMatcher.from_grammar(grammar, info, classes)
+    assert matcher.accept_token(4)
+    bitmask = xgr.allocate_token_bitmask(1, 8)
+    matcher.fill_next_token_bitmask(bitmask)
+    mask = xgr.bitmask.unpack_bitmask(np.asarray(bitmask), 8)[0]
+    assert mask.tolist() == [False, False, False, True, False, False, False, False]
+    assert not matcher.accept_token(2) and not matcher.accept_token(6)
+
+
+def test_saved_classes_load_for_their_vocabulary_only(tmp_path):
+    grammar = xgr.Grammar.from_ebnf('root ::= [a-c]+')
+    info = xgr.TokenizerInfo([b"a", b"b", b"ab", b"</s>"], stop_token_ids=[3])
+    compiled = xgr.GrammarCompiler(info).compile_grammar(grammar)
+    classes = compute_token_classes(compiled, "byte_blocks")
+    path = tmp_path / "classes.npz"
+    classes.save(path)
+    again = TokenClasses.load(path, compiled)
+    assert again.relation == "byte_blocks" and np.array_equal(again.class_of, classes.class_of)
+    assert np.array_equal(again.representatives, classes.representatives)
+    other = xgr.TokenizerInfo([b"a", b"c", b"ab", b"</s>"], stop_token_ids=[3])
+    with pytest.raises(TokenClassesMismatch, match="vocabulary"):
+        TokenClasses.load(path, xgr.GrammarCompiler(other).compile_grammar(grammar))
+    stops = xgr.TokenizerInfo([b"a", b"b", b"ab", b"</s>"], stop_token_ids=[2])
+    with pytest.raises(TokenClassesMismatch, match="stops"):
+        TokenClasses.load(path, xgr.GrammarCompiler(stops).compile_grammar(grammar))
+    (tmp_path / "bad.npz").write_bytes(b"not a file")
+    with pytest.raises(TokenClassesMismatch, match="not a token classes file"):
+        TokenClasses.load(tmp_path / "bad.npz")
+
+
+@pytest.mark.parametrize("ebnf, name", [
+    ('root ::= TagDispatch(("<a>", r), excludes=(), loop_after_dispatch=false)\nr ::= "x" "</a>"', None),
+    ('root ::= Token(1) "a"', "token-level intrinsics"),
+    ('root ::= x "b"\nx[max_tokens=2] ::= [ab]*', "budgets"),
+    ('root ::= x "b"\nx[max_chars=2] ::= [ab]*', "budgets"),
+])
+def test_constructs_the_classes_cannot_keep_exact_are_refused_by_name(ebnf, name):
+    info = xgr.TokenizerInfo([b"a", b"b", b"<a>", b"x", b"</a>", b"</s>"], stop_token_ids=[5])
+    compiled = xgr.GrammarCompiler(info).compile_grammar(xgr.Grammar.from_ebnf(ebnf))
+    if name is None:  # (a TagDispatch reads bytes only: supported)
+        compute_token_classes(compiled, "byte_blocks")
+    else:
+        with pytest.raises(TokenClassesUnsupported, match=name):
+            compute_token_classes(compiled, "byte_blocks")
+
+
+def test_unordered_members_are_refused_by_name():
+    info = xgr.TokenizerInfo([b"{", b"}", b'"a"', b":", b"1", b",", b'"b"', b"</s>"], stop_token_ids=[7])
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+              "required": ["a", "b"]}
+    compiled = xgr.GrammarCompiler(info).compile_json_schema(schema, any_order=True)
+    with pytest.raises(TokenClassesUnsupported, match="unordered"):
+        compute_token_classes(compiled, "byte_blocks")
+
+
+def test_a_real_vocabulary_json_schema_walk():
+    """llama3 and a JSON schema: the class masks are the full vocabulary's at every step."""
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    grammar = xgr.Grammar.from_json_schema({"type": "object", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "string", "maxLength": 5}}, "required": ["a"]})
+    compiled = xgr.GrammarCompiler(info).compile_grammar(grammar)
+    classes = compute_token_classes(compiled, "byte_blocks")
+    assert classes.n_regular < 0.7 * info.vocab_size
+    matcher, full = ClassMatcher.from_grammar(grammar, info, classes), xgr.GrammarMatcher(compiled)
+    rng = random.Random(7)
+    for _ in range(12):
+        want = full.compute_bool_mask()
+        assert np.array_equal(matcher.compute_bool_mask(), want)
+        allowed = [int(t) for t in np.flatnonzero(want) if t not in info.stop_token_ids]
+        if not allowed:
+            break
+        token = rng.choice(allowed)
+        assert matcher.accept_token(token) and full.accept_token(token)

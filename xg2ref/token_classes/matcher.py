@@ -1,0 +1,111 @@
+"""`ClassMatcher`: the matcher API over an inner engine that runs over one representative per
+token class (CFGzip §3.1, "online"; ../shared/SEED_SYSTEMS.md §3.4).
+
+The inner engine is compiled over the *compressed vocabulary* (`compressed_tokenizer_info`): a
+RAW vocabulary whose token k is the bytes of class k's representative, for each regular class k,
+then one stop entry (id n_regular = the stop class). So class ids are the inner engine's token
+ids, and
+
+    accept_token(t)              inner.accept_token(class_of[t]); a NEVER token is refused
+    fill_next_token_bitmask      the inner bitmask over classes, gathered to tokens by
+                                 kernels/class_mask.py (NEVER tokens 0)
+    accept_string, rollback, reset, is_terminated     passed through
+
+By Theorem 1 the inner engine's state after the representatives is the state after the tokens
+themselves (their bytes are congruent one by one), so every mask is the full vocabulary's.
+`ClassMatcher.from_grammar` compiles with xg2ref; any inner matcher with xgrammar's matcher API
+(xgrammar 0.2.8's `GrammarMatcher` over `compressed_tokenizer_info`'s vocabulary) fits the
+constructor.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..bitmask import bitmask_row_view, unpack_bitmask
+from ..kernels.class_mask import expand_class_bitmask
+from .classes import TokenClasses, check_vocabulary, representative_vocabulary
+
+
+def compressed_tokenizer_info(classes: TokenClasses, tokenizer_info):
+    """The RAW TokenizerInfo of the representatives, then the stop entry (module docstring)."""
+    from ..tokenizer_info import TokenizerInfo
+
+    check_vocabulary(classes, tokenizer_info)
+    return TokenizerInfo(representative_vocabulary(classes, tokenizer_info), stop_token_ids=[classes.stop_class])
+
+
+class ClassMatcher:
+    """A matcher over the full vocabulary, driving `inner` (a matcher over the compressed
+    vocabulary) with class ids (module docstring)."""
+
+    def __init__(self, inner, classes: TokenClasses):
+        self.inner = inner
+        self.classes = classes
+        self._class_of = np.ascontiguousarray(classes.class_of, dtype=np.int32)
+        self._n_inner = classes.n_regular + 1  # the regular classes and the stop entry
+        self._class_words = np.zeros((self._n_inner + 31) // 32, dtype=np.int32)
+        self._words = np.zeros((classes.vocab_size + 31) // 32, dtype=np.int32)
+
+    @classmethod
+    def from_grammar(cls, grammar, tokenizer_info, classes: TokenClasses, **matcher_options) -> "ClassMatcher":
+        """xg2ref compiled over `classes`' compressed vocabulary, wrapped."""
+        from ..compiler import GrammarCompiler
+        from ..matcher import GrammarMatcher
+
+        compressed = compressed_tokenizer_info(classes, tokenizer_info)
+        compiled = GrammarCompiler(compressed, cache_enabled=False).compile_grammar(grammar)
+        return cls(GrammarMatcher(compiled, **matcher_options), classes)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.classes.vocab_size
+
+    def accept_token(self, token_id: int) -> bool:
+        """The inner engine accepts the token's class; a token never allowed is refused."""
+        if not 0 <= token_id < self.vocab_size:
+            return False
+        cls = int(self._class_of[token_id])
+        return cls < self._n_inner and bool(self.inner.accept_token(cls))
+
+    def accept_string(self, input_str) -> bool:
+        return bool(self.inner.accept_string(input_str))
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        self.inner.rollback(num_tokens)
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+    def is_terminated(self) -> bool:
+        return bool(self.inner.is_terminated())
+
+    def is_completed(self) -> bool:
+        return bool(self.inner.is_completed()) if hasattr(self.inner, "is_completed") else self.is_terminated()
+
+    def _fill(self) -> int:
+        self._class_words[:] = 0
+        self.inner.fill_next_token_bitmask(self._class_words.reshape(1, -1), 0)
+        return int(expand_class_bitmask(self._class_words.view(np.uint32), self._class_of, self._n_inner,
+                                        self._words.view(np.uint32)))
+
+    def fill_next_token_bitmask(self, bitmask, index: int = 0) -> bool:
+        """Row `index` of an int32 bitmask over the full vocabulary; True when some token is
+        masked out."""
+        allowed = self._fill()
+        row = bitmask_row_view(bitmask, index, self.vocab_size)
+        row[:len(self._words)] = self._words
+        row[len(self._words):] = 0
+        return allowed < self.vocab_size
+
+    def compute_bool_mask(self) -> np.ndarray:
+        """bool[vocab_size]: the allowed tokens now."""
+        self._fill()
+        return unpack_bitmask(self._words, self.vocab_size)
+
+    def class_mask(self) -> Optional[np.ndarray]:
+        """bool[n_regular + 1]: the inner engine's mask over classes (the last: the stop class)."""
+        self._fill()
+        return unpack_bitmask(self._class_words, self._n_inner)
