@@ -131,3 +131,8 @@ def test_idn_hostname_in_an_xml_parameter():
     assert accepts(grammar, "<parameter=h>\uc2e4\ub840.\ud14c\uc2a4\ud2b8</parameter>")
     assert not accepts(grammar, "<parameter=h>-a</parameter>")
     assert not accepts(grammar, "<parameter=h>\u0301a</parameter>")
+
+
+def test_its_complement_is_an_approximation():
+    with pytest.raises(xgr.exceptions.JSONSchemaNotExactError, match="complement of format idn-hostname"):
+        xgr.Grammar.from_json_schema({"type": "string", "not": {"format": "idn-hostname"}})
