@@ -4,7 +4,11 @@ its class never changes the oracle's verdicts (CFGzip's Theorem 1); tokens never
 masked where a stop token is allowed; saved classes refuse another vocabulary; the constructs
 the classes cannot keep exact are refused by name."""
 
+import os
 import random
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -167,3 +171,41 @@ def test_a_real_vocabulary_json_schema_walk():
             break
         token = rng.choice(allowed)
         assert matcher.accept_token(token) and full.accept_token(token)
+
+
+SIMULATED = textwrap.dedent("""
+    import numpy as np
+    from xg2ref.kernels.apply_bitmask import NEG_INF_BITS
+    from xg2ref.kernels.class_mask import expand_class_bitmask
+    from xg2ref.kernels.class_mask_cuda import launch_class_mask_cuda
+    rng = np.random.default_rng(3)
+    for vocab_size, n_classes in ((1, 1), (40, 5), (300, 37), (1000, 70)):
+        class_of = rng.integers(0, n_classes + 2, size=vocab_size).astype(np.int32)  # n_classes + 1: never
+        words = (n_classes + 31) // 32
+        class_words = rng.integers(-2**31, 2**31, size=(3, words)).astype(np.int32)
+        for dtype in ("float32", "float16", "bfloat16"):
+            int_type, bits = NEG_INF_BITS[dtype]
+            raw = rng.integers(-1000, 1000, size=(3, vocab_size)).astype(int_type)
+            want = raw.copy()
+            rows = [0, 2]
+            for r in rows:  # the CPU gather, then the plain mask
+                out = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
+                expand_class_bitmask(class_words[r].view(np.uint32), class_of, n_classes, out.view(np.uint32))
+                for t in range(vocab_size):
+                    if (int(out[t // 32]) >> (t % 32)) & 1 == 0:
+                        want[r, t] = bits
+            launch_class_mask_cuda(raw, class_words, class_of, n_classes, np.array(rows, dtype=np.int32), vocab_size,
+                                   int_type(bits))
+            assert np.array_equal(raw, want), (vocab_size, n_classes, dtype)
+    print("simulated class kernel ok")
+""")
+
+
+def test_the_fused_cuda_gather_on_the_simulator():
+    """The GPU kernel (gather and mask in one) equals the CPU gather followed by the plain mask,
+    for every float dtype, rows picked, and tokens of the never class."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    done = subprocess.run([sys.executable, "-c", SIMULATED], env=env, capture_output=True, text=True, timeout=600,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "simulated class kernel ok" in done.stdout
