@@ -53,6 +53,9 @@ hyphens; `regex` (regex_format.py) is checked as far as a grammar goes, alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
+
+from ...config import get_json_schema_exact_formats
 
 JSON_POINTER = r"(/([^~/]|~[01])*)*"
 _DAY31 = r"(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])"
@@ -250,12 +253,13 @@ class FormatGrammar:
 GRAMMAR_FORMATS = ("regex",)
 
 
-def format_regexes(name, exact: bool) -> tuple:
+def format_regexes(name, exact: Optional[bool] = None) -> tuple:
     """The whole-string regexes a string in format `name` matches, every one (empty for formats
     that are annotations; a FormatAutomaton for those built as automata); `exact` is the
-    exact_formats setting (module docstring)."""
+    exact_formats setting (module docstring; None: the process-wide one, xg2ref/config.py)."""
     if not isinstance(name, str):
         return ()
+    exact = get_json_schema_exact_formats(exact)
     if name in AUTOMATON_FORMATS:
         return (FormatAutomaton(name, exact),)
     if name in GRAMMAR_FORMATS:

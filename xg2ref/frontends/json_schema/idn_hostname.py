@@ -49,6 +49,8 @@ from typing import Optional
 
 import numpy as np
 
+from ...grammar.charsets import merge_ranges
+
 FULL_STOPS = (0x2E, 0x3002, 0xFF0E, 0xFF61)
 MAX_ASCII_LABEL = 63
 ZWNJ, ZWJ, MIDDLE_DOT, KERAIA, KATAKANA_MIDDLE_DOT = 0x200C, 0x200D, 0x00B7, 0x0375, 0x30FB
@@ -303,16 +305,6 @@ def _edges(moves: list, finals: set, blocks: list, classes: dict) -> tuple:
     for sig in classes:
         column = tuple(blocks[moves[q][sig]] if sig in moves[q] else -1 for b, q in sorted(first.items()))
         columns.setdefault(column, []).extend(classes[sig])
-    letters = [(tuple(_merged(r)), column) for column, r in columns.items()]
+    letters = [(tuple(merge_ranges(r)), column) for column, r in columns.items()]
     edges = [[(ranges, column[b]) for ranges, column in letters if column[b] >= 0] for b in range(count)]
     return edges, {blocks[q] for q in finals}
-
-
-def _merged(ranges: list) -> list:
-    out: list = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out

@@ -238,7 +238,7 @@ class Negations:
         return [{"type": "string", NOT_PATTERNS: [p]}]
 
     def not_format(self, f, schema, path) -> list:
-        from .strings import format_regexes
+        from .formats import format_regexes
 
         regexes = format_regexes(f, self.conv.exact_formats)
         if not regexes:

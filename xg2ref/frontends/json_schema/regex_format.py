@@ -29,8 +29,6 @@ characters in group names, or are and follow a backslash (Unicode's identifier t
 
 from __future__ import annotations
 
-import functools
-
 from ...grammar.ir import Choice, Expr, Repeat
 from .lexical import encoded_char, seq
 
@@ -50,14 +48,12 @@ def _all_but(excluded: list) -> list:
     return subtract([(0, 0x10FFFF)], sorted(excluded + [_SURROGATES]))
 
 
-@functools.lru_cache(maxsize=1)
-def _identifier_classes() -> tuple:
-    """(start, part): identifier code points, ASCII ones as ECMAScript has them (letters, `$`,
-    `_`; then digits too) and every non-ASCII one in both (Unicode's ID_Start and ID_Continue
-    would be classes of a thousand ranges in every pattern's grammar: the wider class is taken,
-    formats.LIMITS)."""
-    letters = _ranges_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz$_") + [(0x80, 0x10FFFF)]
-    return letters, letters + [(0x30, 0x39)]
+# Identifier code points of a group name: the ASCII ones as ECMAScript has them (letters, `$`,
+# `_`; then digits too) and every non-ASCII one in both (Unicode's ID_Start and ID_Continue would
+# be classes of a thousand ranges in every pattern's grammar: the wider class is taken,
+# formats.LIMITS).
+IDENTIFIER_START = _ranges_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz$_") + [(0x80, 0x10FFFF)]
+IDENTIFIER_PART = IDENTIFIER_START + [(0x30, 0x39)]
 
 
 class _Rules:
@@ -121,8 +117,8 @@ class _Rules:
         return self.ref("atom", make)
 
     def group_name(self) -> Expr:
-        start, part = _identifier_classes()
-        return self.ref("group_name", lambda: seq(self.cls(start), Repeat(self.cls(part), 0, None)))
+        return self.ref("group_name",
+                        lambda: seq(self.cls(IDENTIFIER_START), Repeat(self.cls(IDENTIFIER_PART), 0, None)))
 
     def atom_escape(self) -> Expr:
         def make():

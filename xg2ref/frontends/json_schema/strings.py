@@ -20,9 +20,8 @@ pattern that repeats one character, are a repetition `x{lo,hi}` that the compile
 from __future__ import annotations
 
 import functools
-from typing import Any, Optional
+from typing import Optional
 
-from ...config import get_json_schema_exact_formats
 from ...exceptions import InvalidJSONError
 from ...grammar.ir import ByteString, CharClass, Choice, Expr, Repeat, RuleRef, Sequence
 from .lexical import NOTHING, any_string_char, encoded_char, json_encode_regex, seq
@@ -31,7 +30,7 @@ from ..regex.parser import RegexError, regex_to_expr
 from ..regex.anchors import leading_lookaheads
 from ...grammar.regular import (LARGE_CLASS_RANGES, MAX_PRODUCT_STATES, TooLarge, bounded_by_counting, bounded_length,
                                 complement_automaton, intersection_automaton)
-from .formats import EXACT_FORMAT_STATES, LIMITS as FORMAT_LIMITS, FormatAutomaton, FormatGrammar
+from .formats import EXACT_FORMAT_STATES, LIMITS as FORMAT_LIMITS, FormatAutomaton, FormatGrammar, format_regexes
 
 # a string whose length bound is larger than this becomes a rule of its own, shared by every
 # property that uses it (its many states then get their mask-cache entries once)
@@ -39,14 +38,6 @@ SHARED_STRING_LENGTH = 16
 # RegexError messages of constructs no grammar can enforce (a `pattern` using one is not enforced)
 UNENFORCEABLE = ("backreferences", "lookahead", "negative lookahead", "lookbehind", "negative lookbehind",
                  "word boundaries")
-
-
-def format_regexes(name: Any, exact: Optional[bool] = None) -> tuple:
-    """The whole-string regexes of a `format` (empty for formats that are annotations), built
-    exactly when `exact` (None: the process-wide exact_formats setting, xg2ref/config.py)."""
-    from .formats import format_regexes as regexes
-
-    return regexes(name, get_json_schema_exact_formats(exact))
 
 
 def string_expr(conv, schema: dict, path: str) -> Expr:

@@ -149,7 +149,7 @@ def _number_ok(value, schema: dict) -> bool:
 
 def value_meets(value: Any, schema: dict, exact_formats: Optional[bool] = None) -> bool:
     """False when a keyword of `schema` that this module checks (docstring) rejects `value`
-    (formats as `exact_formats` builds them: strings.format_regexes)."""
+    (formats as `exact_formats` builds them: formats.format_regexes)."""
     if "type" in schema and isinstance(schema["type"], (str, list)) and not has_type(value, schema["type"]):
         return False
     if "const" in schema and not json_equal(value, schema["const"]):

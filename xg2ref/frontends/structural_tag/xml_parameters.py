@@ -60,7 +60,8 @@ from ..json_schema.lexical import NOTHING, choice, seq
 from .excludes import FilteringConverter, avoiding, literal_holds
 from ..json_schema.keywords import ANNOTATIONS, TYPES, constrains, count
 from ..json_schema.members import members_in_any_order
-from ..json_schema.strings import format_regexes, string_regexes
+from ..json_schema.formats import format_regexes
+from ..json_schema.strings import string_regexes
 from .xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
 from ...grammar.regular import LARGE_CLASS_RANGES, TooLarge, bounded_length
 
