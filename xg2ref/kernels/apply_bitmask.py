@@ -63,12 +63,18 @@ def apply_bitmask_cuda(logits, bitmask, rows, vocab_size, neg_inf):
         logits[r, t] = neg_inf
 
 
-def launch_cuda(logits, bitmask, rows, vocab_size: int, neg_inf, stream=0) -> None:
-    """Run the GPU kernel: device arrays (numba's, or anything with __cuda_array_interface__;
-    numpy arrays under the simulator), one block row per entry of `rows`."""
+def launch_per_token(kernel, rows, vocab_size: int, stream, *args) -> None:
+    """Launch a kernel with one thread per (row, token): a block row per entry of `rows`, blocks
+    of THREADS_PER_BLOCK tokens; nothing for an empty grid."""
     if vocab_size <= 0 or rows.shape[0] == 0:
         return
     blocks = ((vocab_size + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, rows.shape[0])
     with warnings.catch_warnings():  # small batches make small grids, and numba says so each time
         warnings.simplefilter("ignore", NumbaPerformanceWarning)
-        apply_bitmask_cuda[blocks, THREADS_PER_BLOCK, stream](logits, bitmask, rows, vocab_size, neg_inf)
+        kernel[blocks, THREADS_PER_BLOCK, stream](*args)
+
+
+def launch_cuda(logits, bitmask, rows, vocab_size: int, neg_inf, stream=0) -> None:
+    """Run the GPU kernel: device arrays (numba's, or anything with __cuda_array_interface__;
+    numpy arrays under the simulator), one block row per entry of `rows`."""
+    launch_per_token(apply_bitmask_cuda, rows, vocab_size, stream, logits, bitmask, rows, vocab_size, neg_inf)

@@ -20,12 +20,9 @@ expansion is kernels/class_mask.py.
 
 from __future__ import annotations
 
-import warnings
-
 from numba import cuda  # numba.cuda: CUDA simulator or device, found at launch
-from numba.core.errors import NumbaPerformanceWarning
 
-from .apply_bitmask import THREADS_PER_BLOCK
+from .apply_bitmask import launch_per_token
 
 
 @cuda.jit
@@ -45,10 +42,5 @@ def launch_class_mask_cuda(logits, class_words, class_of, n_classes: int, rows, 
                            stream=0) -> None:
     """Run the fused kernel: device arrays (numba's, or anything with __cuda_array_interface__;
     numpy arrays under the simulator), one block row per entry of `rows`."""
-    if vocab_size <= 0 or rows.shape[0] == 0:
-        return
-    blocks = ((vocab_size + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK, rows.shape[0])
-    with warnings.catch_warnings():  # small batches make small grids, and numba says so each time
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
-        apply_class_mask_cuda[blocks, THREADS_PER_BLOCK, stream](logits, class_words, class_of, n_classes, rows,
-                                                                 vocab_size, neg_inf)
+    launch_per_token(apply_class_mask_cuda, rows, vocab_size, stream, logits, class_words, class_of, n_classes, rows,
+                     vocab_size, neg_inf)
