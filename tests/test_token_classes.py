@@ -17,7 +17,10 @@ from hypothesis import strategies as st
 
 import xg2ref as xgr
 from xg2ref.compiler import compile_ir_grammar
+from xg2ref.grammar.printer import print_grammar
 from xg2ref.oracle.brute_force import brute_force_mask
+from xg2ref.oracle.engines import OracleMatcher
+from xg2ref.oracle.congruence import syntactic_classes, valid_nowhere
 from xg2ref.oracle.recognizer import Recognizer
 from xg2ref.oracle.strategies import grammars, vocabularies
 from xg2ref.token_classes import (RELATIONS, ClassMatcher, TokenClasses, TokenClassesMismatch,
@@ -57,16 +60,16 @@ def test_class_masks_are_the_oracle_s_along_walks_with_rollbacks(ir, vocabulary,
         history.append(history[-1] + vocab[token])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(grammars(alphabet=b"abc"), vocabularies(alphabet=b"abc"), st.lists(st.integers(0, 50), max_size=5),
-       st.integers(0, 10**6))
-def test_swapping_a_token_for_a_class_member_keeps_the_oracle_s_verdicts(ir, vocabulary, picks, seed):
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(alphabet=b"abc"), vocabularies(alphabet=b"ab", max_tokens=16), st.lists(st.integers(0, 50), max_size=5),
+       st.sampled_from(("byte_blocks", "displacement")), st.integers(0, 10**6))
+def test_swapping_a_token_for_a_class_member_keeps_the_oracle_s_verdicts(ir, vocabulary, picks, relation, seed):
     """Theorem 1, on the oracle (which shares no code with the classes): a sequence of tokens and
     the same sequence with members swapped for others of their classes are both prefixes, or
     neither, and both sentences, or neither."""
     vocab, stops, _ = vocabulary
     _, _, compiled = _setup(ir, vocab, stops)
-    classes = compute_token_classes(compiled, "byte_blocks")
+    classes = compute_token_classes(compiled, relation)
     regular = [t for t in range(len(vocab)) if classes.class_of[t] < classes.n_regular]
     if not regular:
         return
@@ -77,6 +80,58 @@ def test_swapping_a_token_for_a_class_member_keeps_the_oracle_s_verdicts(ir, voc
     a, b = b"".join(vocab[t] for t in tokens), b"".join(vocab[t] for t in swapped)
     assert oracle.is_prefix(a) == oracle.is_prefix(b)
     assert oracle.is_sentence(a) == oracle.is_sentence(b)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(alphabet=b"abc", refs=False, max_depth=4), vocabularies(alphabet=b"abc", max_tokens=16))
+def test_classes_lie_inside_the_exact_congruence_of_regular_grammars(ir, vocabulary):
+    """On a regular grammar the syntactic congruence is exact (the minimal DFA's transformations,
+    oracle/congruence.py): every class lies inside one of its classes, tokens valid nowhere are
+    exactly those displacement sends to the never class, and displacement classes are unions of
+    byte_blocks classes."""
+    vocab, stops, special = vocabulary
+    _, _, compiled = _setup(ir, vocab, stops)
+    regular = [t for t in range(len(vocab)) if t not in stops and t not in special]
+    exact = dict(zip(regular, syntactic_classes(ir, [vocab[t] for t in regular])))
+    found = {relation: compute_token_classes(compiled, relation) for relation in ("byte_blocks", "displacement")}
+    for relation, classes in found.items():
+        for t in regular:
+            if classes.class_of[t] == classes.never_class:
+                continue
+            for u in classes.members(int(classes.class_of[t])):
+                assert exact[t] == exact[int(u)], (relation, vocab[t], vocab[int(u)])
+    disp, blocks = found["displacement"], found["byte_blocks"]
+    for t in regular:
+        assert (disp.class_of[t] == disp.never_class) == valid_nowhere(ir, vocab[t]), vocab[t]
+        for u in regular:
+            if blocks.class_of[t] == blocks.class_of[u]:
+                assert disp.class_of[t] == disp.class_of[u]
+
+
+def test_displacement_merges_tokens_of_other_bytes_under_left_recursion():
+    grammar = xgr.Grammar.from_ebnf('root ::= e\ne ::= e "+" t | t\nt ::= [0-9]+ | "(" e ")"')
+    vocab = [b"1", b"12", b"+", b"+1", b"+12", b"1+", b"1+2", b"a", b"(", b"((", b")", b"))", b"</s>"]
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=[12])
+    classes = compute_token_classes(xgr.GrammarCompiler(info).compile_grammar(grammar), "displacement")
+    same = lambda u, v: classes.class_of[vocab.index(u)] == classes.class_of[vocab.index(v)]  # noqa: E731
+    assert same(b"1", b"12") and same(b"+1", b"+12") and not same(b"1+", b"1+2") and not same(b"(", b"((")
+    assert not same(b")", b"))") and not same(b"1", b"+1")
+    assert classes.class_of[vocab.index(b"a")] == classes.never_class
+    assert classes.stats["dead_tokens"] == 1 and classes.stats["fallback_tokens"] == 0
+
+
+def test_a_frontier_past_its_limit_falls_back_to_one_class_per_signature():
+    grammar = xgr.Grammar.from_ebnf('root ::= e\ne ::= e "+" t | t\nt ::= [0-9]+ | "(" e ")"')
+    vocab = [b"1", b"12", b"+1", b"+12", b"1+", b"((", b"))", b"</s>"]
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=[7])
+    compiled = xgr.GrammarCompiler(info).compile_grammar(grammar)
+    tight = compute_token_classes(compiled, "displacement", max_frontier=1)
+    blocks = compute_token_classes(compiled, "byte_blocks")
+    assert tight.stats["fallback_tokens"] > 0
+    assert tight.stats["fallback_signatures"] <= tight.stats["signatures"]
+    for t in range(7):  # (a signature of its own: the byte_blocks class, exact)
+        if tight.class_of[t] != tight.never_class:
+            assert set(tight.members(int(tight.class_of[t]))) >= set(blocks.members(int(blocks.class_of[t])))
 
 
 def test_byte_blocks_group_tokens_the_grammar_cannot_tell_apart():
@@ -130,7 +185,6 @@ def test_saved_classes_load_for_their_vocabulary_only(tmp_path):
 
 @pytest.mark.parametrize("ebnf, name", [
     ('root ::= TagDispatch(("<a>", r), excludes=(), loop_after_dispatch=false)\nr ::= "x" "</a>"', None),
-    ('root ::= Token(1) "a"', "token-level intrinsics"),
     ('root ::= x "b"\nx[max_tokens=2] ::= [ab]*', "budgets"),
     ('root ::= x "b"\nx[max_chars=2] ::= [ab]*', "budgets"),
 ])
@@ -144,6 +198,37 @@ def test_constructs_the_classes_cannot_keep_exact_are_refused_by_name(ebnf, name
             compute_token_classes(compiled, "byte_blocks")
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), vocabularies(b"abc", 10), st.sampled_from(RELATIONS), st.integers(0, 2**16))
+def test_token_sets_refine_the_classes(data, vocab_spec, relation, seed):
+    """Token, ExcludeToken, TokenTagDispatch: classes refined by membership, the inner grammar's
+    sets rewritten over classes; masks and verdicts are the oracle's (read with token marks)."""
+    vocab, stops, _ = vocab_spec
+    ir = data.draw(grammars(max_rules=3, token_ids=tuple(range(len(vocab)))))
+    grammar = xgr.Grammar.from_ir(ir)
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=stops)
+    classes = compute_token_classes(compile_ir_grammar(grammar, info), relation)
+    matcher, oracle = ClassMatcher.from_grammar(grammar, info, classes), OracleMatcher(ir, info)
+    rng = random.Random(seed)
+    for _ in range(6):
+        want = oracle.bool_mask()
+        assert np.array_equal(matcher.compute_bool_mask(), want), (relation, print_grammar(ir), vocab, oracle.prefix)
+        allowed = [int(t) for t in np.flatnonzero(want) if t not in stops]
+        if not allowed:
+            break
+        token = rng.choice(allowed)
+        assert matcher.accept_token(token) and oracle.accept_token(token)
+
+
+def test_a_token_set_splits_tokens_of_one_shape():
+    grammar = xgr.Grammar.from_ebnf('root ::= ([a-c] | Token(1))+')
+    vocab = [b"a", b"b", b"c", b"</s>"]
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=[3])
+    for relation in ("byte_blocks", "displacement"):
+        classes = compute_token_classes(xgr.GrammarCompiler(info).compile_grammar(grammar), relation)
+        assert classes.class_of[0] == classes.class_of[2] != classes.class_of[1], relation
+
+
 def test_unordered_members_are_refused_by_name():
     info = xgr.TokenizerInfo([b"{", b"}", b'"a"', b":", b"1", b",", b'"b"', b"</s>"], stop_token_ids=[7])
     schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
@@ -153,14 +238,16 @@ def test_unordered_members_are_refused_by_name():
         compute_token_classes(compiled, "byte_blocks")
 
 
-def test_a_real_vocabulary_json_schema_walk():
+@pytest.mark.parametrize("relation", [
+    "byte_blocks", pytest.param("displacement", marks=pytest.mark.jit_only)])
+def test_a_real_vocabulary_json_schema_walk(relation):
     """llama3 and a JSON schema: the class masks are the full vocabulary's at every step."""
     info = xgr.TokenizerInfo.from_quicktok("llama3")
     grammar = xgr.Grammar.from_json_schema({"type": "object", "properties": {
         "a": {"type": "integer"}, "b": {"type": "string", "maxLength": 5}}, "required": ["a"]})
     compiled = xgr.GrammarCompiler(info).compile_grammar(grammar)
-    classes = compute_token_classes(compiled, "byte_blocks")
-    assert classes.n_regular < 0.7 * info.vocab_size
+    classes = compute_token_classes(compiled, relation)
+    assert classes.n_regular < (0.7 * info.vocab_size if relation == "byte_blocks" else 1000)
     matcher, full = ClassMatcher.from_grammar(grammar, info, classes), xgr.GrammarMatcher(compiled)
     rng = random.Random(7)
     for _ in range(12):

@@ -83,6 +83,14 @@ class BitmaskError(XG2RefError):
     indices, sizes), or a mask backend that cannot run here."""
 
 
+class TokenClassesUnsupported(XG2RefError):
+    """A grammar with a construct the token classes cannot keep exact (named in the message)."""
+
+
+class TokenClassesMismatch(XG2RefError):
+    """A saved file of token classes for another grammar, vocabulary, stop set or relation."""
+
+
 def caret_excerpt(source: str, line: int, column: int) -> str:
     """The `line`-th line of `source` with a caret under `column` (both 1-based).
 

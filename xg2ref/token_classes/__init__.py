@@ -1,7 +1,7 @@
 """Token classes (CFGzip, seed 004): tokens a grammar cannot tell apart, computed offline, and a
 matcher that runs an engine over one representative per class (specs/09-token-classes.md).
 
-    compute_token_classes(compiled, relation)   classes.py: identity, byte_blocks
+    compute_token_classes(compiled, relation)   classes.py: identity, byte_blocks, displacement
     TokenClasses.save / TokenClasses.load        with fingerprints of grammar, vocabulary, stops
     ClassMatcher                                 matcher.py: the matcher API over the classes
 """

@@ -9,17 +9,27 @@ relations here are such refinements:
 
     identity       each token its own class                     (a baseline: nothing saved)
     byte_blocks    tokens with one block signature (blocks.py)  (lossless by construction)
+    displacement   tokens with one displacement (displacement.py, CFGzip's relation: Theorem 2)
+
+Each displacement class is a union of byte_blocks classes (the walk starts from signatures), so
+it never has more classes.
 
 Beside the regular classes, the engine semantics add two (classes are numbered regular first):
 
     STOP     every stop token (all allowed exactly when the bytes read are a sentence)
-    NEVER    special and padding ids: never passed to the inner engine, never allowed, even
-             where a stop token is (CFGzip's public code gathers them as the last class, which is
+    NEVER    special and padding ids, and under displacement the tokens valid nowhere (an empty
+             displacement): never passed to the inner engine, never allowed, even where a stop
+             token is (CFGzip's public code gathers its ignored tokens as the last class, which is
              the stop class there: not copied)
 
+Token-level intrinsics (`Token`, `ExcludeToken`, `TokenTagDispatch`: token sets) refine the
+classes: two tokens share a class only when they also lie in the same token sets, so a class is
+wholly inside or outside each set (and the inner engine's sets are rewritten over classes,
+matcher.py). Equal bytes' behaviour plus equal membership is equal behaviour on both kinds of
+edge.
+
 The representative of a class is its shortest token, then one without a NUL byte, then the
-lowest id. Refused with TokenClassesUnsupported, by name: token-level intrinsics (their token
-sets would need the classes refined by membership), token and character budgets (a budget
+lowest id. Refused with TokenClassesUnsupported, by name: token and character budgets (a budget
 depends on where rule boundaries fall inside a token), unordered members.
 
 A saved file (`save`, `load`) holds the class of every token and a header with fingerprints of
@@ -38,19 +48,11 @@ from typing import Optional
 
 import numpy as np
 
-from ..exceptions import XG2RefError
+from ..exceptions import TokenClassesMismatch, TokenClassesUnsupported
 from .blocks import block_signatures, byte_blocks
 
-RELATIONS = ("identity", "byte_blocks")
+RELATIONS = ("identity", "byte_blocks", "displacement")
 FORMAT_VERSION = "xg2ref-token-classes-v1"
-
-
-class TokenClassesUnsupported(XG2RefError):
-    """The grammar has a construct the token classes cannot keep exact (named in the message)."""
-
-
-class TokenClassesMismatch(XG2RefError):
-    """A saved file of token classes for another grammar, vocabulary, stop set or relation."""
 
 
 @dataclass
@@ -137,9 +139,6 @@ def fingerprints(compiled, relation: str) -> dict:
 def check_supported(compiled) -> None:
     """TokenClassesUnsupported for the constructs the module docstring lists."""
     fsms = compiled.fsms
-    if fsms.token_sets:
-        raise TokenClassesUnsupported("token-level intrinsics (Token, ExcludeToken, TokenTagDispatch): their token "
-                                      "sets are not refined into the classes yet")
     if any(b >= 0 for b in fsms.max_tokens) or any(b >= 0 for b in fsms.max_chars):
         raise TokenClassesUnsupported("token and character budgets (max_tokens, max_chars): a budget depends on "
                                       "where rule boundaries fall inside a token")
@@ -148,8 +147,18 @@ def check_supported(compiled) -> None:
                                       "tracked by the classes")
 
 
-def compute_token_classes(compiled, relation: str = "byte_blocks") -> TokenClasses:
-    """The token classes of a CompiledGrammar under `relation` (RELATIONS)."""
+def token_set_membership(compiled, regular: list) -> Optional[list]:
+    """For each regular token, the indices of the grammar's token sets holding it (None when the
+    grammar has none)."""
+    sets = [(frozenset(ts.ids), ts.exclude) for ts in compiled.fsms.token_sets]
+    if not sets:
+        return None
+    return [tuple(k for k, (ids, exclude) in enumerate(sets) if (t in ids) != exclude) for t in regular]
+
+
+def compute_token_classes(compiled, relation: str = "byte_blocks", *, max_frontier: Optional[int] = None) -> TokenClasses:
+    """The token classes of a CompiledGrammar under `relation` (RELATIONS); `max_frontier`: the
+    displacement walk's limit per trie node (displacement.MAX_FRONTIER by default)."""
     if relation not in RELATIONS:
         raise ValueError(f"unknown relation {relation!r}: {', '.join(RELATIONS)}")
     check_supported(compiled)
@@ -158,14 +167,30 @@ def compute_token_classes(compiled, relation: str = "byte_blocks") -> TokenClass
     decoded = info.decoded_vocab + [b""] * (info.vocab_size - len(info.decoded_vocab))
     stops, special = set(info.stop_token_ids), set(info.special_token_ids)
     regular = [t for t in range(info.vocab_size) if t not in stops and t not in special]
+    stats: dict = {}
     if relation == "identity":
-        keys = {t: t for t in regular}
+        keys = dict(zip(regular, regular))
+    elif relation == "byte_blocks":
+        blocks = byte_blocks(compiled.arrays)
+        keys = dict(zip(regular, block_signatures([decoded[t] for t in regular], blocks)))
+        stats["byte_blocks"] = int(blocks.max()) + 1
     else:
-        signatures = block_signatures([decoded[t] for t in regular], byte_blocks(compiled.arrays))
-        keys = dict(zip(regular, signatures))
+        from .displacement import MAX_FRONTIER, displacement_keys
+
+        found, stats = displacement_keys(compiled, [decoded[t] for t in regular], max_frontier or MAX_FRONTIER)
+        keys = dict(zip(regular, found))  # (None: valid nowhere as bytes)
+        stats["fallback_tokens"] = sum(1 for k in found if k is not None and k[0] == "s")
+    membership = token_set_membership(compiled, regular)
+    if membership is not None:  # refined by token sets; a token in some set is valid somewhere
+        keys = {t: (keys[t], m) if keys[t] is not None or m else None for t, m in zip(regular, membership)}
+        stats["token_sets"] = len(compiled.fsms.token_sets)
+    if relation == "displacement":
+        keys = {t: k for t, k in keys.items() if k is not None}
+        stats["dead_tokens"] = len(regular) - len(keys)
     by_key: dict = {}
     for t in regular:
-        by_key.setdefault(keys[t], []).append(t)
+        if t in keys:
+            by_key.setdefault(keys[t], []).append(t)
     groups = sorted(by_key.values(), key=lambda members: min(members))
     n = len(groups)
     class_of = np.full(info.vocab_size, n + 1, dtype=np.int32)  # NEVER unless set below
@@ -174,10 +199,8 @@ def compute_token_classes(compiled, relation: str = "byte_blocks") -> TokenClass
         class_of[members] = cls
         representatives[cls] = min(members, key=lambda t: (len(decoded[t]), b"\x00" in decoded[t], t))
     class_of[sorted(stops)] = n
-    stats = {"tokens": info.vocab_size, "regular_classes": n, "stop_tokens": len(stops),
-             "never_tokens": int(np.sum(class_of == n + 1)), "seconds": round(time.perf_counter() - start, 4)}
-    if relation == "byte_blocks":
-        stats["byte_blocks"] = int(byte_blocks(compiled.arrays).max()) + 1
+    stats.update({"tokens": info.vocab_size, "regular_classes": n, "stop_tokens": len(stops),
+                  "never_tokens": int(np.sum(class_of == n + 1)), "seconds": round(time.perf_counter() - start, 4)})
     return TokenClasses(relation, class_of, representatives, fingerprints(compiled, relation), stats)
 
 

@@ -13,6 +13,11 @@ ids, and
 
 By Theorem 1 the inner engine's state after the representatives is the state after the tokens
 themselves (their bytes are congruent one by one), so every mask is the full vocabulary's.
+A grammar's token sets name token ids; the inner engine's grammar names classes instead
+(`class_grammar`): a class lies wholly inside or outside each set (classes.py), so
+
+    Token(ids)          -> Token(the classes of the regular tokens in ids)
+    ExcludeToken(ids)   -> ExcludeToken(the same classes)
 `ClassMatcher.from_grammar` compiles with xg2ref; any inner matcher with xgrammar's matcher API
 (xgrammar 0.2.8's `GrammarMatcher` over `compressed_tokenizer_info`'s vocabulary) fits the
 constructor.
@@ -37,6 +42,27 @@ def compressed_tokenizer_info(classes: TokenClasses, tokenizer_info):
     return TokenizerInfo(representative_vocabulary(classes, tokenizer_info), stop_token_ids=[classes.stop_class])
 
 
+def class_grammar(grammar, classes: TokenClasses):
+    """`grammar` with each token set over class ids (module docstring); itself when it has none."""
+    from ..grammar.grammar import Grammar
+    from ..grammar.ir import GrammarIR, Rule
+    from ..grammar.passes import map_expr
+    from ..intrinsics.token_sets import TokenSet
+
+    def over_classes(node):
+        if not isinstance(node, TokenSet):
+            return node
+        ids = sorted({int(classes.class_of[t]) for t in node.ids
+                      if 0 <= t < classes.vocab_size and classes.class_of[t] < classes.n_regular})
+        return TokenSet(tuple(ids), exclude=node.exclude)
+
+    ir = grammar.ir
+    rules = tuple(Rule(r.name, map_expr(r.body, over_classes),
+                       None if r.lookahead is None else map_expr(r.lookahead, over_classes), r.options)
+                  for r in ir.rules)
+    return grammar if rules == ir.rules else Grammar.from_ir(GrammarIR(rules, ir.root))
+
+
 class ClassMatcher:
     """A matcher over the full vocabulary, driving `inner` (a matcher over the compressed
     vocabulary) with class ids (module docstring)."""
@@ -56,7 +82,7 @@ class ClassMatcher:
         from ..matcher import GrammarMatcher
 
         compressed = compressed_tokenizer_info(classes, tokenizer_info)
-        compiled = GrammarCompiler(compressed, cache_enabled=False).compile_grammar(grammar)
+        compiled = GrammarCompiler(compressed, cache_enabled=False).compile_grammar(class_grammar(grammar, classes))
         return cls(GrammarMatcher(compiled, **matcher_options), classes)
 
     @property
