@@ -185,3 +185,22 @@ def test_explain_refuses_an_inexact_schema_unless_asked_to_approximate(capsys, t
     status, out, _ = run(capsys, "explain", str(path), "--prefix", "[", "--text", '"a"', "--approximate")
     assert status == 0, out
     assert "XG2REF_JSON_SCHEMA_APPROXIMATE" not in os.environ
+
+
+def test_classes_saves_the_token_classes_of_a_grammar(capsys, tmp_path, vocab_file):
+    """`xg2ref classes`: under [a-c]+ every token of letters is congruent (one class); "</s>" is
+    valid nowhere; the saved file loads, and --max-frontier 0 is bad input."""
+    from xg2ref.token_classes import TokenClasses
+
+    out_dir = tmp_path / "out"
+    status, out, _ = run(capsys, "classes", "root ::= [a-c]+", "--vocab", vocab_file, "-o", str(out_dir),
+                         "--no-progress")
+    assert status == 0 and out.startswith("displacement: 1 regular classes") and "written to" in out
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert summary["regular_classes"] == 1 and summary["fallback_tokens"] == 0
+    classes = TokenClasses.load(out_dir / "classes.npz")
+    assert len({int(classes.class_of[t]) for t in (0, 1, 2, 3, 4, 6)}) == 1
+    assert classes.class_of[5] != classes.class_of[0]
+    status, _, err = run(capsys, "classes", "root ::= [a-c]+", "--vocab", vocab_file, "-o", str(out_dir),
+                         "--max-frontier", "0")
+    assert status == 2 and "--max-frontier" in err

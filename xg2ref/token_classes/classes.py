@@ -156,9 +156,11 @@ def token_set_membership(compiled, regular: list) -> Optional[list]:
     return [tuple(k for k, (ids, exclude) in enumerate(sets) if (t in ids) != exclude) for t in regular]
 
 
-def compute_token_classes(compiled, relation: str = "byte_blocks", *, max_frontier: Optional[int] = None) -> TokenClasses:
+def compute_token_classes(compiled, relation: str = "byte_blocks", *, max_frontier: Optional[int] = None,
+                          progress=None) -> TokenClasses:
     """The token classes of a CompiledGrammar under `relation` (RELATIONS); `max_frontier`: the
-    displacement walk's limit per trie node (displacement.MAX_FRONTIER by default)."""
+    displacement walk's limit per trie node (displacement.MAX_FRONTIER by default);
+    `progress(done, total)`: called as the displacement walk goes through the signatures."""
     if relation not in RELATIONS:
         raise ValueError(f"unknown relation {relation!r}: {', '.join(RELATIONS)}")
     check_supported(compiled)
@@ -177,7 +179,8 @@ def compute_token_classes(compiled, relation: str = "byte_blocks", *, max_fronti
     else:
         from .displacement import MAX_FRONTIER, displacement_keys
 
-        found, stats = displacement_keys(compiled, [decoded[t] for t in regular], max_frontier or MAX_FRONTIER)
+        found, stats = displacement_keys(compiled, [decoded[t] for t in regular], max_frontier or MAX_FRONTIER,
+                                         progress)
         keys = dict(zip(regular, found))  # (None: valid nowhere as bytes)
         stats["fallback_tokens"] = sum(1 for k in found if k is not None and k[0] == "s")
     membership = token_set_membership(compiled, regular)

@@ -29,19 +29,21 @@ time and memory, and `max_frontier` lowers or raises it.
 from __future__ import annotations
 
 import time
+from typing import Callable, Optional
 
 import numpy as np
 
 from ..exceptions import TokenClassesUnsupported
 from ..fsm.build import build_grammar_fsms
 from ..grammar.passes import normalize
-from ..kernels.displacement import (CELLS_FULL, DEAD, FALLBACK, LISTS_FULL, MAX_CELLS, displacement_ids,
+from ..kernels.displacement import (CELLS_FULL, DEAD, FALLBACK, LISTS_FULL, MAX_CELLS, OK, displacement_ids,
                                     workspace)
 from .blocks import byte_blocks
 from .gnf import stack_grammar
 
 MAX_FRONTIER = 1 << 14  # frontier elements at one trie node; past it, one class per signature
 MAX_SYMBOLS = (1 << 16) - 2  # σ + 1 fits 16 bits of a frontier element
+CHUNK = 4096  # signatures per kernel call (a progress report after each)
 
 
 def uncompressed_arrays(compiled):
@@ -64,9 +66,11 @@ def _shared_prefixes(signatures: list) -> np.ndarray:
     return lcp
 
 
-def displacement_of_signatures(arrays, blocks: np.ndarray, signatures: list, max_frontier: int = MAX_FRONTIER):
+def displacement_of_signatures(arrays, blocks: np.ndarray, signatures: list, max_frontier: int = MAX_FRONTIER,
+                               progress: Optional[Callable[[int, int], None]] = None):
     """(ids, stats): for each distinct signature of `signatures` (bytes of block ids, sorted, no
-    repeats), the id of its displacement among the distinct ones, DEAD or FALLBACK."""
+    repeats), the id of its displacement among the distinct ones, DEAD or FALLBACK;
+    `progress(done, total)` after each chunk of signatures."""
     grammar = stack_grammar(arrays, blocks)
     if grammar.n_symbols > MAX_SYMBOLS:
         raise TokenClassesUnsupported(f"the Greibach normal form has {grammar.n_symbols:,} symbols, more than "
@@ -78,10 +82,18 @@ def displacement_of_signatures(arrays, blocks: np.ndarray, signatures: list, max
     longest = max((len(s) for s in signatures), default=0)
     cells, entries = 1 << 18, 1 << 18
     out = np.zeros(len(signatures), dtype=np.int32)
-    while True:
+    chunks = list(range(0, len(signatures), CHUNK)) + [len(signatures)]
+    while True:  # the tables persist across chunks; a full one restarts the walk, larger
         ws = workspace(cells, min(max_frontier * (longest + 1), 1 << 22) + 1, 8 * max_frontier, entries,
                        len(signatures))
-        status = displacement_ids(grammar, pool, indptr, lcp, max_frontier, ws, out)
+        for a, b in zip(chunks, chunks[1:]):
+            shared = lcp[a:b].copy()
+            shared[0] = 0  # (each chunk starts from the trie's root)
+            status = displacement_ids(grammar, pool, indptr[a:b + 1], shared, max_frontier, ws, out[a:b])
+            if status != OK:
+                break
+            if progress is not None:
+                progress(b, len(signatures))
         if status == CELLS_FULL:
             if cells >= MAX_CELLS:
                 raise TokenClassesUnsupported(f"the displacement walk needs more than {MAX_CELLS:,} stack cells; "
@@ -98,7 +110,8 @@ def displacement_of_signatures(arrays, blocks: np.ndarray, signatures: list, max
     return out, stats
 
 
-def displacement_keys(compiled, decoded: list, max_frontier: int = MAX_FRONTIER) -> tuple:
+def displacement_keys(compiled, decoded: list, max_frontier: int = MAX_FRONTIER,
+                      progress: Optional[Callable[[int, int], None]] = None) -> tuple:
     """(keys, stats): a key per token of `decoded` (regular tokens' bytes), equal keys only for
     congruent tokens: ("d", id) for displacement id, ("s", signature) for a signature past the
     frontier's limit, None for a token valid nowhere."""
@@ -108,7 +121,7 @@ def displacement_keys(compiled, decoded: list, max_frontier: int = MAX_FRONTIER)
     table = bytes(int(b) for b in blocks)
     token_sigs = [token.translate(table) for token in decoded]
     distinct = sorted(set(token_sigs))
-    ids, stats = displacement_of_signatures(arrays, blocks, distinct, max_frontier)
+    ids, stats = displacement_of_signatures(arrays, blocks, distinct, max_frontier, progress)
     by_sig = dict(zip(distinct, ids.tolist()))
     keys = []
     for sig in token_sigs:

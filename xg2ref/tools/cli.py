@@ -6,6 +6,7 @@
                                                       why a continuation is allowed or rejected
     xg2ref replay GRAMMAR --tokens FILE [--against E] a generation log step by step: oracle and engines
     xg2ref fuzz --budget SECONDS [--against E,...]    generated inputs against other engines, findings shrunk
+    xg2ref classes GRAMMAR --vocab V -o DIR           token classes (CFGzip's offline step), saved
     xg2ref trace GRAMMAR STRING                       the Earley sets byte by byte, as dotted rules
     xg2ref fsm GRAMMAR [RULE]                         the byte-level FSM of a rule, or of all
     xg2ref diff [FILE...] [--against E[,E...]] ...    xg2ref vs its oracle vs other engines: your files, or the suite
@@ -301,6 +302,22 @@ def cmd_schema_report(args) -> int:
     return 0 if report.exact() else 1
 
 
+def cmd_classes(args) -> int:
+    from .classes import compute_and_save, format_summary
+    from .user_cases import CaseError, load_user_case
+
+    info = load_vocab(args.vocab)
+    try:
+        case = load_user_case(args.grammar, args.kind, front_end_options(args))
+    except CaseError as err:
+        raise UsageError(str(err)) from None
+    if args.max_frontier is not None and args.max_frontier < 1:
+        raise UsageError("--max-frontier must be at least 1")
+    summary = compute_and_save(case, info, args.relation, args.output, args.max_frontier, not args.no_progress)
+    print(format_summary(summary, args.output))
+    return 0
+
+
 def cmd_cases(args) -> int:
     from ..suite import load_cases
 
@@ -502,6 +519,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab", default="llama3", help="quicktok name, tokenizer.json, or a JSON list of tokens")
     p.add_argument("--limit", type=int, default=20, help="allowed tokens listed (default 20)")
     p.add_argument("--token", type=int, action="append", help="also print this token's verdict (repeatable)")
+
+    p = command("classes", "token classes of GRAMMAR over a vocabulary (CFGzip's offline step), saved in a "
+                           "directory", cmd_classes)
+    p.add_argument("grammar", metavar="GRAMMAR",
+                   help="an .ebnf/.gbnf/.lark/.regex/.json file (schema or structural tag), a suite case or EBNF text")
+    p.add_argument("--kind", default="auto", help="auto (default), ebnf, lark, regex, json_schema, structural_tag")
+    p.add_argument("--vocab", default="llama3", help="a quicktok name, a tokenizer.json or a JSON list of tokens")
+    p.add_argument("--relation", default="displacement", choices=("displacement", "byte_blocks", "identity"),
+                   help="displacement (default: CFGzip's), byte_blocks (cheap) or identity")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="where classes.npz and summary.json go")
+    p.add_argument("--max-frontier", type=int, help="the displacement walk's limit per trie node (default 16384)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_front_end_arguments(p)
 
     p = command("trace", "the Earley chart byte by byte, items as dotted rules", cmd_trace)
     grammar_args(p)
