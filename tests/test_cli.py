@@ -204,3 +204,20 @@ def test_classes_saves_the_token_classes_of_a_grammar(capsys, tmp_path, vocab_fi
     status, _, err = run(capsys, "classes", "root ::= [a-c]+", "--vocab", vocab_file, "-o", str(out_dir),
                          "--max-frontier", "0")
     assert status == 2 and "--max-frontier" in err
+
+
+@pytest.mark.jit_only
+def test_diff_against_engines_run_over_token_classes(capsys):
+    """`--against classes:xg2ref,classes:xgrammar` on the bundled suite: each engine run over its
+    token classes answers as the oracle does."""
+    pytest.importorskip("xgrammar")
+    status, out, _ = run(capsys, "diff", "--cases", "arithmetic", "list", "--against", "classes:xg2ref,classes:xgrammar",
+                         "--quick", "--no-progress", "--shrink-seconds", "0", "--jobs", "1")
+    assert status == 0, out
+    assert "== against classes:xg2ref" in out and "== against classes:xgrammar" in out
+    assert "xg2ref vs classes:xgrammar: 0 verdicts" in out
+
+
+def test_diff_unknown_engine_exits_2(capsys):
+    status, _, err = run(capsys, "diff", "--against", "bogus", "--quick", "--no-progress")
+    assert status == 2 and "unknown engine 'bogus'" in err and "classes:xgrammar" in err

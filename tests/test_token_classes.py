@@ -296,3 +296,30 @@ def test_the_fused_cuda_gather_on_the_simulator():
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "simulated class kernel ok" in done.stdout
+
+
+@pytest.mark.xgrammar
+@pytest.mark.jit_only
+@pytest.mark.parametrize("source", [
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "array", "items": {"type": "string"}}},
+     "required": ["a"]},
+    'root ::= e\ne ::= e [-+] t | t\nt ::= t "*" f | f\nf ::= [0-9]+ | "(" e ")" | "x" Token(1734)',
+])
+def test_xgrammar_over_the_classes_gives_the_full_vocabulary_s_masks(source):
+    """xgrammar 0.2.8 run over the representatives (`ClassMatcher.for_xgrammar`): along a walk
+    over llama3, its gathered masks are xg2ref's over the whole vocabulary."""
+    pytest.importorskip("xgrammar")
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    grammar = xgr.Grammar.from_json_schema(source) if isinstance(source, dict) else xgr.Grammar.from_ebnf(source)
+    compiled = xgr.GrammarCompiler(info).compile_grammar(grammar)
+    classes = compute_token_classes(compiled, "displacement")
+    matcher, full = ClassMatcher.for_xgrammar(grammar, info, classes), xgr.GrammarMatcher(compiled)
+    rng = random.Random(3)
+    for _ in range(20):
+        want = full.compute_bool_mask()
+        assert np.array_equal(matcher.compute_bool_mask(), want)
+        allowed = [int(t) for t in np.flatnonzero(want) if t not in info.stop_token_ids]
+        if not allowed:
+            break
+        token = rng.choice(allowed)
+        assert matcher.accept_token(token) and full.accept_token(token)

@@ -10,8 +10,13 @@ reset). This module puts two more engines behind that interface:
         compile_front_end(kind, spec, **options)    kind "regex", "json_schema" or "lark"
     OutlinesEngine(encoded_vocab, stop_token_ids, vocab_size)        name "outlines"
         compile_front_end(kind, spec, **options)    kind "regex" or "json_schema"
+    ClassEngine(tokenizer_info, inner)                               name "classes:xg2ref", "classes:xgrammar"
+        compile / compile_front_end      xg2ref's grammar, its token classes (displacement,
+                                         specs/09), and the inner engine run over one
+                                         representative per class (token_classes.ClassMatcher)
     available_engines() -> {name: installed}
-    make_engine(name, tokenizer_info) -> Engine     "xg2ref", "xgrammar", "llguidance", "outlines"
+    make_engine(name, tokenizer_info) -> Engine     "xg2ref", "xgrammar", "llguidance", "outlines",
+                                                    "classes:xg2ref", "classes:xgrammar"
 
 Both adapters are built from the decoded vocabulary of xg2ref's `TokenizerInfo` (token id ->
 bytes, stop ids, vocab size), so a token id means the same bytes in every engine. Stop tokens
@@ -59,11 +64,12 @@ from ..bitmask import unpack_bitmask
 from ..tokenizer_info import TokenizerInfo
 from .engines import EngineUnavailable, PDAEngine, XG2RefEngine, XGrammarEngine
 
-__all__ = ["BY_DESIGN", "ENGINE_NAMES", "KNOWN_DEFECTS", "LLGuidanceEngine", "LLGuidanceMatcher", "OUTLINES_WHITESPACE",
-           "OutlinesEngine", "OutlinesMatcher", "UnsupportedByEngine", "available_engines",
+__all__ = ["BY_DESIGN", "CLASS_ENGINES", "ClassEngine", "ENGINE_NAMES", "KNOWN_DEFECTS", "LLGuidanceEngine",
+           "LLGuidanceMatcher", "OUTLINES_WHITESPACE", "OutlinesEngine", "OutlinesMatcher", "UnsupportedByEngine", "available_engines",
            "llguidance_json_options", "longest_match_encoder", "make_engine", "outlines_whitespace"]
 
 ENGINE_NAMES = ("xg2ref", "xgrammar", "llguidance", "outlines")
+CLASS_ENGINES = ("classes:xg2ref", "classes:xgrammar")  # an engine over token classes (specs/09)
 _PACKAGES = {"xg2ref": ("xg2ref", None), "xgrammar": ("xgrammar", "xgrammar==0.2.8"),
              "llguidance": ("llguidance", "llguidance==1.9.1"),
              "outlines": ("outlines_core", "outlines-core==0.2.14")}
@@ -497,6 +503,54 @@ class OutlinesEngine:
         return OutlinesMatcher(self, index)
 
 
+# ---- token classes (CFGzip) -----------------------------------------------------------------
+
+
+class ClassEngine:
+    """An engine run over token classes (xg2ref/token_classes/): for each grammar, xg2ref's
+    grammar (its own front end for front-end cases), its `displacement` classes over the
+    vocabulary, and `inner` ("xg2ref" or "xgrammar") compiled over the representatives. Its masks
+    must be the full vocabulary's: a difference is a class that is not a refinement of the
+    congruence, or an inner engine that reads the representatives differently."""
+
+    def __init__(self, tokenizer_info: TokenizerInfo, inner: str = "xg2ref", relation: str = "displacement"):
+        from ..compiler import GrammarCompiler
+        from .engines import import_xgrammar
+
+        if inner not in ("xg2ref", "xgrammar"):
+            raise ValueError(f"unknown inner engine {inner!r} for token classes (xg2ref or xgrammar)")
+        if inner == "xgrammar":
+            import_xgrammar()
+        self.name = f"classes:{inner}"
+        self.inner, self.relation = inner, relation
+        self.tokenizer_info = tokenizer_info
+        self.compiler = GrammarCompiler(tokenizer_info)
+
+    def _matcher(self, grammar):
+        from ..token_classes import ClassMatcher, compute_token_classes
+        from .engines import XG2RefMatcher
+
+        classes = compute_token_classes(self.compiler.compile_grammar(grammar), self.relation)
+        make = ClassMatcher.from_grammar if self.inner == "xg2ref" else ClassMatcher.for_xgrammar
+        return XG2RefMatcher(make(grammar, self.tokenizer_info, classes))
+
+    def compile(self, ebnf_text: str, root: str = "root"):
+        from ..grammar.grammar import Grammar
+
+        return self._matcher(Grammar.from_ebnf(ebnf_text, root_rule_name=root))
+
+    def compile_front_end(self, kind: str, spec, **options):
+        from ..builtin_structural_tag import get_model_structural_tag
+        from ..grammar.grammar import Grammar
+
+        if kind == "tool_calls":
+            kind, spec = "structural_tag", get_model_structural_tag(spec["model"], tools=spec["tools"])
+        grammar = {"json_schema": lambda: Grammar.from_json_schema(spec, **options),
+                   "regex": lambda: Grammar.from_regex(spec), "lark": lambda: Grammar.from_lark(spec),
+                   "structural_tag": lambda: Grammar.from_structural_tag(spec)}[kind]()
+        return self._matcher(grammar)
+
+
 # ---- the registry ---------------------------------------------------------------------------
 
 
@@ -509,7 +563,8 @@ def make_engine(name: str, info: TokenizerInfo):
     """The adapter for engine `name` over `info`'s vocabulary; EngineUnavailable (with the command
     that installs it) when its package is missing."""
     makers = {"xg2ref": XG2RefEngine, "pda": PDAEngine, "xgrammar": XGrammarEngine.from_tokenizer_info,
-              "llguidance": LLGuidanceEngine.from_tokenizer_info, "outlines": OutlinesEngine.from_tokenizer_info}
+              "llguidance": LLGuidanceEngine.from_tokenizer_info, "outlines": OutlinesEngine.from_tokenizer_info,
+              "classes:xg2ref": lambda i: ClassEngine(i, "xg2ref"), "classes:xgrammar": lambda i: ClassEngine(i, "xgrammar")}
     if name not in makers:
-        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINE_NAMES + ('pda',))}")
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINE_NAMES + CLASS_ENGINES + ('pda',))}")
     return makers[name](info)

@@ -18,9 +18,10 @@ A grammar's token sets name token ids; the inner engine's grammar names classes 
 
     Token(ids)          -> Token(the classes of the regular tokens in ids)
     ExcludeToken(ids)   -> ExcludeToken(the same classes)
-`ClassMatcher.from_grammar` compiles with xg2ref; any inner matcher with xgrammar's matcher API
-(xgrammar 0.2.8's `GrammarMatcher` over `compressed_tokenizer_info`'s vocabulary) fits the
-constructor.
+`ClassMatcher.from_grammar` compiles with xg2ref; `ClassMatcher.for_xgrammar` with xgrammar 0.2.8,
+over the same compressed vocabulary and the same grammar (xg2ref's, printed as EBNF: classes are
+exact for the grammar they were computed on). Any inner matcher with xgrammar's matcher API fits
+the constructor.
 """
 
 from __future__ import annotations
@@ -67,13 +68,18 @@ class ClassMatcher:
     """A matcher over the full vocabulary, driving `inner` (a matcher over the compressed
     vocabulary) with class ids (module docstring)."""
 
-    def __init__(self, inner, classes: TokenClasses):
+    def __init__(self, inner, classes: TokenClasses, torch_bitmask: bool = False):
         self.inner = inner
         self.classes = classes
         self._class_of = np.ascontiguousarray(classes.class_of, dtype=np.int32)
         self._n_inner = classes.n_regular + 1  # the regular classes and the stop entry
         self._class_words = np.zeros((self._n_inner + 31) // 32, dtype=np.int32)
         self._words = np.zeros((classes.vocab_size + 31) // 32, dtype=np.int32)
+        self._inner_bitmask = self._class_words.reshape(1, -1)
+        if torch_bitmask:  # (an inner engine that fills torch tensors only: one sharing the words)
+            import torch
+
+            self._inner_bitmask = torch.from_numpy(self._inner_bitmask)
 
     @classmethod
     def from_grammar(cls, grammar, tokenizer_info, classes: TokenClasses, **matcher_options) -> "ClassMatcher":
@@ -84,6 +90,22 @@ class ClassMatcher:
         compressed = compressed_tokenizer_info(classes, tokenizer_info)
         compiled = GrammarCompiler(compressed, cache_enabled=False).compile_grammar(class_grammar(grammar, classes))
         return cls(GrammarMatcher(compiled, **matcher_options), classes)
+
+    @classmethod
+    def for_xgrammar(cls, grammar, tokenizer_info, classes: TokenClasses) -> "ClassMatcher":
+        """xgrammar 0.2.8 compiled over `classes`' compressed vocabulary (RAW, the stop entry its
+        stop token) and xg2ref's grammar printed as EBNF, wrapped."""
+        from ..grammar.printer import print_grammar
+        from ..oracle.engines import import_xgrammar
+
+        xgr = import_xgrammar()
+        check_vocabulary(classes, tokenizer_info)
+        reps = representative_vocabulary(classes, tokenizer_info)
+        info = xgr.TokenizerInfo(reps, xgr.VocabType.RAW, vocab_size=len(reps), stop_token_ids=[classes.stop_class])
+        ir = class_grammar(grammar, classes).ir
+        compiled = xgr.GrammarCompiler(info, cache_enabled=False).compile_grammar(
+            xgr.Grammar.from_ebnf(print_grammar(ir), root_rule_name=ir.root))
+        return cls(xgr.GrammarMatcher(compiled), classes, torch_bitmask=True)
 
     @property
     def vocab_size(self) -> int:
@@ -113,7 +135,7 @@ class ClassMatcher:
 
     def _fill(self) -> int:
         self._class_words[:] = 0
-        self.inner.fill_next_token_bitmask(self._class_words.reshape(1, -1), 0)
+        self.inner.fill_next_token_bitmask(self._inner_bitmask, 0)
         return int(expand_class_bitmask(self._class_words.view(np.uint32), self._class_of, self._n_inner,
                                         self._words.view(np.uint32)))
 

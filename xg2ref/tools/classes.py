@@ -61,3 +61,33 @@ def format_summary(summary: dict, out_dir: str) -> str:
     lines.append(f"  {summary['seconds']:.2f} s (compile {summary['compile_seconds']:.2f} s); written to "
                  f"{os.path.join(out_dir, 'classes.npz')}")
     return "\n".join(lines)
+
+
+def add_arguments(p) -> None:
+    """The arguments of `xg2ref classes` (the JSON Schema options are the shared ones)."""
+    p.add_argument("grammar", metavar="GRAMMAR",
+                   help="an .ebnf/.gbnf/.lark/.regex/.json file (schema or structural tag), a suite case or EBNF text")
+    p.add_argument("--kind", default="auto", help="auto (default), ebnf, lark, regex, json_schema, structural_tag")
+    p.add_argument("--vocab", default="llama3", help="a quicktok name, a tokenizer.json or a JSON list of tokens")
+    p.add_argument("--relation", default="displacement", choices=("displacement", "byte_blocks", "identity"),
+                   help="displacement (default: CFGzip's), byte_blocks (cheap) or identity")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="where classes.npz and summary.json go")
+    p.add_argument("--max-frontier", type=int, help="the displacement walk's limit per trie node (default 16384)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run_command(args, options: dict) -> int:
+    """`xg2ref classes` (`options`: the JSON Schema options given): exit 0; UsageError for bad
+    input."""
+    from .user_cases import CaseError, UsageError, load_user_case, load_vocab
+
+    info = load_vocab(args.vocab)
+    try:
+        case = load_user_case(args.grammar, args.kind, options)
+    except CaseError as err:
+        raise UsageError(str(err)) from None
+    if args.max_frontier is not None and args.max_frontier < 1:
+        raise UsageError("--max-frontier must be at least 1")
+    summary = compute_and_save(case, info, args.relation, args.output, args.max_frontier, not args.no_progress)
+    print(format_summary(summary, args.output))
+    return 0

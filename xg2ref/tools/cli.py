@@ -303,19 +303,9 @@ def cmd_schema_report(args) -> int:
 
 
 def cmd_classes(args) -> int:
-    from .classes import compute_and_save, format_summary
-    from .user_cases import CaseError, load_user_case
+    from .classes import run_command
 
-    info = load_vocab(args.vocab)
-    try:
-        case = load_user_case(args.grammar, args.kind, front_end_options(args))
-    except CaseError as err:
-        raise UsageError(str(err)) from None
-    if args.max_frontier is not None and args.max_frontier < 1:
-        raise UsageError("--max-frontier must be at least 1")
-    summary = compute_and_save(case, info, args.relation, args.output, args.max_frontier, not args.no_progress)
-    print(format_summary(summary, args.output))
-    return 0
+    return run_command(args, front_end_options(args))
 
 
 def cmd_cases(args) -> int:
@@ -331,18 +321,21 @@ def cmd_diff(args) -> int:
     from .diff.runner import QUICK, DiffOptions, run_diff
     from ..oracle.engines import import_xgrammar
 
+    from ..oracle.other_engines import CLASS_ENGINES, ENGINE_NAMES
+
     engines = [n.strip() for n in args.against.split(",") if n.strip() and n.strip() != "none"]
+    known = ENGINE_NAMES + CLASS_ENGINES + ("pda",)
+    unknown = [e for e in engines if e not in known]
+    if unknown:
+        raise UsageError(f"unknown engine {unknown[0]!r} (engines: {', '.join(known)}, or none)")
     base = QUICK if args.quick else DiffOptions()
     overrides = {k: v for k, v in (("n_strings", args.strings), ("n_traces", args.traces),
                                    ("max_trace_tokens", args.trace_tokens),
                                    ("oracle_sample", args.oracle_sample)) if v is not None}
     options = DiffOptions(**{**base.__dict__, **overrides})
-    if args.files:
+    if args.files or engines not in ([], ["xgrammar"], ["pda"]):  # (other engines: the suite's cases as files)
         report = _diff_files(args, engines, options)
     else:
-        if engines not in ([], ["xgrammar"], ["pda"]):
-            raise UsageError("the bundled suite runs against xgrammar, pda or none; name FILEs to compare other "
-                             "engines")
         if engines == ["xgrammar"]:
             import_xgrammar()
         try:
@@ -360,13 +353,14 @@ def cmd_diff(args) -> int:
 
 def _diff_files(args, engines: list, options):
     """`xg2ref diff FILE...`: the user's files against each engine (xg2ref/tools/diff/user.py)."""
+    from ..suite import load_cases
     from .diff.user import run_user_diff
     from .fuzz.case import shrink_disagreements
     from .user_cases import CaseError, load_user_case
 
     front = front_end_options(args)
     try:
-        cases = [load_user_case(f, args.kind, front) for f in args.files]
+        cases = [load_user_case(f, args.kind, front) for f in args.files] if args.files else load_cases(args.cases)
     except CaseError as err:
         raise UsageError(str(err)) from None
     except XG2RefError as err:
@@ -522,15 +516,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("classes", "token classes of GRAMMAR over a vocabulary (CFGzip's offline step), saved in a "
                            "directory", cmd_classes)
-    p.add_argument("grammar", metavar="GRAMMAR",
-                   help="an .ebnf/.gbnf/.lark/.regex/.json file (schema or structural tag), a suite case or EBNF text")
-    p.add_argument("--kind", default="auto", help="auto (default), ebnf, lark, regex, json_schema, structural_tag")
-    p.add_argument("--vocab", default="llama3", help="a quicktok name, a tokenizer.json or a JSON list of tokens")
-    p.add_argument("--relation", default="displacement", choices=("displacement", "byte_blocks", "identity"),
-                   help="displacement (default: CFGzip's), byte_blocks (cheap) or identity")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="where classes.npz and summary.json go")
-    p.add_argument("--max-frontier", type=int, help="the displacement walk's limit per trie node (default 16384)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from .classes import add_arguments as classes_arguments
+
+    classes_arguments(p)
     add_front_end_arguments(p)
 
     p = command("trace", "the Earley chart byte by byte, items as dotted rules", cmd_trace)
@@ -560,7 +548,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default="auto", help="auto (default), ebnf, lark, regex, json_schema, structural_tag")
     p.add_argument("--against", default="xgrammar",
                    help="engines compared, comma-separated: xgrammar (default), llguidance, outlines, pda "
-                        "(XGrammar-1's pushdown automaton; alone on the bundled suite); or none")
+                        "(XGrammar-1's pushdown automaton), classes:xg2ref, classes:xgrammar (each run over "
+                        "its token classes, specs/09); or none")
     add_front_end_arguments(p)
     p.add_argument("--cases", nargs="+", metavar="NAME", help="suite cases (default: all)")
     p.add_argument("--vocab", default="llama3", help="quicktok name or tokenizer.json (default llama3)")
