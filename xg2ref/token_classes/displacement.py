@@ -36,8 +36,8 @@ import numpy as np
 from ..exceptions import TokenClassesUnsupported
 from ..fsm.build import build_grammar_fsms
 from ..grammar.passes import normalize
-from ..kernels.displacement import (CELLS_FULL, DEAD, FALLBACK, LISTS_FULL, MAX_CELLS, OK, displacement_ids,
-                                    workspace)
+from ..kernels.displacement import (CELLS_FULL, DEAD, FALLBACK, LISTS_FULL, MAX_CELLS, OK, SETS_FULL,
+                                    displacement_ids, workspace)
 from .blocks import byte_blocks
 from .gnf import stack_grammar
 
@@ -79,13 +79,11 @@ def displacement_of_signatures(arrays, blocks: np.ndarray, signatures: list, max
     indptr = np.zeros(len(signatures) + 1, dtype=np.int64)
     indptr[1:] = np.cumsum([len(s) for s in signatures])
     lcp = _shared_prefixes(signatures)
-    longest = max((len(s) for s in signatures), default=0)
-    cells, entries = 1 << 18, 1 << 18
+    cells, entries, set_entries, n_sets = 1 << 18, 1 << 18, 1 << 20, 1 << 14
     out = np.zeros(len(signatures), dtype=np.int32)
     chunks = list(range(0, len(signatures), CHUNK)) + [len(signatures)]
     while True:  # the tables persist across chunks; a full one restarts the walk, larger
-        ws = workspace(cells, min(max_frontier * (longest + 1), 1 << 22) + 1, 8 * max_frontier, entries,
-                       len(signatures))
+        ws = workspace(cells, 8 * max_frontier + 1, entries, len(signatures), set_entries, n_sets)
         for a, b in zip(chunks, chunks[1:]):
             shared = lcp[a:b].copy()
             shared[0] = 0  # (each chunk starts from the trie's root)
@@ -101,12 +99,15 @@ def displacement_of_signatures(arrays, blocks: np.ndarray, signatures: list, max
             cells = min(4 * cells, MAX_CELLS)
         elif status == LISTS_FULL:
             entries *= 4
+        elif status == SETS_FULL:
+            set_entries, n_sets = 4 * set_entries, 4 * n_sets
         else:
             break
     stats = {"gnf_symbols": grammar.n_symbols, "gnf_productions": grammar.n_productions,
              "signatures": len(signatures), "displacements": int(ws.count[1]),
              "dead_signatures": int(np.sum(out == DEAD)), "fallback_signatures": int(np.sum(out == FALLBACK)),
-             "stack_cells": int(ws.count[0]), "max_frontier": max_frontier}
+             "stack_cells": int(ws.count[0]), "frontier_sets": int(ws.count[3]), "steps": int(ws.count[5]),
+             "max_frontier": max_frontier}
     return out, stats
 
 

@@ -64,6 +64,8 @@ class StackGrammar(NamedTuple):
     adj_syms : int32[...]
     first_indptr : int32[B+1]   CSR over blocks: the symbols but S′ with a production reading it
     first_syms : int32[...]
+    read_indptr : int32[n*B+1]  CSR over (symbol X, block b) at X * B + b: X's productions reading b
+    read_prods : int32[...]
     token_prods : int32         productions reading a token set (kept out of the byte walk)
     """
 
@@ -76,6 +78,8 @@ class StackGrammar(NamedTuple):
     adj_syms: np.ndarray
     first_indptr: np.ndarray
     first_syms: np.ndarray
+    read_indptr: np.ndarray
+    read_prods: np.ndarray
     token_prods: int
 
     @property
@@ -378,7 +382,17 @@ def stack_grammar(arrays, blocks: np.ndarray) -> StackGrammar:
             for b in _bits(reads):
                 first[b].append(a)
     first_indptr = np.cumsum([0] + [len(f) for f in first]).astype(np.int32)
+    reading: list = [[] for _ in range(n * n_blocks)]
+    for a in range(n):
+        for p in range(prod_indptr[a], prod_indptr[a + 1]):
+            mask = 0
+            for w in range(words):
+                mask |= int(masks[p][w]) << (64 * w)
+            for b in _bits(mask):
+                reading[a * n_blocks + b].append(p)
+    read_indptr = np.cumsum([0] + [len(r) for r in reading]).astype(np.int32)
     i32 = lambda v: np.asarray(v, dtype=np.int32)  # noqa: E731
     return StackGrammar(start, i32(prod_indptr), np.asarray(masks, dtype=np.uint64).reshape(-1, words),
                         i32(push_indptr), i32(push_syms), i32(adj_indptr), i32(adj_syms), first_indptr,
-                        i32([a for f in first for a in f]), token_prods)
+                        i32([a for f in first for a in f]), read_indptr, i32([p for r in reading for p in r]),
+                        token_prods)
