@@ -8,6 +8,8 @@ engines it is compared with:
     unordered.py      unordered rules (JSON Schema's `any_order`) read as plain rules
     recognizer.py     sentences and viable prefixes of a grammar, straight from the IR
     brute_force.py    masks, verdicts and next bytes, one recognizer call per question
+    congruence.py     the exact syntactic congruence of a regular grammar (minimal DFA), for
+                      checking token classes
     strategies.py     hypothesis strategies and samplers for the property tests (imported on
                       its own: hypothesis is a test dependency)
     engines.py        one small interface over xg2ref, xgrammar 0.2.8 and the oracle
@@ -15,6 +17,7 @@ engines it is compared with:
 """
 
 from .brute_force import brute_force_accepts, brute_force_mask, brute_force_next_bytes
+from .congruence import syntactic_classes, valid_nowhere
 from .recognizer import MAX_INPUT_BYTES, Recognizer
 
 __all__ = [
@@ -23,4 +26,6 @@ __all__ = [
     "brute_force_accepts",
     "brute_force_mask",
     "brute_force_next_bytes",
+    "syntactic_classes",
+    "valid_nowhere",
 ]

@@ -440,6 +440,11 @@ def cmd_bench(args) -> int:
                                      jit=not args.eager, jobs=args.jobs, results=args.results,
                                      report_only=args.report_only, rerun=args.rerun,
                                      progress=not args.no_progress, timeout=args.timeout)
+    if args.what == "token-classes":
+        from .bench.token_classes import GRAMMARS, bench_token_classes
+
+        return bench_token_classes(args.data, vocabs=tuple(args.vocab.split(",")), grammars=args.cases or GRAMMARS,
+                                   json_limit=args.limit, mask=args.mask, results=args.results)
     from .bench.mask import bench_mask
 
     return bench_mask(vocab=args.vocab, data_dir=args.data, cases=args.cases, limit=args.limit)
@@ -570,7 +575,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
     p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
-                                    "kernels", "maskbench", "xg1-ablation", "earley-vs-pda", "formats", "schema-suite"),
+                                    "kernels", "maskbench", "xg1-ablation", "earley-vs-pda", "formats", "schema-suite",
+                                    "token-classes"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: the default path's time to first mask and "
@@ -586,7 +592,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "compile time of tool calling in the llama and harmony formats beside xgrammar, "
                         "llguidance and the pushdown automata; schema-suite: the JSON-Schema-Test-Suite (2020-12 and "
                         "draft-07) per keyword group, valid instances accepted and invalid ones refused, beside "
-                        "xgrammar and llguidance, checked against xg2ref's ratchet")
+                        "xgrammar and llguidance, checked against xg2ref's ratchet; token-classes: CFGzip Table 1 "
+                        "(classes, precompute time) and with --mask its Table 3's engine side, for JSON, C++ and XML "
+                        "(--cases; --vocab takes a comma-separated list)")
+    p.add_argument("--mask", action="store_true", help="token-classes: also per-token time with and without classes")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
                    help="folder holding json_mode_eval/ (default ../shared/data)")
