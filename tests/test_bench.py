@@ -482,3 +482,29 @@ def test_formats_classifies_the_differences_specs_05_documents():
     assert classify_difference(b'{"years": -', [b"1"], []) == "other"
     assert classify_difference(b'{"c": "\\', [], [b"uae"]) == "other"
     assert classify_difference(b"Sure. ", [b"{"], [b"x"]) == "other"
+
+
+@pytest.mark.jit_only
+def test_token_classes_bench_checks_masks_then_tables(tmp_path, capsys):
+    """`xg2ref bench token-classes --mask` on two json-mode-eval schemas: displacement classes far
+    fewer than byte_blocks classes, every class mask equal to the full vocabulary's (exit 0), and
+    the per-token rows filled for each inner engine installed."""
+    import json
+    import os
+
+    from xg2ref.tools.bench.token_classes import bench_token_classes
+
+    data = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+    if not os.path.isdir(os.path.join(data, "json_mode_eval")):
+        pytest.skip("json-mode-eval is not here")
+    results = tmp_path / "results.json"
+    status = bench_token_classes(data, vocabs=("llama3",), grammars=("json",), json_limit=2, mask=True,
+                                 results=str(results))
+    out = capsys.readouterr().out
+    assert status == 0, out
+    record = json.loads(results.read_text())
+    row = record["table1"][0]
+    assert len(row["classes"]) == 2 and all(c < b / 50 for c, b in zip(row["classes"], row["blocks"]))
+    for mask_row in record["table3"]:
+        assert mask_row["tokens"] > 10 and not mask_row["mismatches"]
+    assert "CFGzip Table 1" in out and "| llama3 | json | mean" in out
