@@ -133,20 +133,31 @@ class ClassMatcher:
     def is_completed(self) -> bool:
         return bool(self.inner.is_completed()) if hasattr(self.inner, "is_completed") else self.is_terminated()
 
-    def _fill(self) -> int:
+    def fill_next_class_bitmask(self) -> np.ndarray:
+        """The inner engine's next mask over classes: int32 words, bit c for class c (the stop
+        class last); the array is reused by the next call. On a GPU this is all the engine hands
+        over: kernels/class_mask_cuda.py gathers it into the logits mask."""
         self._class_words[:] = 0
         self.inner.fill_next_token_bitmask(self._inner_bitmask, 0)
+        return self._class_words
+
+    def expand(self, words: np.ndarray) -> int:
+        """The class mask of the last `fill_next_class_bitmask` gathered into `words` (int32,
+        one row over the vocabulary; kernels/class_mask.py); the number of tokens allowed."""
         return int(expand_class_bitmask(self._class_words.view(np.uint32), self._class_of, self._n_inner,
-                                        self._words.view(np.uint32)))
+                                        words.view(np.uint32)))
+
+    def _fill(self) -> int:
+        self.fill_next_class_bitmask()
+        return self.expand(self._words)
 
     def fill_next_token_bitmask(self, bitmask, index: int = 0) -> bool:
         """Row `index` of an int32 bitmask over the full vocabulary; True when some token is
         masked out."""
-        allowed = self._fill()
-        row = bitmask_row_view(bitmask, index, self.vocab_size)
-        row[:len(self._words)] = self._words
+        self.fill_next_class_bitmask()
+        row = bitmask_row_view(bitmask, index, self.vocab_size)  # (an int32 numpy view of the row)
         row[len(self._words):] = 0
-        return allowed < self.vocab_size
+        return self.expand(row[:len(self._words)]) < self.vocab_size
 
     def compute_bool_mask(self) -> np.ndarray:
         """bool[vocab_size]: the allowed tokens now."""
