@@ -268,8 +268,11 @@ SIMULATED = textwrap.dedent("""
     rng = np.random.default_rng(3)
     for vocab_size, n_classes in ((1, 1), (40, 5), (300, 37), (1000, 70)):
         class_of = rng.integers(0, n_classes + 2, size=vocab_size).astype(np.int32)  # n_classes + 1: never
-        words = (n_classes + 31) // 32
+        words = (n_classes + 2 + 31) // 32  # (covering the never class, its bit 0: the gather's contract)
         class_words = rng.integers(-2**31, 2**31, size=(3, words)).astype(np.int32)
+        bits_of = np.unpackbits(class_words.view(np.uint8), axis=1, bitorder="little")
+        bits_of[:, n_classes:] = 0
+        class_words = np.packbits(bits_of, axis=1, bitorder="little").view(np.int32)
         for dtype in ("float32", "float16", "bfloat16"):
             int_type, bits = NEG_INF_BITS[dtype]
             raw = rng.integers(-1000, 1000, size=(3, vocab_size)).astype(int_type)
@@ -286,6 +289,27 @@ SIMULATED = textwrap.dedent("""
             assert np.array_equal(raw, want), (vocab_size, n_classes, dtype)
     print("simulated class kernel ok")
 """)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 80), st.integers(0, 2**31))
+def test_the_gather_is_a_lookup_of_each_token_s_class_bit(vocab_size, n_classes, seed):
+    """kernels/class_mask.py against numpy: token t allowed iff bit class_of[t] of the class mask
+    is set, the never class (past n_classes) never; the count is the number allowed."""
+    from xg2ref.kernels.class_mask import expand_class_bitmask
+
+    rng = np.random.default_rng(seed)
+    class_of = rng.integers(0, n_classes + 2, size=vocab_size).astype(np.int32)
+    allowed_classes = rng.random(n_classes) < 0.5
+    class_bits = np.zeros(32 * ((n_classes + 2 + 31) // 32), dtype=np.uint8)
+    class_bits[:n_classes] = allowed_classes
+    class_words = np.packbits(class_bits, bitorder="little").view(np.uint32)
+    out = np.full((vocab_size + 31) // 32, -1, dtype=np.int32)
+    count = expand_class_bitmask(class_words, class_of, n_classes, out.view(np.uint32))
+    want = np.array([c < n_classes and allowed_classes[c] for c in class_of])
+    have = np.unpackbits(out.view(np.uint8), bitorder="little")[:vocab_size].astype(bool)
+    assert np.array_equal(have, want) and count == want.sum()
+    assert not np.unpackbits(out.view(np.uint8), bitorder="little")[vocab_size:].any()
 
 
 def test_the_fused_cuda_gather_on_the_simulator():

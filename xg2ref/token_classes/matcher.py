@@ -73,9 +73,12 @@ class ClassMatcher:
         self.classes = classes
         self._class_of = np.ascontiguousarray(classes.class_of, dtype=np.int32)
         self._n_inner = classes.n_regular + 1  # the regular classes and the stop entry
-        self._class_words = np.zeros((self._n_inner + 31) // 32, dtype=np.int32)
+        inner_words = (self._n_inner + 31) // 32
+        # one word more than the inner engine fills, so that the never class's bit (n_inner) is
+        # always there and always 0 (kernels/class_mask.py reads it without a test)
+        self._class_words = np.zeros(inner_words + 1, dtype=np.int32)
         self._words = np.zeros((classes.vocab_size + 31) // 32, dtype=np.int32)
-        self._inner_bitmask = self._class_words.reshape(1, -1)
+        self._inner_bitmask = self._class_words[:inner_words].reshape(1, -1)
         if torch_bitmask:  # (an inner engine that fills torch tensors only: one sharing the words)
             import torch
 
@@ -139,6 +142,8 @@ class ClassMatcher:
         over: kernels/class_mask_cuda.py gathers it into the logits mask."""
         self._class_words[:] = 0
         self.inner.fill_next_token_bitmask(self._inner_bitmask, 0)
+        if self._n_inner & 31:  # (bits past the inner vocabulary: 0 whatever the engine wrote)
+            self._class_words[self._n_inner >> 5] &= (1 << (self._n_inner & 31)) - 1
         return self._class_words
 
     def expand(self, words: np.ndarray) -> int:
@@ -166,5 +171,5 @@ class ClassMatcher:
 
     def class_mask(self) -> Optional[np.ndarray]:
         """bool[n_regular + 1]: the inner engine's mask over classes (the last: the stop class)."""
-        self._fill()
+        self.fill_next_class_bitmask()
         return unpack_bitmask(self._class_words, self._n_inner)
