@@ -301,9 +301,14 @@ def bench_token_classes(data_dir: str, vocabs=("llama3",), grammars=GRAMMARS, js
     if mask:
         print("\nCFGzip Table 3, engine side: grammar time per token, full vocabulary vs classes\n")
         print(format_table3(table3))
-    mismatches = [m for r in table3 for m in r.mismatches]
+    # the classes' exactness is checked by the xg2ref rows (xg2ref is exact, specs/05); a row of
+    # xgrammar compares xgrammar with itself over two vocabularies, and a difference there is
+    # xgrammar's (its masks depend on the vocabulary where it is inexact): listed, not failed
+    mismatches = [m for r in table3 if r.engine == "xg2ref" for m in r.mismatches]
     for m in mismatches[:20]:
         print("MISMATCH", m)
+    for m in [m for r in table3 if r.engine != "xg2ref" for m in r.mismatches][:20]:
+        print("xgrammar over the representatives differs from xgrammar over the vocabulary:", m)
     if results:
         with open(results, "w", encoding="utf-8") as f:
             json.dump({"table1": [r.__dict__ for r in table1],
