@@ -26,7 +26,7 @@ from xg2ref.token_classes import ClassMatcher, compute_token_classes
 #
 # For a regular language the congruence is computable: u ≡_L v exactly when u and v move every
 # state of the minimal DFA to the same state (Myhill). `xg2ref.oracle.syntactic_classes` builds
-# that DFA from the grammar's IR alone (no engine code) and groups the tokens.
+# that DFA from the grammar's IR (its own subset construction and minimization) and groups the tokens.
 
 # %%
 regular = 'root ::= [a-z]+ ("=" [0-9]+)? (";" [a-z]+ ("=" [0-9]+)?)*'

@@ -8,9 +8,10 @@ token classes against (specs/09-token-classes.md, "Checks").
 some y.) So on a regular grammar the classes of ≡_L are computable, and a relation's classes
 must each lie inside one of them.
 
-Built from the IR alone, sharing no code with the engine: Thompson's construction over codepoint
-intervals, the subset construction over the intervals the grammar's classes cut, then Moore
-minimization. It takes grammars whose root refers to no rule and whose literals are ASCII, and
+Built from the IR, sharing with the engine only the IR walk of Thompson's construction
+(grammar/thompson.py, whose one construction every automaton builder subclasses): the letters
+here are code-point intervals, and the subset construction over the intervals the grammar's
+classes cut, then Moore minimization, are this module's own, not the FSM builder's. It takes grammars whose root refers to no rule and whose literals are ASCII, and
 ASCII tokens: for such a token u, contexts x and y with x u y ∈ L are whole UTF-8 strings
 themselves (an ASCII byte never sits inside a multi-byte character), so the byte-level
 congruence is the codepoint-level one computed here.
@@ -23,63 +24,43 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Optional
 
-from ..grammar.ir import MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Sequence
+from ..grammar.ir import MAX_CODEPOINT, ByteString, CharClass, GrammarIR
+from ..grammar.thompson import Thompson
 
 
 class _NotRegular(Exception):
     pass
 
 
-class _NFA:
-    """States 0..n-1; edges[s] = [(ranges or None for ε, d)]."""
+class _NFA(Thompson):
+    """The ε-NFA of an expression over code points (states 0..n-1; edges[s] = [(ranges or None for
+    ε, d)]): a literal one edge per ASCII character, a class one edge labelled with its ranges;
+    rules, intrinsics and non-ASCII literals are outside this module's reach."""
 
     def __init__(self):
         self.edges: list = []
 
-    def state(self) -> int:
+    def new_state(self) -> int:
         self.edges.append([])
         return len(self.edges) - 1
 
-    def build(self, expr: Expr, src: int) -> int:
-        """Add `expr` after state `src`; its end state."""
-        if isinstance(expr, ByteString):
-            if any(b >= 0x80 for b in expr.value):
-                raise _NotRegular
-            for b in expr.value:
-                dst = self.state()
-                self.edges[src].append((((b, b),), dst))
-                src = dst
-            return src
-        if isinstance(expr, CharClass):
-            dst = self.state()
-            self.edges[src].append((tuple(expr.codepoint_ranges()), dst))
-            return dst
-        if isinstance(expr, Sequence):
-            for item in expr.items:
-                src = self.build(item, src)
-            return src
-        if isinstance(expr, Choice):
-            end = self.state()
-            for alt in expr.alternatives:
-                start = self.state()
-                self.edges[src].append((None, start))
-                self.edges[self.build(alt, start)].append((None, end))
-            return end
-        if isinstance(expr, Repeat):
-            for _ in range(expr.min):
-                src = self.build(expr.body, src)
-            if expr.max is None:  # a loop: src -ε-> body -ε-> src
-                start = self.state()
-                self.edges[src].append((None, start))
-                self.edges[self.build(expr.body, start)].append((None, src))
-                return src
-            end = self.state()
-            self.edges[src].append((None, end))
-            for _ in range(expr.max - expr.min):
-                src = self.build(expr.body, src)
-                self.edges[src].append((None, end))
-            return end
-        raise _NotRegular
+    def eps(self, src: int, dst: int) -> None:
+        self.edges[src].append((None, dst))
+
+    def edge(self, src: int, label, dst: int) -> None:
+        self.edges[src].append((label, dst))
+
+    def letters(self, expr: ByteString) -> list:
+        if any(b >= 0x80 for b in expr.value):
+            raise _NotRegular
+        return [((b, b),) for b in expr.value]
+
+    def class_paths(self, expr: CharClass) -> list:
+        ranges = tuple(expr.codepoint_ranges())
+        return [(ranges,)] if ranges else []
+
+    def unsupported(self, expr) -> Exception:
+        return _NotRegular()
 
 
 def minimal_dfa(ir: GrammarIR) -> Optional[tuple]:
@@ -87,9 +68,9 @@ def minimal_dfa(ir: GrammarIR) -> Optional[tuple]:
     codepoints, None when `ir` is not a plain regular grammar (module docstring). Symbol k is the
     codepoint interval [cuts[k], cuts[k+1]); delta[q][k] is a state."""
     nfa = _NFA()
-    start = nfa.state()
+    start = nfa.new_state()
     try:
-        final = nfa.build(ir.rule(ir.root).body, start)
+        final = nfa.fragment(ir.rule(ir.root).body, start)
     except _NotRegular:
         return None
     points = {0, MAX_CODEPOINT + 1}

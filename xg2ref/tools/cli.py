@@ -321,13 +321,7 @@ def cmd_diff(args) -> int:
     from .diff.runner import QUICK, DiffOptions, run_diff
     from ..oracle.engines import import_xgrammar
 
-    from ..oracle.other_engines import CLASS_ENGINES, ENGINE_NAMES
-
     engines = [n.strip() for n in args.against.split(",") if n.strip() and n.strip() != "none"]
-    known = ENGINE_NAMES + CLASS_ENGINES + ("pda",)
-    unknown = [e for e in engines if e not in known]
-    if unknown:
-        raise UsageError(f"unknown engine {unknown[0]!r} (engines: {', '.join(known)}, or none)")
     base = QUICK if args.quick else DiffOptions()
     overrides = {k: v for k, v in (("n_strings", args.strings), ("n_traces", args.traces),
                                    ("max_trace_tokens", args.trace_tokens),
@@ -366,8 +360,13 @@ def _diff_files(args, engines: list, options):
     except XG2RefError as err:
         raise UsageError(f"{type(err).__name__}: {err}") from None
     info = load_vocab(args.vocab)
-    diff = run_user_diff(cases, engines, info, args.vocab, seed=args.seed, options=options, jobs=args.jobs,
-                         progress=not args.no_progress)
+    try:
+        diff = run_user_diff(cases, engines, info, args.vocab, seed=args.seed, options=options, jobs=args.jobs,
+                             progress=not args.no_progress)
+    except ValueError as err:
+        if str(err).startswith("unknown engine"):  # (other_engines.make_engine: a name it does not know)
+            raise UsageError(str(err)) from None
+        raise
     if args.shrink_seconds > 0:
         shrink_disagreements(diff, cases, info, args.vocab, args.shrink_seconds,
                              cases_dir=args.report + ".cases" if args.report else None, progress=not args.no_progress)
