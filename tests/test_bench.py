@@ -488,7 +488,7 @@ def test_formats_classifies_the_differences_specs_05_documents():
 def test_token_classes_bench_checks_masks_then_tables(tmp_path, capsys):
     """`xg2ref bench token-classes --mask` on two json-mode-eval schemas: displacement classes far
     fewer than byte_blocks classes, every class mask equal to the full vocabulary's (exit 0), and
-    the per-token rows filled for each inner engine installed."""
+    the per-token rows filled for each inner engine installed, with a time per instance."""
     import json
     import os
 
@@ -507,4 +507,6 @@ def test_token_classes_bench_checks_masks_then_tables(tmp_path, capsys):
     assert len(row["classes"]) == 2 and all(c < b / 50 for c, b in zip(row["classes"], row["blocks"]))
     for mask_row in record["table3"]:
         assert mask_row["tokens"] > 10 and not mask_row["mismatches"]
+        assert len(mask_row["instances"]) == 2 and all(full > 0 and by_class > 0
+                                                       for full, by_class in mask_row["instances"])
     assert "CFGzip Table 1" in out and "| llama3 | json | mean" in out

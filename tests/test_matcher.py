@@ -196,6 +196,28 @@ def test_the_mask_lands_in_every_kind_of_row(info, compiled):
                 assert (np.asarray(bitmask)[[0, 2]] == (-1 if "dirty" in name else 0)).all(), name
 
 
+def test_a_remembered_numpy_row_follows_changes_made_in_place(info, compiled):
+    """The matcher remembers the last numpy bitmask's row; a change made to that same array in
+    place (its shape, its dtype, its writeable flag) is seen at the next call."""
+    words = (len(VOCAB) + 31) // 32
+    m = xgr.GrammarMatcher(compiled)
+    assert m.accept_string("a")
+    want = m.compute_bool_mask()
+    bitmask = np.zeros((2, words), dtype=np.int32)
+    m.fill_next_token_bitmask(bitmask, 1)
+    bitmask.shape = (2 * words,)  # one row now: index 0
+    bitmask[:] = -1
+    m.fill_next_token_bitmask(bitmask, 0)
+    assert np.array_equal(bitmask_to_bool_mask(bitmask[:words], len(VOCAB)), want)
+    bitmask.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        m.fill_next_token_bitmask(bitmask, 0)
+    bitmask.flags.writeable = True
+    bitmask.dtype = np.float32
+    with pytest.raises(ValueError, match="int32"):
+        m.fill_next_token_bitmask(bitmask, 0)
+
+
 # ---- override_stop_tokens at a sentence and inside a string -----------------------------------
 
 JSON_VOCAB = ["{", '"', "a", '"}', "}", "<eos>", "</s>", " ", '"x', 'a"', "1", ":", '"s"', "<", "</s", "\n"]

@@ -61,7 +61,6 @@ raises before writing any. Both classes live here, as in xgrammar's `matcher` mo
 
 from __future__ import annotations
 
-import time
 import warnings
 from typing import Optional, Sequence, Union
 
@@ -144,7 +143,7 @@ class GrammarMatcher:
         self._enforce_pending = False  # the last mask enforced token budgets (see ENFORCE above)
         self._history: list[int] = []
         self._stop_accepted = False
-        self._row_key: Optional[tuple] = None  # (bitmask, index, data pointer, shape) of _row
+        self._row_key: Optional[tuple] = None  # the bitmask and index of _row, with what may change (_row_view)
         self._row: Optional[np.ndarray] = None
         # a grammar without token sets, budgets or captures, and the vocabulary's own stops: a
         # token is its bytes read by the parser, a mask the cache's fill (the fast paths below)
@@ -346,14 +345,20 @@ class GrammarMatcher:
     def _row_view(self, bitmask, index: int) -> tuple:
         """`bitmask_row_view`, and its first ceil(vocab_size / 32) words when the fill kernel
         may write them in place (the layout of `self._words`; else None). Remembered for the last
-        bitmask while it keeps its memory and shape (a decoding loop passes the same one at every
-        step)."""
-        last = self._row_key
-        if (last is not None and last[0] is bitmask and last[1] == index and last[2] == bitmask.data_ptr()
-                and last[3] == bitmask.shape):
-            return self._row
+        bitmask while it keeps its memory, shape and type (a decoding loop passes the same one at
+        every step): a tensor's memory is its data pointer; a numpy array held here keeps its
+        buffer (numpy refuses to resize an array others refer to), so its shape, strides, dtype
+        and writeable flag are what can change."""
         torch_like = hasattr(bitmask, "data_ptr")
-        key = (bitmask, index, bitmask.data_ptr(), tuple(bitmask.shape)) if torch_like else None
+        if torch_like:
+            key = (bitmask, index, bitmask.data_ptr(), tuple(bitmask.shape))
+        elif isinstance(bitmask, np.ndarray):
+            key = (bitmask, index, bitmask.shape, bitmask.strides, bitmask.dtype, bitmask.flags.writeable)
+        else:
+            key = None
+        last = self._row_key
+        if key is not None and last is not None and last[0] is bitmask and last[1:] == key[1:]:
+            return self._row
         row = bitmask_row_view(bitmask, index, self._vocab_size)
         head = row[:len(self._words)]
         direct = head if layout_key(head) == layout_key(self._words) else None
@@ -411,78 +416,13 @@ class GrammarMatcher:
 
     def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens, token_bitmask,
                             time_threshold: float = -1.0, temperatures=None) -> bool:
-        """Masks for every node of a speculative-decoding draft tree, as xgrammar 0.2.8 fills them.
+        """Masks for every node of a speculative-decoding draft tree, as xgrammar 0.2.8 fills them
+        (xg2ref/draft_tree.py says how). Returns False when `time_threshold` seconds (> 0) ran out
+        before the tree was done."""
+        from .draft_tree import traverse_draft_tree
 
-        Node 0 is the current state (its draft token is not read). Node i's children are
-        `retrieve_next_token[i]` and that child's chain of `retrieve_next_sibling`. A child whose
-        draft token the state of its parent accepts gets, in row c of `token_bitmask`, the mask
-        after that token, and its own children are visited; a rejected child gets an all-zero row
-        and its subtree is left unwritten; a node where the matcher has terminated (after a stop
-        token, or at a complete input with terminate_without_stop_token) gets an all-zero row and
-        its subtree is left unwritten. The matcher ends in the state it started in.
-        `temperatures` (float32, one per node), when given, gets -1 everywhere except the visited,
-        unterminated nodes' `temperature` (where one is set). Returns False when `time_threshold`
-        seconds (> 0) ran out before the tree was done."""
-        nxt, sib, tokens = (_int64_vector(a, name) for a, name in ((retrieve_next_token, "retrieve_next_token"),
-                                                                    (retrieve_next_sibling, "retrieve_next_sibling"),
-                                                                    (draft_tokens, "draft_tokens")))
-        n = len(tokens)
-        if len(nxt) != n or len(sib) != n or n == 0:
-            raise ValueError(f"the draft tree's three index arrays must have the same length > 0, got "
-                             f"{len(nxt)}, {len(sib)}, {len(tokens)}")
-        shape = tuple(token_bitmask.shape)
-        if len(shape) != 2 or shape[0] < n or shape[1] != len(self._words):
-            raise ValueError(f"token_bitmask must have shape ({n}, {len(self._words)}), got {shape}")
-        temps = None
-        if temperatures is not None:
-            temps = temperatures.numpy() if hasattr(temperatures, "numpy") else np.asarray(temperatures)
-            if temps.ndim != 1 or len(temps) < n:
-                raise ValueError(f"temperatures must be 1-D with at least {n} entries, got shape {temps.shape}")
-            temps[:n] = -1.0
-        start, depth0 = time.perf_counter(), len(self._history)
-        seen = np.zeros(n, dtype=np.bool_)
-
-        def fill(node: int) -> bool:
-            """Row `node` and its temperature; False (a zero row) where the matcher has terminated."""
-            seen[node] = True
-            if self.is_terminated():
-                bitmask_row_view(token_bitmask, node, self._vocab_size)[:] = 0
-                return False
-            self.fill_next_token_bitmask(token_bitmask, node)
-            temperature = self.temperature if temps is not None else None
-            if temperature is not None:
-                temps[node] = temperature
-            return True
-
-        def child(c: int) -> int:
-            if not -1 <= c < n:
-                raise ValueError(f"draft tree index {c} is outside [-1, {n})")
-            return c
-
-        try:
-            stack = [child(int(nxt[0])) if fill(0) else -1]  # per depth: the next child to try (-1: none left)
-            while stack:
-                c = stack[-1]
-                if c < 0:
-                    stack.pop()
-                    if stack:  # back to the parent's depth: undo the parent's token, go on to its sibling
-                        self.rollback(1)
-                        stack[-1] = child(int(sib[stack[-1]]))
-                    continue
-                if 0 < time_threshold < time.perf_counter() - start:
-                    return False
-                if seen[c]:
-                    raise ValueError(f"the draft tree reaches node {c} twice")
-                if self.accept_token(int(tokens[c])):
-                    stack.append(child(int(nxt[c])) if fill(c) else -1)
-                else:
-                    seen[c] = True
-                    bitmask_row_view(token_bitmask, c, self._vocab_size)[:] = 0
-                    stack[-1] = child(int(sib[c]))
-            return True
-        finally:
-            if len(self._history) > depth0:
-                self.rollback(len(self._history) - depth0)
+        return traverse_draft_tree(self, self._vocab_size, retrieve_next_token, retrieve_next_sibling, draft_tokens,
+                                   token_bitmask, time_threshold, temperatures)
 
     def find_jump_forward_string(self) -> str:
         """The longest string forced by the grammar from here (xgrammar's rule, see above)."""
@@ -524,16 +464,6 @@ def _float32_temperature(value) -> Optional[float]:
     if not (np.isfinite(out) and out >= 0):
         raise MatcherError(f"default_temperature must be a finite non-negative float32, got {value!r}")
     return out
-
-
-def _int64_vector(values, name: str) -> np.ndarray:
-    """A 1-D int64 numpy copy of a torch tensor, an array or a list."""
-    if hasattr(values, "detach"):
-        values = values.detach().cpu().numpy()
-    out = np.asarray(values)
-    if out.ndim != 1 or (out.size and not np.issubdtype(out.dtype, np.integer)):
-        raise ValueError(f"{name} must be a 1-D integer tensor, got shape {out.shape} and dtype {out.dtype}")
-    return out.astype(np.int64, copy=False)
 
 
 def _single_forced_byte(parser: EarleyParser) -> Optional[int]:

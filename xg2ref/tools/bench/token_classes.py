@@ -13,15 +13,17 @@ xgrammar's compile time of the same grammar as a yardstick that does not depend 
 The paper's counts and times are printed beside (16 threads of a Xeon there, one core here).
 
 **Table 3, engine side** (`--mask`). Instances: json-mode-eval's gold completions (JSON, real);
-seeded walks over the masks for C++ and XML (random allowed tokens, a growing bias toward the
-stop token where it is allowed, at most 500 tokens; a walk that has not reached a sentence by
-then is kept as the prefix it is): walk texts have other token statistics than model text. For each inner engine, the full vocabulary against ClassMatcher over
-the classes: every mask compared first (exit 1 on a difference), then timed: accept plus fill
-per token (mean, p50, p99) and the first mask. With classes the engine's step is accept plus the
-mask over classes (`fill_next_class_bitmask`); the gather to tokens is timed apart (on a GPU it
-is fused into the logits mask, kernels/class_mask_cuda.py; on the CPU it is one pass over the
-vocabulary, kernels/class_mask.py), and a ratio is given with it too. The paper's grammar
-overheads (constrained minus unconstrained, from its Table 3) are beside.
+seeded walks over the masks for C++ and XML (random allowed tokens, a growing bias toward the stop
+token where it is allowed, at most 500 tokens; a walk that has not reached a sentence by then is
+kept as the prefix it is): walk texts have other token statistics than model text. For each inner
+engine, the full vocabulary against ClassMatcher over the classes: every mask compared first (exit 1
+on a difference), then timed: accept plus fill per token (mean, p50, p99) and the first mask. With
+classes the engine's step is accept plus the mask over classes (`fill_next_class_bitmask`), over all
+tokens and per instance (its time with the full vocabulary over its time with classes: one long walk
+where the inner engine's own parse dominates shows there); the gather to tokens is timed apart (on a
+GPU it is fused into the logits mask, kernels/class_mask_cuda.py; on the CPU it is one pass over the
+vocabulary, kernels/class_mask.py), and a ratio is given with it too. The paper's grammar overheads
+(constrained minus unconstrained, from its Table 3) are beside.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class MaskRow:
     classes_first_ms: list = field(default_factory=list)
     mismatches: list = field(default_factory=list)
     outside: list = field(default_factory=list)  # instances the full engine refuses (not in the language)
+    instances: list = field(default_factory=list)  # per instance: [full us, classes us] summed over its tokens
 
 
 def _grammars(name: str, data_dir: str, limit: Optional[int]) -> list:
@@ -188,6 +191,7 @@ def mask_rows(vocab: str, task: str, kept: list, walks: int, xgr, encode) -> lis
                 by_class.expand(class_words[0])
                 row.full_first_ms.append((t1 - t0) * 1e3)
                 row.classes_first_ms.append((t2 - t1) * 1e3)
+                first = len(row.full_us)
                 for step, t in enumerate(ids + [None]):
                     want = unpack_bitmask(np.asarray(full_words)[0], n)
                     if not np.array_equal(unpack_bitmask(class_words[0], n), want):
@@ -215,6 +219,8 @@ def mask_rows(vocab: str, task: str, kept: list, walks: int, xgr, encode) -> lis
                     row.classes_us.append((c - b) * 1e6)
                     row.gather_us.append((d - c) * 1e6)
                     row.tokens += 1
+                if len(row.full_us) > first:
+                    row.instances.append([float(np.sum(row.full_us[first:])), float(np.sum(row.classes_us[first:]))])
     return list(rows.values())
 
 
@@ -260,17 +266,19 @@ def format_table1(rows: list) -> str:
 
 def format_table3(rows: list) -> str:
     lines = ["| vocab | grammar | inner engine | tokens | full us mean / p50 / p99 | classes us mean / p50 / p99 | "
-             "ratio mean (p50) | CPU gather us mean | ratio with CPU gather | first mask full / classes ms (p50) | "
-             "paper overhead ratio |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "ratio mean (p50) | ratio per instance min / median / max | CPU gather us mean | ratio with CPU gather | "
+             "first mask full / classes ms (p50) | paper overhead ratio |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = _stat(r.full_us) / _stat(r.classes_us) if r.classes_us else float("nan")
         ratio50 = _stat(r.full_us, 50) / _stat(r.classes_us, 50) if r.classes_us else float("nan")
         with_gather = _stat(r.full_us) / (_stat(r.classes_us) + _stat(r.gather_us)) if r.classes_us else float("nan")
         paper = PAPER_OVERHEAD_RATIO.get(r.vocab, {}).get(r.grammar, float("nan"))
+        each = [full / by_class for full, by_class in r.instances if by_class > 0]
+        per_instance = (f"{min(each):.1f}x / {np.median(each):.1f}x / {max(each):.1f}x ({len(each)})" if each else "-")
         lines.append(f"| {r.vocab} | {r.grammar} | {r.engine} | {r.tokens:,} | "
                      f"{_stat(r.full_us):.0f} / {_stat(r.full_us, 50):.0f} / {_stat(r.full_us, 99):.0f} | "
                      f"{_stat(r.classes_us):.0f} / {_stat(r.classes_us, 50):.0f} / {_stat(r.classes_us, 99):.0f} | "
-                     f"{ratio:.1f}x ({ratio50:.1f}x) | {_stat(r.gather_us):.0f} | {with_gather:.1f}x | "
+                     f"{ratio:.1f}x ({ratio50:.1f}x) | {per_instance} | {_stat(r.gather_us):.0f} | {with_gather:.1f}x | "
                      f"{_stat(r.full_first_ms, 50):.1f} / {_stat(r.classes_first_ms, 50):.1f} | {paper:.0f}x |")
     outside = [x for r in rows for x in r.outside]
     if outside:
