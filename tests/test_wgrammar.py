@@ -1,0 +1,231 @@
+"""WGrammar's operators (xg2ref/baselines/wgrammar/): the executor against Earley over the
+lowered program and against the brute-force oracle, along walks with rollbacks, on generated
+programs; the global cache against no cache; token sets; ill-formed programs refused by name."""
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xg2ref as xgr
+from hypothesis_budget import examples
+from xg2ref.baselines.wgrammar import (DoWhile, End, GlobalMaskCache, IfElse, OperatorMatcher, OperatorProgramError,
+                                       Sequence, TokenSets, Wait, Write, compile_program, lower_to_ir)
+from xg2ref.baselines.wgrammar.cache import ALLOW, DENY, WORDS, _store
+from xg2ref.compiler import compile_ir_grammar
+from xg2ref.exceptions import MatcherError
+from xg2ref.grammar.grammar import Grammar
+from xg2ref.grammar.printer import print_grammar
+from xg2ref.oracle.engines import OracleMatcher
+
+VOCAB = ["1", "2", "12", ".", ".5", "a", "</s>", "", "x1", "ab", "b", "<t>"]
+STOP = 6
+
+
+@pytest.fixture
+def info():
+    return xgr.TokenizerInfo(VOCAB, stop_token_ids=[STOP])
+
+
+@pytest.fixture
+def sets(info):
+    return TokenSets(info)
+
+
+# ---- token sets ---------------------------------------------------------------------------
+
+def test_sets_are_regular_tokens_interned_by_content(sets):
+    assert sets.ids(2, 0, 0) == sets.ids(0, 2) != sets.ids(0)
+    assert sets.members(sets.chars("[0-9]")).tolist() == [0, 1, 2]
+    assert sets.members(sets.chars(str.isalpha)).tolist() == [5, 9, 10]
+    assert sets.members(sets.complement(sets.chars("[0-9.]"))).tolist() == [5, 8, 9, 10, 11]
+    assert sets.literal("12.5ab") == (2, 4, 9)  # longest match first
+    assert sets.contains(sets.ids(3, 4), 4) and not sets.contains(sets.ids(3, 4), 5)
+    with pytest.raises(OperatorProgramError, match="stop, special or empty"):
+        sets.ids(STOP)
+    with pytest.raises(OperatorProgramError, match="stop, special or empty"):
+        sets.ids(7)
+    with pytest.raises(OperatorProgramError, match="outside the vocabulary"):
+        sets.ids(99)
+    with pytest.raises(OperatorProgramError, match="no regular token spells"):
+        sets.literal("q")
+
+
+def test_one_interner_per_vocabulary(info):
+    again = xgr.TokenizerInfo(VOCAB, stop_token_ids=[STOP])
+    assert TokenSets.for_vocabulary(info) is TokenSets.for_vocabulary(again)
+    other = xgr.TokenizerInfo(VOCAB, stop_token_ids=[3])
+    assert TokenSets.for_vocabulary(other) is not TokenSets.for_vocabulary(info)
+
+
+# ---- ill-formed programs ------------------------------------------------------------------
+
+def test_ill_formed_programs_are_refused_by_name(sets):
+    digits, dot = sets.chars("[0-9]"), sets.ids(3)
+    with pytest.raises(OperatorProgramError, match=r"IfElse, then\).*IfElse, else\).*token 0"):
+        compile_program(IfElse(digits, sets.ids(0, 5)), sets)
+    with pytest.raises(OperatorProgramError, match="DoWhile, its continue set"):
+        compile_program(Sequence((DoWhile(Write((5,)), dot), Write((3,)))), sets)
+    with pytest.raises(OperatorProgramError, match="exactly one of allow= and deny="):
+        compile_program(Wait(digits), sets)
+    with pytest.raises(OperatorProgramError, match="Write of no token"):
+        compile_program(Write(()), sets)
+    with pytest.raises(OperatorProgramError, match="DoWhile body must read a token"):
+        compile_program(DoWhile(Sequence((End(),)), dot), sets)
+    with pytest.raises(OperatorProgramError, match="not a set of this vocabulary"):
+        compile_program(Wait(999, allow=digits), sets)
+    with pytest.raises(OperatorProgramError, match="not an operator"):
+        compile_program(Sequence(("Write",)), sets)
+
+
+def test_the_worked_example(info, sets):
+    r"""WGrammar's worked example \d+(\.\d+)* in this reading, with a number token for \d+: a
+    number, then a period and a number any number of times (DoWhile: the continue token is read,
+    then the body again), then the end."""
+    digits, dot = sets.chars("[0-9]"), sets.ids(3)
+    program = Sequence((DoWhile(Wait(digits, allow=sets.ids()), dot), End()))
+    m = OperatorMatcher(compile_program(program, sets))
+    assert np.flatnonzero(m.compute_bool_mask()).tolist() == [0, 1, 2]
+    assert m.accept_token(2) and np.flatnonzero(m.compute_bool_mask()).tolist() == [3, STOP]
+    assert not m.accept_token(0) and m.accept_token(3) and m.accept_token(1)
+    assert m.is_completed() and m.accept_token(STOP) and m.is_terminated()
+    with pytest.raises(MatcherError, match="terminated"):
+        m.compute_bool_mask()
+    m.rollback(2)
+    assert not m.is_terminated() and np.flatnonzero(m.compute_bool_mask()).tolist() == [0, 1, 2]
+    with pytest.raises(MatcherError, match="accept_token"):
+        m.accept_string("1")
+    assert not m.accept_token(7) and not m.accept_token(-1) and not m.accept_token(len(VOCAB))
+    with pytest.raises(TypeError):
+        m.accept_token("1")
+
+
+# ---- generated programs against Earley and the oracle ------------------------------------
+
+def regular_ids(info):
+    return [t for t, b in enumerate(info.decoded_vocab) if b and t not in info.stop_token_ids]
+
+
+@st.composite
+def operator_programs(draw, regular: list, depth: int = 3):
+    """A random operator program over token ids `regular` (sets as id lists, interned later)."""
+    subset = st.lists(st.sampled_from(regular), max_size=4, unique=True).map(tuple)
+
+    def op(d):
+        kinds = ["write", "wait", "end"] + (["ifelse", "seq", "dowhile"] if d > 0 else [])
+        kind = draw(st.sampled_from(kinds))
+        if kind == "write":
+            return ("write", tuple(draw(st.lists(st.sampled_from(regular), min_size=1, max_size=3))))
+        if kind == "wait":
+            body = op(d - 1) if d > 0 and draw(st.booleans()) else None
+            return ("wait", draw(subset), draw(st.booleans()), draw(subset), body)
+        if kind == "end":
+            return ("end",)
+        if kind == "ifelse":
+            both = draw(st.lists(st.sampled_from(regular), min_size=2, max_size=6, unique=True))
+            cut = draw(st.integers(1, len(both) - 1))
+            branches = [op(d - 1) if draw(st.booleans()) else None for _ in range(2)]
+            return ("ifelse", tuple(both[:cut]), tuple(both[cut:]), *branches)
+        if kind == "seq":
+            return ("seq", tuple(op(d - 1) for _ in range(draw(st.integers(1, 3)))))
+        return ("dowhile", ("write", (draw(st.sampled_from(regular)),)) if draw(st.booleans()) else op(d - 1),
+                draw(subset))
+
+    return op(depth)
+
+
+def build(spec, sets):
+    kind = spec[0]
+    if kind == "write":
+        return Write(spec[1])
+    if kind == "wait":
+        _, wait, allow, other, body = spec
+        free = {"allow": sets.intern(other)} if allow else {"deny": sets.intern(other)}
+        return Wait(sets.intern(wait), body=None if body is None else build(body, sets), **free)
+    if kind == "end":
+        return End()
+    if kind == "ifelse":
+        return IfElse(sets.intern(spec[1]), sets.intern(spec[2]), *(None if b is None else build(b, sets)
+                                                                   for b in spec[3:]))
+    if kind == "seq":
+        return Sequence(tuple(build(p, sets) for p in spec[1]))
+    return DoWhile(build(spec[1], sets), sets.intern(spec[2]))
+
+
+WALK_INFO = xgr.TokenizerInfo(VOCAB, stop_token_ids=[STOP])
+
+
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
+@given(spec=operator_programs(regular_ids(WALK_INFO)), seed=st.integers(0, 2**16))
+def test_operator_masks_are_earleys_and_the_oracles_along_walks(spec, seed):
+    sets = TokenSets.for_vocabulary(WALK_INFO)
+    program = build(spec, sets)
+    try:
+        compiled = compile_program(program, sets)
+    except OperatorProgramError:
+        return  # (a program with two ways to read a token: refused, tested above)
+    ir = lower_to_ir(program, sets)
+    earley = xgr.GrammarMatcher(compile_ir_grammar(Grammar.from_ir(ir), WALK_INFO))
+    oracle = OracleMatcher(ir, WALK_INFO)
+    cached, uncached = OperatorMatcher(compiled), OperatorMatcher(compiled, use_cache=False)
+    rng = random.Random(seed)
+    for _ in range(8):
+        want = oracle.bool_mask()
+        for m in (cached, uncached, earley):
+            assert (m.compute_bool_mask() == want).all(), (print_grammar(ir), oracle.prefix)
+        assert cached.is_completed() == oracle.is_completed() == earley.is_completed()
+        allowed = np.flatnonzero(want).tolist()
+        refused = [t for t in range(len(VOCAB)) if t not in allowed]
+        if refused:  # a refused token leaves every state as it was
+            t = rng.choice(refused)
+            assert not cached.accept_token(t) and not earley.accept_token(t)
+        if not allowed:
+            break
+        t = rng.choice(allowed)
+        for m in (cached, uncached, earley, oracle):
+            assert m.accept_token(t)
+        if t == STOP:
+            assert cached.is_terminated()
+            for m in (cached, uncached, earley, oracle):
+                m.rollback(1)
+        elif rng.random() < 0.25:
+            for m in (cached, uncached, earley, oracle):
+                m.rollback(1)
+
+
+# ---- the global cache ---------------------------------------------------------------------
+
+def test_cache_storage_is_adaptive_and_exact():
+    n = 200
+    words = np.zeros((n + 31) // 32, dtype=np.uint32)
+    for allowed, kind in (([3, 150], ALLOW), (list(range(n))[:-2], DENY), (list(range(0, n, 2)), WORDS)):
+        words[:] = 0
+        for t in allowed:
+            words[t >> 5] |= np.uint32(1 << (t & 31))
+        entry = _store(words, n)
+        assert entry[0] == kind
+        from xg2ref.baselines.wgrammar.cache import _expand
+
+        out = np.full_like(words, 0x5A5A5A5A)
+        _expand(entry, out, n)
+        assert (out == words).all()
+
+
+def test_the_cache_counts_hits_and_keeps_its_bound(info):
+    sets = TokenSets(info)
+    cache = GlobalMaskCache(sets, limit_bytes=4)  # room for one word (one mask of this vocabulary)
+    out = np.zeros(sets.n_words, dtype=np.uint32)
+    a, b = ((sets.ids(0),), False), ((sets.ids(1), sets.ids(3)), True)
+    cache.fill(a, out)
+    cache.fill(a, out)
+    assert (cache.hits, cache.misses) == (1, 1)
+    cache.fill(b, out)  # over the bound: the oldest goes first
+    assert cache.evictions == 1 and cache.bytes == 4 and len(cache.stats()) == 6
+    want = np.zeros_like(out)
+    cache.compute(b, want)
+    cache.fill(b, out)
+    assert (out == want).all()
+    with pytest.raises(ValueError):
+        GlobalMaskCache(sets, limit_bytes=-1)

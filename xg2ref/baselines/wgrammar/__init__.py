@@ -1,0 +1,20 @@
+"""WGrammar (seed 002): token-level operators with a global, set-keyed mask cache.
+
+    tokensets.py   allowable token sets over one vocabulary, interned by content (WGrammar §3.2)
+    operators.py   Write, Wait, IfElse, Sequence, DoWhile, End: frozen data, compiled to one
+                   position per state; their lowering to xg2ref's grammar IR (WGrammar §3.2)
+    cache.py       GlobalMaskCache: masks keyed by set ids, for every program of a vocabulary
+                   (WGrammar §3.3)
+    matcher.py     OperatorMatcher: constant-time accept, cached masks, rollback (xgrammar's API)
+
+specs/10-templates-and-operators.md gives the operators' semantics, marking what is reconstructed
+from WGrammar's prose.
+"""
+
+from .cache import GlobalMaskCache
+from .matcher import OperatorMatcher
+from .operators import CompiledProgram, DoWhile, End, IfElse, Sequence, Wait, Write, compile_program, lower_to_ir
+from .tokensets import OperatorProgramError, TokenSets, vocabulary_fingerprint
+
+__all__ = ["GlobalMaskCache", "OperatorMatcher", "CompiledProgram", "DoWhile", "End", "IfElse", "Sequence", "Wait",
+           "Write", "compile_program", "lower_to_ir", "OperatorProgramError", "TokenSets", "vocabulary_fingerprint"]
