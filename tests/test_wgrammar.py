@@ -13,9 +13,9 @@ import xg2ref as xgr
 from hypothesis_budget import examples
 from xg2ref.baselines.wgrammar import (DoWhile, End, GlobalMaskCache, IfElse, OperatorMatcher, OperatorProgramError,
                                        Sequence, TokenSets, Wait, Write, compile_program, lower_to_ir)
-from xg2ref.baselines.wgrammar.cache import ALLOW, DENY, WORDS, _store
+from xg2ref.baselines.wgrammar.cache import ALLOW, DENY, WORDS, _expand, _store
 from xg2ref.compiler import compile_ir_grammar
-from xg2ref.exceptions import MatcherError
+from xg2ref.exceptions import EBNFError, MatcherError
 from xg2ref.grammar.grammar import Grammar
 from xg2ref.grammar.printer import print_grammar
 from xg2ref.oracle.engines import OracleMatcher
@@ -206,8 +206,6 @@ def test_cache_storage_is_adaptive_and_exact():
             words[t >> 5] |= np.uint32(1 << (t & 31))
         entry = _store(words, n)
         assert entry[0] == kind
-        from xg2ref.baselines.wgrammar.cache import _expand
-
         out = np.full_like(words, 0x5A5A5A5A)
         _expand(entry, out, n)
         assert (out == words).all()
@@ -229,3 +227,58 @@ def test_the_cache_counts_hits_and_keeps_its_bound(info):
     assert (out == want).all()
     with pytest.raises(ValueError):
         GlobalMaskCache(sets, limit_bytes=-1)
+
+
+# ---- the EBNF calls -------------------------------------------------------------------------
+
+MACRO_GRAMMARS = [
+    'root ::= Write(0, 3) Wait((1, 2), allow=(0, 1))',
+    'root ::= Wait((3,), deny=(11, 5)) IfElse((0,), (1, 2), num, word)\nnum ::= Write(3)\nword ::= Write(9, 10)',
+    'root ::= DoWhile(item, (3, 4)) Write(11)\nitem ::= Wait((0, 1, 2), allow=(5, 9))',
+    'root ::= IfElse((0, 8), (5,)) | Write(10)',
+]
+
+
+@pytest.mark.parametrize("ebnf", MACRO_GRAMMARS)
+def test_the_calls_keep_the_intrinsic_contract(ebnf):
+    from xg2ref.tools.intrinsic_contract import check_intrinsic
+
+    counts = check_intrinsic(ebnf, [v.encode() for v in VOCAB], STOP, strings=10, walks=4, steps=8)
+    assert counts["steps"] >= 4
+
+
+def test_a_call_lowers_as_its_operator(info, sets):
+    """`Wait` and `DoWhile` written as calls read the language of the operators."""
+    from xg2ref.grammar.printer import print_grammar as show
+
+    grammar = xgr.Grammar.from_ebnf('root ::= DoWhile(item, (3,)) Write(11)\nitem ::= Wait((0, 1), allow=(5, 9))')
+    assert "ExcludeToken" not in show(grammar.ir) and "Token(5, 9)*" in show(grammar.ir)
+    program = Sequence((DoWhile(Wait(sets.ids(0, 1), allow=sets.ids(5, 9)), sets.ids(3)), Write((11,))))
+    ops = OperatorMatcher(compile_program(program, sets), use_cache=False)
+    earley = xgr.GrammarMatcher(compile_ir_grammar(grammar, info))
+    for t in [5, 9, 0, 3, 1, 11, STOP]:
+        assert (ops.compute_bool_mask() == earley.compute_bool_mask()).all()
+        assert ops.accept_token(t) and earley.accept_token(t)
+
+
+def test_the_calls_are_refused_by_name():
+    for ebnf, message in [('root ::= Wait((1,))', "exactly one of allow= and deny="),
+                          ('root ::= IfElse((1, 2), (2,))', "token 2 is in both sets"),
+                          ('root ::= Write()', "one or more token ids"),
+                          ('root ::= DoWhile((1,), (2,))', "a rule name"),
+                          ('root ::= Write("a")', "token ids")]:
+        with pytest.raises(EBNFError, match=message):
+            xgr.Grammar.from_ebnf(ebnf)
+
+
+def test_a_rule_named_write_is_a_rule_until_the_package_is_imported():
+    import subprocess
+    import sys
+
+    code = ("import xg2ref as xgr\n"
+            "g = xgr.Grammar.from_ebnf('root ::= Write \"!\"\\nWrite ::= \"a\"')\n"
+            "print(sorted(r.name for r in g.ir.rules))\n"
+            "import xg2ref.baselines.wgrammar\n"
+            "print(xgr.Grammar.from_ebnf('root ::= Write(3)').ir.rules[0].body)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "['Write', 'root']" and out[1] == "TokenSet(ids=(3,), exclude=False)"

@@ -6,15 +6,20 @@
     cache.py       GlobalMaskCache: masks keyed by set ids, for every program of a vocabulary
                    (WGrammar §3.3)
     matcher.py     OperatorMatcher: constant-time accept, cached masks, rollback (xgrammar's API)
+    macros.py      Write, Wait, IfElse, DoWhile as EBNF calls over Token sets, registered when
+                   this package is imported (and not before: a rule may be named Write)
 
 specs/10-templates-and-operators.md gives the operators' semantics, marking what is reconstructed
 from WGrammar's prose.
 """
 
 from .cache import GlobalMaskCache
+from .macros import MACROS, register_macros
 from .matcher import OperatorMatcher
 from .operators import CompiledProgram, DoWhile, End, IfElse, Sequence, Wait, Write, compile_program, lower_to_ir
 from .tokensets import OperatorProgramError, TokenSets, vocabulary_fingerprint
 
-__all__ = ["GlobalMaskCache", "OperatorMatcher", "CompiledProgram", "DoWhile", "End", "IfElse", "Sequence", "Wait",
+register_macros()
+
+__all__ = ["MACROS", "register_macros", "GlobalMaskCache", "OperatorMatcher", "CompiledProgram", "DoWhile", "End", "IfElse", "Sequence", "Wait",
            "Write", "compile_program", "lower_to_ir", "OperatorProgramError", "TokenSets", "vocabulary_fingerprint"]
