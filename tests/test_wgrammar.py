@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import xg2ref as xgr
 from hypothesis_budget import examples
-from xg2ref.baselines.wgrammar import (DoWhile, End, GlobalMaskCache, IfElse, OperatorMatcher, OperatorProgramError,
-                                       Sequence, TokenSets, Wait, Write, compile_program, lower_to_ir)
+from xg2ref.baselines.wgrammar import (Choice, DoWhile, End, GlobalMaskCache, IfElse, OperatorMatcher, OperatorProgramError,
+                                       Sequence, Star, TokenSets, Wait, Write, compile_program, lower_to_ir)
 from xg2ref.baselines.wgrammar.cache import ALLOW, DENY, WORDS, _expand, _store
 from xg2ref.compiler import compile_ir_grammar
 from xg2ref.exceptions import EBNFError, MatcherError
@@ -114,7 +114,7 @@ def operator_programs(draw, regular: list, depth: int = 3):
     subset = st.lists(st.sampled_from(regular), max_size=4, unique=True).map(tuple)
 
     def op(d):
-        kinds = ["write", "wait", "end"] + (["ifelse", "seq", "dowhile"] if d > 0 else [])
+        kinds = ["write", "wait", "end"] + (["ifelse", "seq", "dowhile", "choice", "star"] if d > 0 else [])
         kind = draw(st.sampled_from(kinds))
         if kind == "write":
             return ("write", tuple(draw(st.lists(st.sampled_from(regular), min_size=1, max_size=3))))
@@ -130,6 +130,10 @@ def operator_programs(draw, regular: list, depth: int = 3):
             return ("ifelse", tuple(both[:cut]), tuple(both[cut:]), *branches)
         if kind == "seq":
             return ("seq", tuple(op(d - 1) for _ in range(draw(st.integers(1, 3)))))
+        if kind == "choice":
+            return ("choice", tuple(op(d - 1) if draw(st.integers(0, 4)) else None for _ in range(draw(st.integers(1, 3)))))
+        if kind == "star":
+            return ("star", ("write", (draw(st.sampled_from(regular)),)) if draw(st.booleans()) else op(d - 1))
         return ("dowhile", ("write", (draw(st.sampled_from(regular)),)) if draw(st.booleans()) else op(d - 1),
                 draw(subset))
 
@@ -151,6 +155,10 @@ def build(spec, sets):
                                                                    for b in spec[3:]))
     if kind == "seq":
         return Sequence(tuple(build(p, sets) for p in spec[1]))
+    if kind == "choice":
+        return Choice(tuple(None if p is None else build(p, sets) for p in spec[1]))
+    if kind == "star":
+        return Star(build(spec[1], sets))
     return DoWhile(build(spec[1], sets), sets.intern(spec[2]))
 
 
@@ -282,3 +290,119 @@ def test_a_rule_named_write_is_a_rule_until_the_package_is_imported():
             "print(xgr.Grammar.from_ebnf('root ::= Write(3)').ir.rules[0].body)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out[0] == "['Write', 'root']" and out[1] == "TokenSet(ids=(3,), exclude=False)"
+
+
+# ---- templates ------------------------------------------------------------------------------
+
+TEMPLATE_VOCAB = ["<", "s>", "<s>", "a", "b", " ", "ab", "</s>", "1", ".", "\"", "[", "]", ",", "{", "}", ":", "x",
+                  "<e>", "</e>", "\"a", "1.", "b\""]
+TEMPLATE_STOP = 7
+TEMPLATE = {
+    "doc": "$sections",
+    "section": '"<s>" $id " " [^<]* "<e>"',
+    "refs": '"[" $ref ("," $ref)* "]"',
+    "entry": '"{" "\\"a\\":" $topic "," $refs "}" [ab]?',
+}
+
+
+def template_text(rules: dict) -> str:
+    return "\n".join(f"{name} ::= {body}" for name, body in rules.items())
+
+
+def written_out(request, rules: dict, out: dict) -> str:
+    """The EBNF of `request` with every argument written in place (a rule per instance)."""
+    import json as _json
+
+    if isinstance(request, str):
+        return _json.dumps(request)
+    if isinstance(request, list):
+        return "(" + " ".join(written_out(v, rules, out) for v in request) + ")" if request else '""'
+    if "one_of" in request:
+        return "(" + " | ".join(_json.dumps(v) for v in request["one_of"]) + ")"
+    body = rules[request["structure"]]
+    for name, value in request.get("args", {}).items():
+        body = body.replace("$" + name, written_out(value, rules, out))
+    out[f"i{len(out)}"] = body
+    return f"i{len(out) - 1}"
+
+
+@st.composite
+def template_requests(draw):
+    ident = st.text("ab1.", min_size=1, max_size=3)
+    enum = st.lists(st.sampled_from(['"a"', '"b"', '"ab"', "1", "1.1", "x"]), min_size=1, max_size=4, unique=True)
+    kind = draw(st.sampled_from(["doc", "refs", "entry"]))
+    if kind == "doc":
+        return {"structure": "doc", "args": {"sections": [{"structure": "section", "args": {"id": draw(ident)}}
+                                                          for _ in range(draw(st.integers(1, 3)))]}}
+    refs = {"structure": "refs", "args": {"ref": {"one_of": draw(enum)}}}
+    if kind == "refs":
+        return refs
+    return {"structure": "entry", "args": {"topic": {"one_of": draw(enum)}, "refs": refs}}
+
+
+TEMPLATE_INFO = xgr.TokenizerInfo(TEMPLATE_VOCAB, stop_token_ids=[TEMPLATE_STOP])
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
+@given(request=template_requests(), seed=st.integers(0, 2**16))
+def test_instantiating_a_template_is_compiling_the_written_out_program(request, seed):
+    """Factory.instantiate (translated offline, arguments put in online) gives the masks of the
+    template written out with its arguments, of Earley over the lowering, and of the oracle."""
+    from xg2ref.baselines.wgrammar.templates import Factory
+
+    sets = TokenSets.for_vocabulary(TEMPLATE_INFO)
+    factory = Factory.from_text(template_text(TEMPLATE), TEMPLATE_INFO)
+    rules: dict = {}
+    root = written_out(request, TEMPLATE, rules)
+    plain = Factory.from_text(f"root ::= {root}\n" + template_text(rules), TEMPLATE_INFO)
+    assert plain.structures["root"].params == ()
+    program = factory.instantiate(request)
+    ir = lower_to_ir(program, sets)
+    matchers = [OperatorMatcher(compile_program(program, sets)),
+                OperatorMatcher(plain.compile({"structure": "root"})),
+                xgr.GrammarMatcher(compile_ir_grammar(Grammar.from_ir(ir), TEMPLATE_INFO))]
+    oracle = OracleMatcher(ir, TEMPLATE_INFO)
+    rng = random.Random(seed)
+    for step in range(12):
+        want = matchers[0].compute_bool_mask()
+        for m in matchers[1:]:
+            assert (m.compute_bool_mask() == want).all(), (request, step)
+        if step < 4:
+            assert (oracle.bool_mask() == want).all(), (request, step)
+        allowed = [t for t in np.flatnonzero(want) if t != TEMPLATE_STOP]
+        if not allowed:
+            assert want[TEMPLATE_STOP] and all(m.is_completed() for m in matchers)
+            break
+        t = int(rng.choice(allowed))
+        assert all(m.accept_token(t) for m in matchers) and oracle.accept_token(t)
+
+
+def test_templates_and_requests_are_refused_by_name():
+    from xg2ref.baselines.wgrammar.templates import Factory
+
+    factory = Factory.from_text(template_text(TEMPLATE), TEMPLATE_INFO)
+    for request, message in [({"structure": "nope"}, "no structure 'nope'"),
+                             ({"structure": "section", "args": {}}, "no argument 'id'"),
+                             ({"structure": "section", "args": {"id": "1", "other": "x"}}, "takes"),
+                             ({"structure": "section", "args": {"id": 3}}, "a request value is"),
+                             ("{not json", "not JSON"),
+                             ({"structure": "section", "args": {"id": "q"}}, "no regular token spells")]:
+        with pytest.raises(OperatorProgramError, match=message):
+            factory.instantiate(request)
+    for text, message in [('r ::= "a" r | "b"', "recursive"), ('r ::= "a" $', "parameter name"),
+                          ('r ::= [a]{2,3}', "counted character class"), ('r ::= "a"{1,100}', "more than 64")]:
+        with pytest.raises(OperatorProgramError, match=message):
+            Factory.from_text(text, TEMPLATE_INFO)
+
+
+def test_an_enumeration_that_begins_alike_is_factored(info):
+    """One of '"a"', '"b"', '"ab"', '1': '"a"' and '"ab"' both start with the token '"a' (the
+    greedy tokenization), a choice that is deterministic once the two share it."""
+    from xg2ref.baselines.wgrammar.templates import Factory
+
+    factory = Factory.from_text('r ::= "[" $x "]"', TEMPLATE_INFO)
+    m = OperatorMatcher(factory.compile({"structure": "r", "args": {"x": {"one_of": ['"a"', '"b"', '"ab"', "1"]}}}))
+    texts = lambda: [TEMPLATE_VOCAB[t] for t in np.flatnonzero(m.compute_bool_mask())]  # noqa: E731
+    assert m.accept_token(11) and texts() == ["1", "\"", "\"a"]
+    assert m.accept_token(20) and texts() == ["\"", "b\""]
+    assert m.accept_token(22) and texts() == ["]"]

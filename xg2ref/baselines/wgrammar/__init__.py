@@ -6,6 +6,8 @@
     cache.py       GlobalMaskCache: masks keyed by set ids, for every program of a vocabulary
                    (WGrammar §3.3)
     matcher.py     OperatorMatcher: constant-time accept, cached masks, rollback (xgrammar's API)
+    templates.py   templates (EBNF with $name parameters) compiled offline into a Factory,
+                   instantiated per request from JSON (WGrammar §1, §3.1)
     macros.py      Write, Wait, IfElse, DoWhile as EBNF calls over Token sets, registered when
                    this package is imported (and not before: a rule may be named Write)
 
@@ -16,10 +18,12 @@ from WGrammar's prose.
 from .cache import GlobalMaskCache
 from .macros import MACROS, register_macros
 from .matcher import OperatorMatcher
-from .operators import CompiledProgram, DoWhile, End, IfElse, Sequence, Wait, Write, compile_program, lower_to_ir
+from .operators import (Choice, CompiledProgram, DoWhile, End, IfElse, Sequence, Star, Wait, Write, compile_program,
+                        lower_to_ir)
+from .templates import Factory
 from .tokensets import OperatorProgramError, TokenSets, vocabulary_fingerprint
 
 register_macros()
 
-__all__ = ["MACROS", "register_macros", "GlobalMaskCache", "OperatorMatcher", "CompiledProgram", "DoWhile", "End", "IfElse", "Sequence", "Wait",
+__all__ = ["Factory", "MACROS", "register_macros", "GlobalMaskCache", "OperatorMatcher", "Choice", "Star", "CompiledProgram", "DoWhile", "End", "IfElse", "Sequence", "Wait",
            "Write", "compile_program", "lower_to_ir", "OperatorProgramError", "TokenSets", "vocabulary_fingerprint"]

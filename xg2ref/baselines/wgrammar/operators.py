@@ -14,6 +14,12 @@ regular tokens, sets are ids of tokensets.py, and each step reads one token:
                              token leaves the loop and is read by what follows
     End()                    the program may stop here (stop tokens allowed) or go on
 
+Templates and regexes (templates.py, regex_online.py) also need the two joins WGrammar's
+operators spell with IfElse and DoWhile over first sets; they are written directly:
+
+    Choice(p1..pn)           one of the alternatives (None: nothing)
+    Star(p)                  p any number of times
+
 The language of a program is regular over token ids. `Program.compile` builds it the way a
 Thompson construction does (an edge per set, ε for the joins), then takes ε-closures. The
 operators are meant to leave one way to read each token, so a closure's edges must carry
@@ -34,7 +40,8 @@ operator followed by its continuation k, the rest of the program):
 
     Write  -> Token(w1) .. Token(wn) k        Wait    -> F* W body k
     IfElse -> T then k | E else k             DoWhile -> body L,  L ::= C body L | k
-    End    -> ε | k   (ε: the program stops)
+    End    -> ε | k   (ε: the program stops)   Choice  -> p1 k | .. | pn k
+    Star   -> L,  L ::= p L | k
 
 Earley over that IR and the brute-force oracle are the references the executor is tested
 against.
@@ -87,7 +94,17 @@ class End:
     pass
 
 
-Operator = Union[Write, Wait, IfElse, Sequence, DoWhile, End]
+@dataclass(frozen=True)
+class Choice:
+    alternatives: tuple  # operators; None reads nothing
+
+
+@dataclass(frozen=True)
+class Star:
+    body: "Operator"
+
+
+Operator = Union[Write, Wait, IfElse, Sequence, DoWhile, End, Choice, Star]
 
 
 @dataclass
@@ -172,6 +189,18 @@ class _Builder:
             entry = self.state()
             self.eps[entry] += [self.end, k]
             return entry
+        if isinstance(op, Choice):
+            if not op.alternatives:
+                raise OperatorProgramError(f"{path}: a Choice of no alternative")
+            entry = self.state()
+            self.eps[entry] += [self.build(a, k, f"{path}.alternatives[{i}]") for i, a in enumerate(op.alternatives)]
+            return entry
+        if isinstance(op, Star):
+            if _reads_nothing(op.body):
+                raise OperatorProgramError(f"{path}: a Star body must read a token")
+            loop = self.state()
+            self.eps[loop] += [self.build(op.body, loop, path + ".body"), k]
+            return loop
         raise OperatorProgramError(f"{path}: {type(op).__name__} is not an operator")
 
 
@@ -180,6 +209,8 @@ def _reads_nothing(op) -> bool:
         return True
     if isinstance(op, Sequence):
         return all(_reads_nothing(p) for p in op.parts)
+    if isinstance(op, Choice):
+        return all(_reads_nothing(a) for a in op.alternatives)
     return False
 
 
@@ -236,7 +267,8 @@ def lower_to_ir(program: Operator, sets: TokenSets):
     continuation-passing style: `lower(op, k)` is op followed by k, the IR of everything after op
     up to the program's end, so End is a choice between stopping (ε: nothing follows) and k. A
     continuation read twice (IfElse's branches, a loop) becomes a rule of its own."""
-    from ...grammar.ir import Choice, GrammarIR, Repeat, Rule, RuleRef
+    from ...grammar.ir import Choice as IRChoice
+    from ...grammar.ir import GrammarIR, Repeat, Rule, RuleRef
     from ...grammar.ir import Sequence as Seq
     from ...intrinsics.token_sets import TokenSet
 
@@ -272,10 +304,11 @@ def lower_to_ir(program: Operator, sets: TokenSets):
         if isinstance(op, Wait):
             fill = (sets.difference(op.allow, op.wait) if op.allow is not None
                     else sets.complement(sets.union(op.deny, op.wait)))
-            return seq(Repeat(leaf(fill), 0, None), leaf(op.wait), lower(op.body, k))
+            free = [Repeat(leaf(fill), 0, None)] if len(sets.members(fill)) else []
+            return seq(*free, leaf(op.wait), lower(op.body, k))
         if isinstance(op, IfElse):
             k = shared(k)
-            return Choice((seq(leaf(op.then_set), lower(op.then, k)), seq(leaf(op.else_set), lower(op.else_, k))))
+            return IRChoice((seq(leaf(op.then_set), lower(op.then, k)), seq(leaf(op.else_set), lower(op.else_, k))))
         if isinstance(op, Sequence):
             for p in reversed(op.parts):
                 k = lower(p, k)
@@ -284,10 +317,19 @@ def lower_to_ir(program: Operator, sets: TokenSets):
             loop = RuleRef(f"k{len(rules)}")
             rules.append(None)  # (its place, filled once the body is lowered)
             after = shared(k)
-            rules[int(loop.name[1:])] = Rule(loop.name, Choice((seq(leaf(op.cont), lower(op.body, loop)), after)))
+            rules[int(loop.name[1:])] = Rule(loop.name, IRChoice((seq(leaf(op.cont), lower(op.body, loop)), after)))
             return lower(op.body, loop)
         if isinstance(op, End):
-            return Choice((nothing, k)) if k != nothing else nothing
+            return IRChoice((nothing, k)) if k != nothing else nothing
+        if isinstance(op, Choice):
+            k = shared(k)
+            return IRChoice(tuple(lower(a, k) for a in op.alternatives))
+        if isinstance(op, Star):  # loop ::= body loop | k
+            loop = RuleRef(f"k{len(rules)}")
+            rules.append(None)
+            after = shared(k)
+            rules[int(loop.name[1:])] = Rule(loop.name, IRChoice((lower(op.body, loop), after)))
+            return loop
         raise OperatorProgramError(f"{type(op).__name__} is not an operator")
 
     root = lower(program, nothing)
