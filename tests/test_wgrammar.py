@@ -406,3 +406,68 @@ def test_an_enumeration_that_begins_alike_is_factored(info):
     assert m.accept_token(11) and texts() == ["1", "\"", "\"a"]
     assert m.accept_token(20) and texts() == ["\"", "b\""]
     assert m.accept_token(22) and texts() == ["]"]
+
+
+# ---- the online regex path ------------------------------------------------------------------
+
+REGEX_VOCAB = ["a", "b", "1", ".", "ab", "ba", "11", "a.", "1.1", "aab", ".b", "x", "</s>", "", "b1"]
+REGEX_STOP = 12
+REGEX_INFO = xgr.TokenizerInfo(REGEX_VOCAB, stop_token_ids=[REGEX_STOP])
+
+
+@st.composite
+def regexes(draw, depth: int = 3):
+    """A regex of the online subset over the letters a, b, 1, '.'."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(["a", "b", "1", r"\.", "ab", "[ab]", "[0-9]", "[a-b.]", "(a|b1)"]))
+    kind = draw(st.sampled_from(["cat", "alt", "star", "plus", "opt", "count"]))
+    inner = draw(regexes(depth - 1))
+    if kind == "cat":
+        return inner + draw(regexes(depth - 1))
+    if kind == "alt":
+        return f"({inner}|{draw(regexes(depth - 1))})"
+    if kind == "count" and not inner.startswith("["):
+        return f"({inner}){{1,2}}"
+    return f"({inner})" + {"star": "*", "plus": "+", "opt": "?", "count": "?"}[kind]
+
+
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern=regexes(), seed=st.integers(0, 2**16))
+def test_the_online_regex_path_reads_only_what_the_regex_matches(pattern, seed):
+    """Soundness: every token sequence the online program reads is a prefix of a match (xg2ref's
+    byte-level matcher over the same regex takes its bytes) and, where the program may stop, a
+    full match (Python's re agrees)."""
+    import re
+
+    from xg2ref.baselines.wgrammar import compile_regex
+
+    program = compile_regex(pattern, REGEX_INFO)
+    ops = OperatorMatcher(program, use_cache=False)
+    exact = xgr.GrammarMatcher(xgr.GrammarCompiler(REGEX_INFO).compile_grammar(xgr.Grammar.from_regex(pattern)))
+    rng, text = random.Random(seed), b""
+    for _ in range(10):
+        if ops.is_completed():
+            assert exact.is_completed() and re.fullmatch(pattern, text.decode()), (pattern, text)
+        allowed = [t for t in np.flatnonzero(ops.compute_bool_mask()) if t != REGEX_STOP]
+        if not allowed:
+            break
+        t = int(rng.choice(allowed))
+        assert ops.accept_token(t) and exact.accept_string(REGEX_VOCAB[t]), (pattern, text, REGEX_VOCAB[t])
+        text += REGEX_VOCAB[t].encode()
+
+
+def test_first_match_and_coverage():
+    r"""`a*a(b|1)` in WGrammar's reading: an 'a' always leaves the loop, so 'a' 'a' 'b' is not
+    taken (the regex matches it) and 'a' 'b' is; without first match the program is refused."""
+    from xg2ref.baselines.wgrammar import compile_regex, coverage
+
+    program = compile_regex("a*a(b|1)", REGEX_INFO)
+    ids = {v: i for i, v in enumerate(REGEX_VOCAB)}
+    assert coverage(program, [[ids["a"], ids["b"]]]) == 1.0
+    assert coverage(program, [[ids["a"], ids["a"], ids["b"]], [ids["a"], ids["b"]]]) == 0.5
+    with pytest.raises(OperatorProgramError, match="Lookahead"):
+        compile_regex("(?=a)b", REGEX_INFO)
+    with pytest.raises(OperatorProgramError, match="counted character class"):
+        compile_regex("[ab]{2}", REGEX_INFO)
+    with pytest.raises(OperatorProgramError, match="two ways"):
+        compile_program(Sequence((Star(Write((0,))), Write((0,)))), TokenSets.for_vocabulary(REGEX_INFO))

@@ -8,6 +8,8 @@
     matcher.py     OperatorMatcher: constant-time accept, cached masks, rollback (xgrammar's API)
     templates.py   templates (EBNF with $name parameters) compiled offline into a Factory,
                    instantiated per request from JSON (WGrammar §1, §3.1)
+    regex_online.py  "WGrammar (online)": a regex translated into operators at request time,
+                   first match where a loop and what follows overlap
     macros.py      Write, Wait, IfElse, DoWhile as EBNF calls over Token sets, registered when
                    this package is imported (and not before: a rule may be named Write)
 
@@ -20,10 +22,11 @@ from .macros import MACROS, register_macros
 from .matcher import OperatorMatcher
 from .operators import (Choice, CompiledProgram, DoWhile, End, IfElse, Sequence, Star, Wait, Write, compile_program,
                         lower_to_ir)
+from .regex_online import compile_regex, coverage, regex_to_operators
 from .templates import Factory
 from .tokensets import OperatorProgramError, TokenSets, vocabulary_fingerprint
 
 register_macros()
 
-__all__ = ["Factory", "MACROS", "register_macros", "GlobalMaskCache", "OperatorMatcher", "Choice", "Star", "CompiledProgram", "DoWhile", "End", "IfElse", "Sequence", "Wait",
+__all__ = ["compile_regex", "coverage", "regex_to_operators", "Factory", "MACROS", "register_macros", "GlobalMaskCache", "OperatorMatcher", "Choice", "Star", "CompiledProgram", "DoWhile", "End", "IfElse", "Sequence", "Wait",
            "Write", "compile_program", "lower_to_ir", "OperatorProgramError", "TokenSets", "vocabulary_fingerprint"]

@@ -199,7 +199,7 @@ class _Builder:
             if _reads_nothing(op.body):
                 raise OperatorProgramError(f"{path}: a Star body must read a token")
             loop = self.state()
-            self.eps[loop] += [self.build(op.body, loop, path + ".body"), k]
+            self.eps[loop] += [k, self.build(op.body, loop, path + ".body")]  # (the exit first: first match)
             return loop
         raise OperatorProgramError(f"{path}: {type(op).__name__} is not an operator")
 
@@ -214,21 +214,32 @@ def _reads_nothing(op) -> bool:
     return False
 
 
-def compile_program(program: Operator, sets: TokenSets) -> CompiledProgram:
-    """The deterministic machine of `program` (module docstring), or OperatorProgramError."""
+def compile_program(program: Operator, sets: TokenSets, overlaps: str = "refuse") -> CompiledProgram:
+    """The deterministic machine of `program` (module docstring), or OperatorProgramError.
+
+    `overlaps="first"` resolves two edges of a closure that share tokens instead of refusing:
+    the edge met first in the closure's depth-first order keeps them, the later one loses them
+    (WGrammar's first match: a Star or a DoWhile is left as soon as what follows can read the
+    token, a Choice takes its first alternative). The language can only shrink, so every token
+    sequence read is still one the program denotes (the online regex path, regex_online.py)."""
+    if overlaps not in ("refuse", "first"):
+        raise OperatorProgramError(f"overlaps must be 'refuse' or 'first', got {overlaps!r}")
     b = _Builder(sets)
     entry = b.build(program, b.end, "program")
     closures: dict[int, int] = {}  # NFA state -> DFA state (its closure's)
     order: list = []
 
-    def closure(s: int) -> frozenset:
-        seen, todo = {s}, [s]
+    def closure(s: int) -> list:
+        """The NFA states ε-reachable from s, in depth-first order (priority order)."""
+        seen, out, todo = set(), [], [s]
         while todo:
-            for d in b.eps[todo.pop()]:
-                if d not in seen:
-                    seen.add(d)
-                    todo.append(d)
-        return frozenset(seen)
+            x = todo.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            out.append(x)
+            todo.extend(reversed(b.eps[x]))
+        return out
 
     def dfa_state(s: int) -> int:
         if s not in closures:
@@ -241,7 +252,9 @@ def compile_program(program: Operator, sets: TokenSets) -> CompiledProgram:
     i = 0
     while i < len(order):
         members = order[i]
-        out = sorted({e for s in members for e in b.edges[s]})
+        out = list(dict.fromkeys(e for s in members for e in b.edges[s]))
+        if overlaps == "first":
+            out = _first_match(out, sets)
         for a in range(len(out)):
             for c in range(a + 1, len(out)):
                 common = sets.first_common(out[a][0], out[c][0])
@@ -258,6 +271,17 @@ def compile_program(program: Operator, sets: TokenSets) -> CompiledProgram:
         i += 1
     return CompiledProgram(sets, np.array(edge_start, dtype=np.int32), np.array(edge_set, dtype=np.int32),
                            np.array(edge_target, dtype=np.int32), np.array(final, dtype=np.bool_), keys)
+
+
+def _first_match(edges: list, sets: TokenSets) -> list:
+    """Each edge less the tokens of the edges before it; edges left empty dropped."""
+    out, taken = [], sets.ids()
+    for set_id, target, who in edges:
+        rest = sets.difference(set_id, taken)
+        if len(sets.members(rest)):
+            out.append((rest, target, who))
+            taken = sets.union(taken, rest)
+    return out
 
 
 # ---- the lowering to xg2ref's grammar IR ------------------------------------------------

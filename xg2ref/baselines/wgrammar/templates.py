@@ -12,7 +12,7 @@ structure and the request (linear), and `compile_program` builds the machine.
 The template subset and its token-level reading (the price of WGrammar's token semantics: a
 literal is read as its greedy tokenization, a character class as tokens made of its characters):
 
-    "text"                   Write(its tokens)
+    "text"                   Write(its tokens; adjacent literals are one text)
     [C]                      one token that is one character of C
     [C]* / [C]+              tokens made only of characters of C, any number / at least one
                              ([C]? is one such one-character token or none; other counts of a
@@ -85,7 +85,7 @@ def _mark_params(text: str) -> tuple:
     return "".join(out) + "".join(f'\n{PARAM_PREFIX}{n} ::= ""' for n in names), names
 
 
-class _Translator:
+class Translator:
     """IR -> operators (module docstring), over one vocabulary's token sets."""
 
     def __init__(self, ir, sets: TokenSets):
@@ -118,7 +118,13 @@ class _Translator:
         if isinstance(e, I.CharClass):
             return self.one_of(self.chars(e, single=True))
         if isinstance(e, I.Sequence):
-            parts = [p for p in (self.expr(x, stack) for x in e.items) if p is not None]
+            items: list = []
+            for x in e.items:  # adjacent literals are one literal (tokenized as one text)
+                if isinstance(x, I.ByteString) and items and isinstance(items[-1], I.ByteString):
+                    items[-1] = I.ByteString(items[-1].value + x.value)
+                else:
+                    items.append(x)
+            parts = [p for p in (self.expr(x, stack) for x in items) if p is not None]
             return None if not parts else parts[0] if len(parts) == 1 else Sequence(tuple(parts))
         if isinstance(e, I.Choice):
             return factor([self.expr(a, stack) for a in e.alternatives])
@@ -224,7 +230,7 @@ class Factory:
         marked, _ = _mark_params(text)
         ir = parse_ebnf(marked, root_rule_name=_first_rule(marked))
         sets = TokenSets.for_vocabulary(tokenizer_info)
-        translate = _Translator(ir, sets)
+        translate = Translator(ir, sets)
         structures = {}
         for rule in ir.rules:
             if rule.name.startswith(PARAM_PREFIX):
