@@ -357,9 +357,11 @@ def test_instantiating_a_template_is_compiling_the_written_out_program(request, 
     plain = Factory.from_text(f"root ::= {root}\n" + template_text(rules), TEMPLATE_INFO)
     assert plain.structures["root"].params == ()
     program = factory.instantiate(request)
+    again = Factory.from_text(print_grammar(factory.written_out(request)), TEMPLATE_INFO)  # the package's own
     ir = lower_to_ir(program, sets)
     matchers = [OperatorMatcher(compile_program(program, sets)),
                 OperatorMatcher(plain.compile({"structure": "root"})),
+                OperatorMatcher(again.compile({"structure": "root"})),
                 xgr.GrammarMatcher(compile_ir_grammar(Grammar.from_ir(ir), TEMPLATE_INFO))]
     oracle = OracleMatcher(ir, TEMPLATE_INFO)
     rng = random.Random(seed)
@@ -471,3 +473,24 @@ def test_first_match_and_coverage():
         compile_regex("[ab]{2}", REGEX_INFO)
     with pytest.raises(OperatorProgramError, match="two ways"):
         compile_program(Sequence((Star(Write((0,))), Write((0,)))), TokenSets.for_vocabulary(REGEX_INFO))
+
+
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
+@given(request=template_requests(), seed=st.integers(0, 2**16))
+def test_the_written_out_constraint_as_a_regex_reads_the_same_bytes(request, seed):
+    """`regex_of(written_out(request))`, the online path's input, has the written-out grammar's
+    language: sampled sentences of the one are sentences of the other, and edits of them agree."""
+    from xg2ref.baselines.wgrammar.templates import Factory, regex_of
+    from xg2ref.oracle.recognizer import Recognizer
+    from xg2ref.oracle.strategies import mutate, sentences
+
+    ir = Factory.from_text(template_text(TEMPLATE), TEMPLATE_INFO).written_out(request)
+    regex_ir = Grammar.from_regex(regex_of(ir)).ir
+    grammar, regex = Recognizer(ir), Recognizer(regex_ir)
+    rng = random.Random(seed)
+    for _ in range(5):
+        text = sentences(ir, rng)
+        assert text is not None and regex.is_sentence(text)
+        for _ in range(3):
+            text = mutate(text, rng, alphabet=b'ab1.<>"')
+            assert grammar.is_sentence(text) == regex.is_sentence(text), (regex_of(ir), text)

@@ -2,7 +2,7 @@
 "syntax priors" for formats outside the factory (WGrammar §3.1).
 
 The pattern is read by xg2ref's regex front end (xg2ref/frontends/regex/) and its IR translated
-as a template is (templates.py): literals, classes, concatenation, `|`, `*`, `+`, `?`, groups and
+as a template is (templates.py), a run of literal characters being one text to tokenize: literals, classes, concatenation, `|`, `*`, `+`, `?`, groups and
 counted repetitions of anything but a class. Anything else is refused by name (lookarounds by the
 front end, a counted class by the translator: tokens cannot count characters).
 
@@ -35,7 +35,7 @@ def regex_to_operators(pattern: str, sets: TokenSets):
         ir = Grammar.from_regex(pattern).ir
     except Exception as err:  # (the regex front end's error: a lookaround, a syntax error)
         raise OperatorProgramError(f"regex {pattern!r}: {err}") from None
-    return Translator(ir, sets).rule(ir.root)
+    return Translator(ir, sets, merge_literals=True).rule(ir.root)
 
 
 def compile_regex(pattern: str, tokenizer_info) -> CompiledProgram:

@@ -12,7 +12,8 @@ structure and the request (linear), and `compile_program` builds the machine.
 The template subset and its token-level reading (the price of WGrammar's token semantics: a
 literal is read as its greedy tokenization, a character class as tokens made of its characters):
 
-    "text"                   Write(its tokens; adjacent literals are one text)
+    "text"                   Write(its tokens: each literal tokenized as written, so a
+                             template and its written-out form read the same tokens)
     [C]                      one token that is one character of C
     [C]* / [C]+              tokens made only of characters of C, any number / at least one
                              ([C]? is one such one-character token or none; other counts of a
@@ -88,9 +89,10 @@ def _mark_params(text: str) -> tuple:
 class Translator:
     """IR -> operators (module docstring), over one vocabulary's token sets."""
 
-    def __init__(self, ir, sets: TokenSets):
+    def __init__(self, ir, sets: TokenSets, merge_literals: bool = False):
         self.rules = {r.name: r for r in ir.rules}
         self.sets = sets
+        self.merge_literals = merge_literals  # a regex's adjacent characters are one text
         self._empty = sets.ids()
 
     def one_of(self, set_id: int) -> Wait:
@@ -119,8 +121,9 @@ class Translator:
             return self.one_of(self.chars(e, single=True))
         if isinstance(e, I.Sequence):
             items: list = []
-            for x in e.items:  # adjacent literals are one literal (tokenized as one text)
-                if isinstance(x, I.ByteString) and items and isinstance(items[-1], I.ByteString):
+            for x in e.items:
+                if (self.merge_literals and isinstance(x, I.ByteString) and items
+                        and isinstance(items[-1], I.ByteString)):
                     items[-1] = I.ByteString(items[-1].value + x.value)
                 else:
                     items.append(x)
@@ -218,9 +221,10 @@ def substitute(op, args: dict, convert):
 class Factory:
     """WGrammar's structure factory for one template and one vocabulary (module docstring)."""
 
-    def __init__(self, structures: dict, sets: TokenSets) -> None:
+    def __init__(self, structures: dict, sets: TokenSets, ir=None) -> None:
         self.structures = structures
         self.sets = sets
+        self.ir = ir  # the parsed template (its parameters as rules PARAM_PREFIX + name)
 
     @classmethod
     def from_text(cls, text: str, tokenizer_info) -> "Factory":
@@ -238,7 +242,7 @@ class Factory:
             op = translate.rule(rule.name)
             params = tuple(dict.fromkeys(p.name for p in _params(op)))
             structures[rule.name] = Structure(rule.name, op, params)
-        return cls(structures, sets)
+        return cls(structures, sets, ir)
 
     @classmethod
     def from_file(cls, path: str, tokenizer_info) -> "Factory":
@@ -256,6 +260,41 @@ class Factory:
 
     def compile(self, request: Union[str, dict]) -> CompiledProgram:
         return compile_program(self.instantiate(request), self.sets)
+
+    def written_out(self, request: Union[str, dict]):
+        """The request's constraint at the byte level: a GrammarIR with the template's rules
+        inlined and every parameter replaced by its value (a literal, a choice of literals, an
+        instance, a sequence). What a byte-level engine compiles for the same request, and
+        the text `regex_of` prints for the online path."""
+        from ...grammar.ir import ByteString, GrammarIR, Rule, RuleRef
+        from ...grammar.ir import Choice as IRChoice
+        from ...grammar.ir import Sequence as IRSequence
+        from ...grammar.passes import map_expr
+
+        if isinstance(request, str):
+            request = json.loads(request)
+        rules = {r.name: r for r in self.ir.rules}
+
+        def value(v):
+            if isinstance(v, str):
+                return ByteString(v.encode("utf-8"))
+            if isinstance(v, list):
+                return IRSequence(tuple(value(x) for x in v))
+            if isinstance(v, dict) and "one_of" in v:
+                return IRChoice(tuple(ByteString(x.encode("utf-8")) for x in v["one_of"]))
+            self._value(v)  # (the same checks as instantiate: raises on a bad request)
+            return body(v["structure"], v.get("args", {}))
+
+        def body(name: str, args: dict, stack=()):
+            def put(node):
+                if isinstance(node, RuleRef) and node.name.startswith(PARAM_PREFIX):
+                    return value(args[node.name[len(PARAM_PREFIX):]])
+                if isinstance(node, RuleRef):
+                    return body(node.name, args, stack + (name,))
+                return node
+            return map_expr(rules[name].body, put)
+
+        return GrammarIR((Rule("root", value(request)),), "root")
 
     def _value(self, value):
         if isinstance(value, str):
@@ -306,3 +345,42 @@ def _params(op):
     elif isinstance(op, IfElse):
         yield from _params(op.then)
         yield from _params(op.else_)
+
+
+def regex_of(ir) -> str:
+    """A GrammarIR without recursion, token sets or intrinsics printed as a regex (xg2ref's
+    dialect, which the online path reads back): rules inlined, literals escaped."""
+    from ...grammar import ir as I
+
+    rules = {r.name: r for r in ir.rules}
+
+    def lit(text: str) -> str:
+        return "".join("\\" + c if c in ".^$*+?()[]{}|\\/" else c for c in text)
+
+    def cls(e) -> str:
+        def ch(c: int) -> str:
+            t = chr(c)
+            return "\\" + t if t in "]\\^-[" else t if c >= 0x20 else f"\\x{c:02x}"
+        return "[" + ("^" if e.negated else "") + "".join(ch(lo) if lo == hi else f"{ch(lo)}-{ch(hi)}"
+                                                           for lo, hi in e.ranges) + "]"
+
+    def go(e, stack=()) -> str:
+        if isinstance(e, I.ByteString):
+            return lit(e.value.decode("utf-8"))
+        if isinstance(e, I.CharClass):
+            return cls(e)
+        if isinstance(e, I.Sequence):
+            return "".join(go(x, stack) for x in e.items)
+        if isinstance(e, I.Choice):
+            return "(" + "|".join(go(a, stack) for a in e.alternatives) + ")"
+        if isinstance(e, I.Repeat):
+            q = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((e.min, e.max))
+            q = q or "{%d,%s}" % (e.min, "" if e.max is None else e.max)
+            return "(" + go(e.body, stack) + ")" + q
+        if isinstance(e, I.RuleRef):
+            if e.name in stack:
+                raise OperatorProgramError(f"rule {e.name} is recursive: no regex for it")
+            return go(rules[e.name].body, stack + (e.name,))
+        raise OperatorProgramError(f"{type(e).__name__} has no regex")
+
+    return go(rules[ir.root].body)
