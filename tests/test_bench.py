@@ -510,3 +510,29 @@ def test_token_classes_bench_checks_masks_then_tables(tmp_path, capsys):
         assert len(mask_row["instances"]) == 2 and all(full > 0 and by_class > 0
                                                        for full, by_class in mask_row["instances"])
     assert "CFGzip Table 1" in out and "| llama3 | json | mean" in out
+
+
+def test_wgrammar_bench_checks_then_tables(tmp_path, capsys):
+    """`xg2ref bench wgrammar` on two requests of each workload: every engine accepts its
+    tokenization, xg2ref's masks equal xgrammar's on the EBNF workloads (exit 0), and the record
+    holds the runs, the global cache's hits and the price of token-level semantics."""
+    import json
+    import os
+
+    pytest.importorskip("xgrammar")
+    from xg2ref.tools.bench.wgrammar import bench_wgrammar
+
+    data = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+    if not os.path.isdir(os.path.join(data, "json_mode_eval")):
+        pytest.skip("json-mode-eval is not here")
+    results, plot = tmp_path / "results.json", tmp_path / "figure6.png"
+    status = bench_wgrammar(data, requests=2, json_limit=2, engines=("wgrammar", "wgrammar-online", "xg2ref", "xgrammar"),
+                            results=str(results), plot=str(plot), progress=False)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    record = json.loads(results.read_text())
+    engines = {(r["workload"], r["engine"]) for r in record["runs"] if not r["error"]}
+    assert {("outline", e) for e in ("wgrammar", "wgrammar-online", "xg2ref", "xgrammar")} <= engines
+    assert sum(r["hits"] + r["misses"] for r in record["runs"] if r["engine"] == "wgrammar") > 0
+    assert record["price"]["lookup"]["instances"] == 2 and plot.stat().st_size > 0
+    assert "WGrammar Fig. 6" in out and "| outline | wgrammar |" in out

@@ -53,6 +53,15 @@ def test_sets_are_regular_tokens_interned_by_content(sets):
         sets.literal("q")
 
 
+def test_chars_by_ranges_is_chars_by_predicate():
+    info = xgr.TokenizerInfo(["a", "é", "aé", "1", "a1", "</s>", "", "z", "éz"], stop_token_ids=[5])
+    sets = TokenSets(info)
+    for ranges in (((97, 97),), ((97, 97), (233, 233)), ((48, 57), (97, 122)), ()):
+        by_predicate = sets.chars(lambda c: any(lo <= ord(c) <= hi for lo, hi in ranges))
+        assert sets.chars(ranges) == by_predicate
+    assert sets.members(sets.chars(((97, 97), (233, 233)))).tolist() == [0, 1, 2]
+
+
 def test_one_interner_per_vocabulary(info):
     again = xgr.TokenizerInfo(VOCAB, stop_token_ids=[STOP])
     assert TokenSets.for_vocabulary(info) is TokenSets.for_vocabulary(again)
@@ -212,10 +221,10 @@ def test_cache_storage_is_adaptive_and_exact():
         words[:] = 0
         for t in allowed:
             words[t >> 5] |= np.uint32(1 << (t & 31))
-        entry = _store(words, n)
+        entry = _store(words, n, len(allowed))
         assert entry[0] == kind
         out = np.full_like(words, 0x5A5A5A5A)
-        _expand(entry, out, n)
+        assert _expand(entry, out, n) == len(allowed)
         assert (out == words).all()
 
 

@@ -48,6 +48,7 @@ import numpy as np
 from ..config import APPROXIMATE_ENV, EXACT_FORMATS_ENV
 from ..exceptions import XG2RefError
 from ..oracle.engines import EngineUnavailable
+from .bench.dispatch import DYNAMIC_PLOT
 from .messages import count, describe_expected, feed, rejection, show
 from .user_cases import UsageError, load_vocab  # noqa: F401  (load_vocab: also xg2ref.tools.cli's)
 
@@ -374,85 +375,14 @@ def _diff_files(args, engines: list, options):
 
 
 def cmd_bench(args) -> int:
-    if args.what == "kernels":
-        from .bench.kernels import bench_kernels
+    from .bench.dispatch import run_bench
 
-        return bench_kernels()
-    if args.what == "formats":
-        from .bench.formats import bench_formats
-
-        results = args.results or os.path.join("benchmarks", "formats", "records.jsonl")
-        os.makedirs(os.path.dirname(results) or ".", exist_ok=True)
-        return bench_formats(args.data, turns=args.requests, tool_counts=args.tools or (20,),
-                             slow_turns=args.slow_turns, slow_timeout=args.slow_timeout, results=results,
-                             progress=not args.no_progress)
-    if args.what == "schema-suite":
-        from .bench.schema_suite import ENGINES, bench_schema_suite
-
-        return bench_schema_suite(engines=args.engines or ENGINES, update_ratchet=args.update_ratchet,
-                                  progress=not args.no_progress, table=args.table,
-                                  timeout=args.timeout if args.timeout != 60.0 else 30.0)
-    if args.what == "dynamic":
-        from .bench.dynamic import bench_dynamic
-
-        return bench_dynamic(args.data, vocab=args.vocab, requests=args.requests, tool_counts=args.tools or (5, 20, 50),
-                             fmt=args.format, plot=args.plot)
-    if args.what == "targets":
-        from .bench.targets import bench_targets
-
-        return bench_targets(args.data, vocab=args.vocab, requests=args.requests, fmt=args.format)
-    if args.what == "ablation":
-        from .bench.ablation import bench_ablation
-
-        return bench_ablation(args.data, vocab=args.vocab, sample=_sample_size(args.sample, 3), subsets=args.subsets,
-                              max_tokens=args.tokens, timeout=args.timeout)
-    if args.what == "earley-vs-pda":
-        from .bench.earley_vs_pda import bench_earley_vs_pda
-
-        return bench_earley_vs_pda(args.data, sample=_sample_size(args.sample, 20), subsets=args.subsets,
-                                   vocab=args.vocab,
-                                   timeout=args.timeout, results=args.results, jobs=args.jobs,
-                                   progress=not args.no_progress)
-    if args.what == "xg1-ablation":
-        from .bench.xg1_ablation import bench_xg1_ablation
-
-        return bench_xg1_ablation(args.data, vocab=args.vocab, texts=args.limit, slow_texts=args.slow_texts,
-                                  slow_steps=args.slow_steps, grammar=(args.cases or ["json"])[0])
-    if args.what == "tagdispatch":
-        from .bench.tagdispatch import bench_tagdispatch
-
-        return bench_tagdispatch(args.data, vocab=args.vocab)
-    if args.what == "maskbench":
-        from .bench.maskbench import bench_maskbench
-
-        plot = args.plot if args.plot != DYNAMIC_PLOT else os.path.join("benchmarks", "maskbench", "cdf.png")
-        results = args.results or os.path.join("benchmarks", "maskbench", "records.jsonl")
-        os.makedirs(os.path.dirname(results) or ".", exist_ok=True)
-        return bench_maskbench(args.data, sample=_sample_size(args.sample, 5), vocab=args.vocab, results=results,
-                               plot=plot, jobs=args.jobs, timeout=args.timeout, subsets=args.subsets,
-                               progress=not args.no_progress)
-    if args.what == "jsonschemabench":
-        from .bench.jsonschemabench import bench_jsonschemabench
-
-        return bench_jsonschemabench(args.data, sample=_sample_size(args.sample, None), subsets=args.subsets,
-                                     vocab=args.vocab,
-                                     jit=not args.eager, jobs=args.jobs, results=args.results,
-                                     report_only=args.report_only, rerun=args.rerun,
-                                     progress=not args.no_progress, timeout=args.timeout)
-    if args.what == "token-classes":
-        from .bench.token_classes import GRAMMARS, bench_token_classes
-
-        return bench_token_classes(args.data, vocabs=tuple(args.vocab.split(",")), grammars=args.cases or GRAMMARS,
-                                   json_limit=args.limit, mask=args.mask, results=args.results)
-    from .bench.mask import bench_mask
-
-    return bench_mask(vocab=args.vocab, data_dir=args.data, cases=args.cases, limit=args.limit)
+    return run_bench(args)
 
 
 # ---- the parser -------------------------------------------------------------------------------
 
 
-DYNAMIC_PLOT = os.path.join("benchmarks", "dynamic", "figure6.png")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -575,7 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
     p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
                                     "kernels", "maskbench", "xg1-ablation", "earley-vs-pda", "formats", "schema-suite",
-                                    "token-classes"),
+                                    "token-classes", "wgrammar"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: the default path's time to first mask and "
@@ -593,7 +523,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "draft-07) per keyword group, valid instances accepted and invalid ones refused, beside "
                         "xgrammar and llguidance, checked against xg2ref's ratchet; token-classes: CFGzip Table 1 "
                         "(classes, precompute time) and with --mask its Table 3's engine side, for JSON, C++ and XML "
-                        "(--cases; --vocab takes a comma-separated list)")
+                        "(--cases; --vocab takes a comma-separated list); wgrammar: WGrammar's Fig. 6 and Table 1 "
+                        "components on json-mode-eval and two synthetic workloads (--requests each), templates and "
+                        "the online path beside xg2ref, xgrammar, llguidance and the pushdown automaton (qwen3)")
     p.add_argument("--mask", action="store_true", help="token-classes: also per-token time with and without classes")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
@@ -624,12 +556,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jsonschemabench: run nothing, print the table of the schemas --results holds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--requests", type=int, default=100,
-                   help="dynamic: requests per workload; formats: turns per format (default 100)")
+                   help="dynamic, wgrammar: requests per (synthetic) workload; formats: turns per format (default 100)")
     p.add_argument("--tools", type=int, nargs="+", metavar="N",
                    help="dynamic: tools per request, one workload pair each (default 5 20 50); formats: tools per "
                         "turn, one run each (default 20)")
     p.add_argument("--slow-turns", type=int, default=5, metavar="N",
-                   help="formats: turns read by the pushdown automata, which compile in seconds (default 5)")
+                   help="formats: turns read by the pushdown automata, which compile in seconds; wgrammar: "
+                        "requests per workload the pushdown automaton reads (default 5)")
     p.add_argument("--slow-timeout", type=float, default=120.0, metavar="S",
                    help="formats: xgrammar 0.1.19's compiles past S seconds are counted, not waited for (default 120)")
     p.add_argument("--format", default="llama", help="dynamic: the model format of the tool-calling structural tag")
@@ -637,7 +570,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="dynamic: where Figure 6 goes, as PNG (the numbers beside it as .json); maskbench: the "
                         "per-token CDF (default benchmarks/maskbench/cdf.png)")
     p.add_argument("--engines", nargs="+", metavar="NAME",
-                   help="schema-suite: engines (default xg2ref xgrammar llguidance)")
+                   help="schema-suite: engines (default xg2ref xgrammar llguidance); wgrammar: of wgrammar, "
+                        "wgrammar-online, xg2ref, xgrammar, llguidance, pda (default all)")
     p.add_argument("--update-ratchet", action="store_true",
                    help="schema-suite: record xg2ref's right answers as the ratchet the tests hold (when none is lost)")
     p.add_argument("--table", metavar="PATH", help="schema-suite: also write the table there (Markdown)")
@@ -661,11 +595,6 @@ def _sample(text: str):
     if n <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive count or `all`, got {text!r}")
     return n
-
-
-def _sample_size(sample, default: Optional[int]) -> Optional[int]:
-    """A bench's sample size: None for `all`, its default when `--sample` is not given."""
-    return None if sample == "all" else (sample if sample is not None else default)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -22,6 +22,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ...exceptions import XG2RefError
+from ...kernels import operator_masks as K
 from .tokensets import TokenSets
 
 DEFAULT_LIMIT_BYTES = 256 << 20
@@ -68,59 +69,55 @@ class GlobalMaskCache:
             self._entries.clear()
             self.bytes = 0
 
-    def compute(self, key: tuple, out: np.ndarray) -> None:
-        """The mask of `key` into uint32 `out`, from the sets themselves (no cache)."""
+    def compute(self, key: tuple, out: np.ndarray) -> int:
+        """The mask of `key` into uint32 `out`, from the sets themselves (no cache); the number
+        of tokens allowed."""
         set_ids, final = key
         out[:] = self._stop_words if final else 0
         for s in set_ids:
             out |= self.sets.words(s)
+        return K.popcount_words(out)
 
-    def fill(self, key: tuple, out: np.ndarray) -> None:
+    def fill(self, key: tuple, out: np.ndarray) -> int:
         """The mask of `key` into uint32 `out` (ceil(vocab_size / 32) words), from the cache, or
-        computed and stored."""
+        computed and stored; the number of tokens allowed."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
                 self.hits += 1
         if entry is not None:
-            _expand(entry, out, self.sets.vocab_size)
-            return
-        self.compute(key, out)
-        entry = _store(out, self.sets.vocab_size)
+            return _expand(entry, out, self.sets.vocab_size)
+        allowed = self.compute(key, out)
+        entry = _store(out, self.sets.vocab_size, allowed)
         with self._lock:
             self.misses += 1
             if key not in self._entries:
                 self._entries[key] = entry
                 self.bytes += entry[1].nbytes
                 while self.bytes > self.limit_bytes and self._entries:
-                    _, (_, old) = self._entries.popitem(last=False)
-                    self.bytes -= old.nbytes
+                    _, old = self._entries.popitem(last=False)
+                    self.bytes -= old[1].nbytes
                     self.evictions += 1
+        return allowed
 
 
-def _store(words: np.ndarray, vocab_size: int) -> tuple:
-    """(kind, array): the shortest of the allowed ids, the rejected ids and the words."""
-    bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:vocab_size]
-    allowed = int(bits.sum())
-    if allowed <= len(words):
-        return ALLOW, np.flatnonzero(bits).astype(np.int32)
-    if vocab_size - allowed <= len(words):
-        return DENY, np.flatnonzero(bits == 0).astype(np.int32)
-    return WORDS, words.copy()
+def _store(words: np.ndarray, vocab_size: int, allowed: int) -> tuple:
+    """(kind, array, allowed): the shortest of the allowed ids, the rejected ids and the words."""
+    if allowed <= len(words) or vocab_size - allowed <= len(words):
+        bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:vocab_size]
+        if allowed <= len(words):
+            return ALLOW, np.flatnonzero(bits).astype(np.int32), allowed
+        return DENY, np.flatnonzero(bits == 0).astype(np.int32), allowed
+    return WORDS, words.copy(), allowed
 
 
-def _expand(entry: tuple, out: np.ndarray, vocab_size: int) -> None:
-    kind, array = entry
+def _expand(entry: tuple, out: np.ndarray, vocab_size: int) -> int:
+    kind, array, allowed = entry
     if kind == WORDS:
         out[:] = array
-        return
-    bits = (np.uint32(1) << (array & 31).astype(np.uint32))
-    if kind == ALLOW:
-        out[:] = 0
-        np.bitwise_or.at(out, array >> 5, bits)
+    elif kind == ALLOW:
+        K.write_allowed(array, out)
     else:
-        out[:] = 0xFFFFFFFF
-        np.bitwise_and.at(out, array >> 5, ~bits)
-        if vocab_size & 31:  # no bit past the vocabulary
-            out[-1] &= np.uint32((1 << (vocab_size & 31)) - 1)
+        K.write_rejected(array, vocab_size, out)
+    return allowed

@@ -102,24 +102,25 @@ class OperatorMatcher:
         """A stop token was accepted, or the program may stop here."""
         return self._stopped or self._final[self._state]
 
-    def _fill_words(self) -> np.ndarray:
+    def _fill_words(self) -> int:
+        """The mask into `self._words`; the number of tokens allowed."""
         if self._stopped:
             raise MatcherError("the matcher has terminated after accepting a stop token; there is no "
                                "next-token mask (roll back or reset first)")
         key = self.program.keys[self._state]
         if self._cache is not None:
-            self._cache.fill(key, self._words)
-        else:
-            self._compute.compute(key, self._words)
-        return self._words
+            return self._cache.fill(key, self._words)
+        return self._compute.compute(key, self._words)
 
     def fill_next_token_bitmask(self, bitmask, index: int = 0, *, debug_print: bool = False) -> bool:
         """Row `index` of an int32 bitmask; True when some token is masked out."""
-        words = self._fill_words()
+        allowed = self._fill_words()
         row = bitmask_row_view(bitmask, index, self.vocab_size)
+        words = self._words
         row[:len(words)] = words.view(np.int32)
         row[len(words):] = 0
-        return int(np.unpackbits(words.view(np.uint8)).sum()) < self.vocab_size
+        return allowed < self.vocab_size
 
     def compute_bool_mask(self) -> np.ndarray:
-        return unpack_bitmask(self._fill_words().view(np.int32), self.vocab_size)
+        self._fill_words()
+        return unpack_bitmask(self._words.view(np.int32), self.vocab_size)

@@ -105,8 +105,7 @@ class Translator:
 
     def chars(self, cls, single: bool) -> int:
         """The tokens made of characters of `cls` (`single`: of exactly one)."""
-        ranges = cls.codepoint_ranges()
-        tokens = self.sets.chars(lambda c: any(lo <= ord(c) <= hi for lo, hi in ranges))
+        tokens = self.sets.chars(tuple(cls.codepoint_ranges()))
         if not single:
             return tokens
         return self.sets.intern([t for t in self.sets.members(tokens) if len(self.sets.token_text(t)) == 1])

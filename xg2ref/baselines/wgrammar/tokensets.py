@@ -27,6 +27,7 @@ from typing import Callable, Union
 import numpy as np
 
 from ...exceptions import XG2RefError
+from ...kernels.operator_masks import write_allowed
 
 
 class OperatorProgramError(XG2RefError):
@@ -74,6 +75,11 @@ class TokenSets:
         self._by_token = {self._bytes[t]: int(t) for t in self.regular_ids[::-1]}  # bytes -> lowest id
         self._longest = max((len(self._bytes[t]) for t in self.regular_ids), default=0)
         self._ids: dict[bytes, int] = {}
+        self._by_ranges: dict = {}  # code point ranges -> the set of chars(ranges)
+        self._by_operation: dict = {}  # (operation, set ids) -> the resulting set
+        self._regular_words = np.zeros(self.n_words, dtype=np.uint32)
+        write_allowed(self.regular_ids, self._regular_words)
+        self._code_points = None  # (code points, owner index, valid) of the regular tokens, when first needed
         self._members: list[np.ndarray] = []
         self._words: list[np.ndarray] = []
         self._lock = threading.Lock()
@@ -98,7 +104,7 @@ class TokenSets:
             if found is not None:
                 return found
             words = np.zeros(self.n_words, dtype=np.uint32)
-            np.bitwise_or.at(words, members >> 5, (np.uint32(1) << (members & 31).astype(np.uint32)))
+            write_allowed(members, words)
             members.setflags(write=False)
             words.setflags(write=False)
             self._members.append(members)
@@ -139,10 +145,13 @@ class TokenSets:
     def ids(self, *token_ids: int) -> int:
         return self.intern(token_ids)
 
-    def chars(self, char_class: Union[str, Callable[[str], bool]]) -> int:
+    def chars(self, char_class: Union[str, Callable[[str], bool], tuple]) -> int:
         """The regular tokens whose bytes are valid UTF-8 and whose every code point lies in
-        `char_class`: a regex character class such as "[0-9]" or "[^<>]" (Python's `re`), or a
-        predicate on one character."""
+        `char_class`: code point ranges ((lo, hi), ...), a regex character class such as "[0-9]"
+        or "[^<>]" (Python's `re`), or a predicate on one character. Ranges are the fast way
+        (one vectorized pass over the vocabulary's code points, remembered per ranges)."""
+        if isinstance(char_class, tuple):
+            return self._chars_in_ranges(tuple((int(lo), int(hi)) for lo, hi in char_class))
         if isinstance(char_class, str):
             try:
                 one = re.compile(f"(?:{char_class})+", re.DOTALL)
@@ -162,6 +171,19 @@ class TokenSets:
                 out.append(int(t))
         return self.intern(out)
 
+    def _chars_in_ranges(self, ranges: tuple) -> int:
+        found = self._by_ranges.get(ranges)
+        if found is None:
+            if self._code_points is None:
+                self._code_points = _code_points(self._bytes, self.regular_ids)
+            points, owner, valid = self._code_points
+            inside = np.zeros(len(points), dtype=np.bool_)
+            for lo, hi in ranges:
+                inside |= (points >= lo) & (points <= hi)
+            outside = np.bincount(owner[~inside], minlength=len(self.regular_ids))
+            found = self._by_ranges[ranges] = self.intern(self.regular_ids[valid & (outside == 0)])
+        return found
+
     def literal(self, text: Union[str, bytes]) -> tuple:
         """The token ids of `text`'s greedy longest-match tokenization over the regular tokens."""
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
@@ -179,20 +201,55 @@ class TokenSets:
 
     def complement(self, set_id: int) -> int:
         """V minus the set."""
-        keep = self.regular.copy()
-        keep[self.members(set_id)] = False
-        return self.intern(np.flatnonzero(keep))
+        return self._derived(("not", self.check(set_id)), lambda: self._regular_words & ~self.words(set_id))
 
     def union(self, *set_ids: int) -> int:
-        return self.intern(np.concatenate([self.members(s) for s in set_ids]) if set_ids else [])
+        ids = tuple(sorted(set(self.check(s) for s in set_ids)))
+        if len(ids) == 1:
+            return ids[0]
+
+        def words():
+            out = np.zeros(self.n_words, dtype=np.uint32)
+            for s in ids:
+                out |= self._words[s]
+            return out
+        return self._derived(("or",) + ids, words)
 
     def difference(self, a: int, b: int) -> int:
-        return self.intern(np.setdiff1d(self.members(a), self.members(b), assume_unique=True))
+        return self._derived(("minus", self.check(a), self.check(b)), lambda: self.words(a) & ~self.words(b))
 
     def first_common(self, a: int, b: int):
         """A token in both sets, or None."""
-        both = np.intersect1d(self.members(a), self.members(b), assume_unique=True)
-        return int(both[0]) if len(both) else None
+        both = np.flatnonzero(self.words(a) & self.words(b))
+        if not len(both):
+            return None
+        w = int(both[0])
+        word = int((self._words[a][w] & self._words[b][w]))
+        return 32 * w + (word & -word).bit_length() - 1
+
+    def _derived(self, key: tuple, words) -> int:
+        """The set `key` names (an operation on interned sets), computed once from `words()`."""
+        found = self._by_operation.get(key)
+        if found is None:
+            bits = np.unpackbits(words().view(np.uint8), bitorder="little")[:self.vocab_size]
+            found = self._by_operation[key] = self.intern(np.flatnonzero(bits))
+        return found
 
     def token_text(self, token_id: int) -> str:
         return self._bytes[token_id].decode("utf-8", "replace")
+
+
+def _code_points(tokens: list, regular_ids: np.ndarray) -> tuple:
+    """The code points of every regular token in one array, the index (into `regular_ids`) of
+    the token each belongs to, and which tokens are valid UTF-8."""
+    points, owner = [], []
+    valid = np.ones(len(regular_ids), dtype=np.bool_)
+    for k, t in enumerate(regular_ids):
+        try:
+            text = tokens[t].decode("utf-8")
+        except UnicodeDecodeError:
+            valid[k] = False
+            continue
+        points.extend(map(ord, text))
+        owner.extend([k] * len(text))
+    return np.array(points, dtype=np.int64), np.array(owner, dtype=np.int64), valid

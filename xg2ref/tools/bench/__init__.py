@@ -15,4 +15,8 @@ xgrammar 0.2.8 in the same process and the ratio (correctness checked first):
     formats.py          tool calling in the llama and harmony formats (XGrammar-2 Figs. 7, 8)
     formats_engines.py  its engines: xgrammar, llguidance (Lark), the PDA, xgrammar 0.1.19
     xg1_peer.py         xgrammar 0.1.19 in its side environment (xg1_peer_worker.py runs there)
+    token_classes.py    CFGzip's Tables 1 and 3 (token_classes_grammars.py: its C++ and XML grammars)
+    wgrammar.py         WGrammar's Fig. 6 and Table 1 components (wgrammar_workloads.py: the three
+                        workloads; wgrammar_report.py: the tables, the record, the figure)
+    dispatch.py         the call each bench is run with, from the command line's options
 """
