@@ -20,7 +20,7 @@ NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.py"))
 # oracle's package-level names, the strategies, the teaching views, and the baselines.
 PUBLIC_MODULES = {"xg2ref", "xg2ref.testing", "xg2ref.oracle", "xg2ref.strategies", "xg2ref.views",
                   "xg2ref.views.parsing", "xg2ref.views.runtime", "xg2ref.contrib", "xg2ref.contrib.hf",
-                  "xg2ref.baselines.pda", "xg2ref.token_classes"}
+                  "xg2ref.baselines.pda", "xg2ref.baselines.wgrammar", "xg2ref.token_classes"}
 # Names reachable as attributes of the package: its __all__ and xgrammar's module attributes.
 PUBLIC_ATTRIBUTES = set(xg2ref.__all__) | {"__version__", "testing", "config", "exception", "structural_tag",
                                           "openai_tool_call_schema", "contrib", "hf", "bitmask_dtype"}

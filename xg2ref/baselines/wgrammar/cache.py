@@ -32,15 +32,16 @@ ALLOW, DENY, WORDS = 0, 1, 2  # how an entry stores its mask
 class GlobalMaskCache:
     """Masks by set-id key for one vocabulary (module docstring)."""
 
-    _BY_VOCABULARY: dict = {}
     _LOCK = threading.Lock()
 
     @classmethod
     def for_vocabulary(cls, sets: TokenSets) -> "GlobalMaskCache":
+        """The cache of `sets`' set ids (one per interner; `TokenSets.for_vocabulary` gives the
+        vocabulary's one interner, so one cache per vocabulary in the process)."""
         with cls._LOCK:
-            cache = cls._BY_VOCABULARY.get(sets.fingerprint)
-            if cache is None or cache.sets is not sets:
-                cache = cls._BY_VOCABULARY[sets.fingerprint] = cls(sets)
+            cache = getattr(sets, "mask_cache", None)
+            if cache is None:
+                cache = sets.mask_cache = cls(sets)
         return cache
 
     def __init__(self, sets: TokenSets, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> None:

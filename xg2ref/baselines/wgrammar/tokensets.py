@@ -83,6 +83,7 @@ class TokenSets:
         self._members: list[np.ndarray] = []
         self._words: list[np.ndarray] = []
         self._lock = threading.Lock()
+        self.mask_cache = None  # the GlobalMaskCache of these set ids (cache.py), made when first asked
 
     # ---- interning ----------------------------------------------------------------------
 
