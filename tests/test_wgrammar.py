@@ -503,3 +503,64 @@ def test_the_written_out_constraint_as_a_regex_reads_the_same_bytes(request, see
         for _ in range(3):
             text = mutate(text, rng, alphabet=b'ab1.<>"')
             assert grammar.is_sentence(text) == regex.is_sentence(text), (regex_of(ir), text)
+
+
+# ---- the bench's templates ------------------------------------------------------------------
+
+WORKLOAD_VOCAB = ["{", "}", "[", "]", "\"", ", ", ": ", "\"a", "b\"", "a", "b", " ", "1", "2", "-", ".", "true",
+                  "false", "null", "<sec>", "<pad>", "</sec>\n", "s", "_", "x", "\"topic\": [", "\"reference\": [",
+                  "{\"topic\": [", "], \"reference\": [", "]}", "</s>", "", "1.", ".1"]
+WORKLOAD_INFO = xgr.TokenizerInfo(WORKLOAD_VOCAB, stop_token_ids=[WORKLOAD_VOCAB.index("</s>")])
+
+
+def workload_requests():
+    """Requests of the bench's three templates (xg2ref/tools/bench/wgrammar_workloads.py) that
+    this small vocabulary can spell."""
+    from xg2ref.tools.bench.wgrammar_workloads import json_request
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "array", "items": {"type": "integer"}},
+                                               "x": {"enum": ["a", "b", 1]}, "s": {"type": "number"},
+                                               "ab": {"type": "boolean"}, "bb": {"type": "null"}}}
+    return [("json", json_request(schema)),
+            ("outline", {"structure": "document", "args": {"sections": [
+                {"structure": "section", "args": {"id": "s_1"}}, {"structure": "section", "args": {"id": "s_2"}}]}}),
+            ("lookup", {"structure": "lookup", "args": {"entry": {"structure": "entry", "args": {
+                "topic": {"one_of": ["1", "2", "12"]}, "ref": {"one_of": ['"1"', '"1.1"', '"2"']}}}}})]
+
+
+@pytest.mark.parametrize("index", range(3))
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**16))
+def test_the_bench_templates_are_exact(index, seed):
+    """Every template of the bench's workloads: the executor's masks (with and without the global
+    cache) equal Earley's over the lowering at every step of walks with rollbacks, and the
+    oracle's at the first steps; instantiating equals compiling the written-out request."""
+    from xg2ref.baselines.wgrammar.templates import Factory
+    from xg2ref.tools.bench.wgrammar_workloads import JSON_TEMPLATE, LOOKUP_TEMPLATE, OUTLINE_TEMPLATE
+
+    name, request = workload_requests()[index]
+    factory = Factory.from_text({"json": JSON_TEMPLATE, "outline": OUTLINE_TEMPLATE, "lookup": LOOKUP_TEMPLATE}[name],
+                                WORKLOAD_INFO)
+    sets = TokenSets.for_vocabulary(WORKLOAD_INFO)
+    program = factory.instantiate(request)
+    ir = lower_to_ir(program, sets)
+    written = Factory.from_text(print_grammar(factory.written_out(request)), WORKLOAD_INFO).compile({"structure": "root"})
+    matchers = [OperatorMatcher(compile_program(program, sets)), OperatorMatcher(compile_program(program, sets), use_cache=False),
+                OperatorMatcher(written), xgr.GrammarMatcher(compile_ir_grammar(Grammar.from_ir(ir), WORKLOAD_INFO))]
+    oracle = OracleMatcher(ir, WORKLOAD_INFO)
+    rng = random.Random(seed)
+    stop = WORKLOAD_VOCAB.index("</s>")
+    for step in range(30):
+        want = matchers[0].compute_bool_mask()
+        for m in matchers[1:]:
+            assert (m.compute_bool_mask() == want).all(), (name, step)
+        if step < 3:
+            assert (oracle.bool_mask() == want).all(), (name, step)
+        allowed = [int(t) for t in np.flatnonzero(want) if t != stop]
+        if not allowed:
+            break
+        t = rng.choice(allowed)
+        assert all(m.accept_token(t) for m in matchers) and oracle.accept_token(t)
+        if rng.random() < 0.2:
+            for m in matchers + [oracle]:
+                m.rollback(1)
