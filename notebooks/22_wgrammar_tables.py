@@ -6,7 +6,8 @@
 # on Outline-Generation (Fig. 6: grammar compilation, state tracking, mask creation). Its two
 # production data sets are private; `xg2ref bench wgrammar` runs json-mode-eval (real) and two
 # seeded stand-ins (specs/10-templates-and-operators.md), for WGrammar's templates and its online
-# regex path beside xg2ref, xgrammar 0.2.8, llguidance 1.9.1 and XGrammar-1's pushdown
+# regex path beside xg2ref (plain, and with the request's repeated parts linked in as
+# sub-grammars of a structural tag), xgrammar 0.2.8, llguidance 1.9.1 and XGrammar-1's pushdown
 # automaton (the stand-in for XGrammar 0.1.18), on qwen3's vocabulary, one thread. Only the CPU
 # components are measured (no model, no vLLM): compile or instantiate, accept and fill per
 # token. This notebook reads the recorded run, `benchmarks/wgrammar/results.json`.
@@ -28,7 +29,7 @@ RESULTS = next(path for path in (os.path.join(HERE, "..", "benchmarks", "wgramma
                if os.path.exists(path))
 with open(RESULTS, encoding="utf-8") as f:
     record = json.load(f)
-ENGINES = ("wgrammar", "wgrammar-online", "xg2ref", "xgrammar", "llguidance", "pda")
+ENGINES = ("wgrammar", "wgrammar-online", "xg2ref", "xg2ref-linked", "xgrammar", "llguidance", "pda")
 WORKLOADS = ("json", "outline", "lookup")
 PAPER = {"outline": {"xgrammar": (2747.83, 1.61), "wgrammar-online": (64.25, 0.93), "wgrammar": (10.93, 0.69)},
          "lookup": {"xgrammar": (116.89, 0.51), "wgrammar-online": (4.17, 0.42), "wgrammar": (4.70, 0.50)},
@@ -66,7 +67,7 @@ for ax, (key, title) in zip(axes, (("compile_ms", "compile or instantiate (ms)")
                                    ("fill_us", "fill (µs/token)"))):
     for k, engine in enumerate(ENGINES):
         values = [table.get((w, engine), {}).get(key, np.nan) for w in WORKLOADS]
-        ax.bar(np.arange(3) + (k - 2.5) * 0.13, values, 0.13, label=engine)
+        ax.bar(np.arange(3) + (k - 3) * 0.12, values, 0.12, label=engine)
     ax.set_xticks(np.arange(3), WORKLOADS)
     ax.set_yscale("log")
     ax.set_title(title, fontsize=10)

@@ -526,13 +526,14 @@ def test_wgrammar_bench_checks_then_tables(tmp_path, capsys):
     if not os.path.isdir(os.path.join(data, "json_mode_eval")):
         pytest.skip("json-mode-eval is not here")
     results, plot = tmp_path / "results.json", tmp_path / "figure6.png"
-    status = bench_wgrammar(data, requests=2, json_limit=2, engines=("wgrammar", "wgrammar-online", "xg2ref", "xgrammar"),
+    status = bench_wgrammar(data, requests=2, json_limit=2,
+                            engines=("wgrammar", "wgrammar-online", "xg2ref", "xg2ref-linked", "xgrammar"),
                             results=str(results), plot=str(plot), progress=False)
     out = capsys.readouterr().out
     assert status == 0, out
     record = json.loads(results.read_text())
     engines = {(r["workload"], r["engine"]) for r in record["runs"] if not r["error"]}
-    assert {("outline", e) for e in ("wgrammar", "wgrammar-online", "xg2ref", "xgrammar")} <= engines
+    assert {("outline", e) for e in ("wgrammar", "wgrammar-online", "xg2ref", "xg2ref-linked", "xgrammar")} <= engines
     assert sum(r["hits"] + r["misses"] for r in record["runs"] if r["engine"] == "wgrammar") > 0
     assert record["price"]["lookup"]["instances"] == 2 and plot.stat().st_size > 0
     assert "WGrammar Fig. 6" in out and "| outline | wgrammar |" in out

@@ -571,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "per-token CDF (default benchmarks/maskbench/cdf.png)")
     p.add_argument("--engines", nargs="+", metavar="NAME",
                    help="schema-suite: engines (default xg2ref xgrammar llguidance); wgrammar: of wgrammar, "
-                        "wgrammar-online, xg2ref, xgrammar, llguidance, pda (default all)")
+                        "wgrammar-online, xg2ref, xg2ref-linked, xgrammar, llguidance, pda (default all)")
     p.add_argument("--update-ratchet", action="store_true",
                    help="schema-suite: record xg2ref's right answers as the ratchet the tests hold (when none is lost)")
     p.add_argument("--table", metavar="PATH", help="schema-suite: also write the table there (Markdown)")

@@ -8,23 +8,26 @@ Engines, one request after another, one thread, each keeping what it keeps acros
                       `Factory.instantiate` + `compile_program`; OperatorMatcher with the global cache
     wgrammar-online   the request's constraint as a regex, translated at request time (compile_regex)
     xg2ref            GrammarCompiler(info) with its defaults: the JSON schema, or the written-out EBNF
+    xg2ref-linked     the same compiler, the request as a structural tag whose repeated parts are
+                      sub-grammars linked in (XGrammar-2's answer to the same reuse; `structural_tag`)
     xgrammar          0.2.8, GrammarCompiler(max_threads=1), the same constraint
     llguidance        1.9.1, the schema, or the EBNF through its GBNF converter
     pda               XGrammar-1's pushdown automaton (xg2ref/baselines/pda), defaults; the first
                       `slow` requests of each workload (it compiles in seconds)
 
-Measured per request (WGrammar Fig. 6): compile or instantiate (ms), state tracking
-(`accept_token`, µs per token), mask creation (`fill_next_token_bitmask`, µs per token); and
-Table 1's components: time to first mask (compile + first fill) and accept + fill per token.
-WGrammar's engines are fed the text's WGrammar-compatible tokenization, the byte-level engines its
-canonical one (quicktok), each stop token last. Checked first: every engine accepts every token of
-its tokenization and ends complete, and on W2 and W3 (one EBNF for both) xg2ref's masks equal
-xgrammar's at every step; a request where a check fails is listed and left out of the times. (On
-W1 each engine's own JSON Schema converter reads the schema, and they differ where xgrammar's
-formats are looser: xgrammar lets "2023-06-31" through a "date", xg2ref does not.) Each engine
-first compiles one small constraint, untimed, so that loading its library is not a request's. Also: the global cache's hit rate as
-requests accumulate, and the price of token-level semantics (the share of canonical tokenizations
-WGrammar's program takes, the token-count ratio, the online path's coverage).
+Measured per request (WGrammar Fig. 6): compile or instantiate (ms), state tracking (`accept_token`,
+µs per token), mask creation (`fill_next_token_bitmask`, µs per token); and Table 1's components:
+time to first mask (compile + first fill) and accept + fill per token. WGrammar's engines are fed
+the text's WGrammar-compatible tokenization, the byte-level engines its canonical one (quicktok),
+each stop token last. Checked first: every engine accepts every token of its tokenization and ends
+complete, and on W2 and W3 (one language for all) xg2ref's masks, plain and linked, equal xgrammar's
+at every step; a request where a check fails is listed and left out of the times. (On W1 each
+engine's own JSON Schema converter reads the schema, and they differ where xgrammar's formats are
+looser: xgrammar lets "2023-06-31" through a "date", xg2ref does not.) Each engine first compiles
+one small constraint, untimed, so that loading its library is not a request's. Also: the global
+cache's hit rate as requests accumulate, and the price of token-level semantics (the share of
+canonical tokenizations WGrammar's program takes, the token-count ratio, the online path's
+coverage).
 
 How it differs from WGrammar's setting: CPU-side components only (no model, no vLLM, no overlap
 with the GPU), synthetic W2 and W3, and our reading of WGrammar's operators; masks are token-level
@@ -71,7 +74,7 @@ class _Engines:
             xinfo = self.xgr.TokenizerInfo(info.decoded_vocab, self.xgr.VocabType.RAW, vocab_size=info.vocab_size,
                                            stop_token_ids=list(info.stop_token_ids))
             self.xcompiler = self.xgr.GrammarCompiler(xinfo, max_threads=1)
-        if "xg2ref" in engines:
+        if "xg2ref" in engines or "xg2ref-linked" in engines:
             from ...compiler import GrammarCompiler
 
             self.compiler = GrammarCompiler(info)
@@ -91,6 +94,11 @@ class _Engines:
 
     def matcher(self, engine: str, inst: "W.Instance"):
         """(matcher, fill(bitmask), bitmask) with the constraint compiled (the caller times it)."""
+        if engine == "xg2ref-linked":
+            from ...matcher import GrammarMatcher
+
+            m = GrammarMatcher(self.compiler.compile_structural_tag(W.structural_tag(inst)))
+            return m, m.fill_next_token_bitmask, np.zeros((1, self.words), dtype=np.int32)
         if engine in ("xg2ref", "pda"):
             from ...baselines.pda import PDAMatcher
             from ...matcher import GrammarMatcher
@@ -199,7 +207,7 @@ def bench_wgrammar(data_dir: str, vocab: str = "qwen3", requests: int = 100, jso
     available = _Engines(info, tuple(e for e in engines if not e.startswith("wgrammar")))
     warm = W.Instance("warm-up", "warm-up", None, "", ebnf='root ::= "a" [0-9]*')
     for engine in engines:
-        if not engine.startswith("wgrammar"):
+        if not engine.startswith("wgrammar") and engine != "xg2ref-linked":
             available.matcher(engine, warm)
     runs, checks, price = [], [], {}
     for workload in workloads:
@@ -237,16 +245,18 @@ def bench_wgrammar(data_dir: str, vocab: str = "qwen3", requests: int = 100, jso
                 if tokens is None:
                     continue
                 run, words = time_request(available, engine, inst, tokens, factory,
-                                          keep_words=engine in ("xg2ref", "xgrammar") and workload != "json")
+                                          keep_words=engine in ("xg2ref", "xg2ref-linked", "xgrammar")
+                                          and workload != "json")
                 runs.append(run)
                 if run.error:
                     checks.append(f"{workload} {inst.label} {engine}: {run.error}")
                 masks[engine] = words
-            if workload != "json" and masks.get("xg2ref") and masks.get("xgrammar"):
-                differ = [k for k, (a, b) in enumerate(zip(masks["xg2ref"], masks["xgrammar"]))
-                          if not np.array_equal(a, b)]
-                if differ:
-                    checks.append(f"{workload} {inst.label}: xg2ref's and xgrammar's masks differ at step {differ[0]}")
+            for mine in ("xg2ref", "xg2ref-linked"):
+                if workload != "json" and masks.get(mine) and masks.get("xgrammar"):
+                    differ = [k for k, (a, b) in enumerate(zip(masks[mine], masks["xgrammar"]))
+                              if not np.array_equal(a, b)]
+                    if differ:
+                        checks.append(f"{workload} {inst.label}: {mine}'s and xgrammar's masks differ at step {differ[0]}")
         if progress:
             print()
     return report(runs, checks, price, factory_s, vocab, results=results, plot=plot)

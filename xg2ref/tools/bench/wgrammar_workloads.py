@@ -186,6 +186,26 @@ def complete(instances: list, factory: Factory) -> None:
             inst.ebnf = print_grammar(ir)
 
 
+FREE_SECTION = 'root ::= [^<]* "<pad>" [^<]* "</sec>\\n"'
+
+
+def structural_tag(inst: "Instance") -> dict:
+    """The request as an xgrammar structural tag, for XGrammar-2's linking: what repeats across
+    requests is a sub-grammar compiled once (xg2ref/linking.py). W2: per section its head as a
+    constant and the free text as one grammar every section of every request shares; W1 the
+    schema, W3 the written-out grammar (a part each)."""
+    if inst.schema is not None:
+        body = {"type": "json_schema", "json_schema": inst.schema}
+    elif inst.workload == "outline":
+        body = {"type": "sequence", "elements": [
+            e for section in inst.request["args"]["sections"]
+            for e in ({"type": "const_string", "value": f"<sec>{section['args']['id']}: "},
+                      {"type": "grammar", "grammar": FREE_SECTION})]}
+    else:
+        body = {"type": "grammar", "grammar": inst.ebnf}
+    return {"type": "structural_tag", "format": body}
+
+
 def token_index(sets: TokenSets) -> dict:
     """bytes -> the regular token ids that spell them."""
     out: dict = {}
