@@ -47,5 +47,6 @@ def expand_class_bitmask(class_words, class_of, n_classes, out_words):
         x = x - ((x >> one) & np.uint32(0x55555555))
         x = (x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333))
         x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
-        allowed += ((x * np.uint32(0x01010101)) >> np.uint32(24)) & np.uint32(0xFF)
+        x = x + (x >> np.uint32(8))  # (the byte counts summed by shifts: no product to overflow)
+        allowed += (x + (x >> np.uint32(16))) & np.uint32(0x3F)
     return allowed

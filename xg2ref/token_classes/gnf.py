@@ -57,7 +57,6 @@ class StackGrammar(NamedTuple):
 
     start : int                 S′, the start symbol (on no right-hand side)
     prod_indptr : int32[n+1]    CSR: the productions of symbol X
-    prod_blocks : uint64[P, W]  the terminal of each production, a set of byte blocks
     push_indptr : int32[P+1]    CSR: the symbols each production pushes, top first
     push_syms : int32[...]
     adj_indptr : int32[n+1]     CSR: the symbols Y with (X, Y) in ADJ
@@ -71,7 +70,6 @@ class StackGrammar(NamedTuple):
 
     start: int
     prod_indptr: np.ndarray
-    prod_blocks: np.ndarray
     push_indptr: np.ndarray
     push_syms: np.ndarray
     adj_indptr: np.ndarray
@@ -392,7 +390,6 @@ def stack_grammar(arrays, blocks: np.ndarray) -> StackGrammar:
                 reading[a * n_blocks + b].append(p)
     read_indptr = np.cumsum([0] + [len(r) for r in reading]).astype(np.int32)
     i32 = lambda v: np.asarray(v, dtype=np.int32)  # noqa: E731
-    return StackGrammar(start, i32(prod_indptr), np.asarray(masks, dtype=np.uint64).reshape(-1, words),
-                        i32(push_indptr), i32(push_syms), i32(adj_indptr), i32(adj_syms), first_indptr,
-                        i32([a for f in first for a in f]), read_indptr, i32([p for r in reading for p in r]),
+    return StackGrammar(start, i32(prod_indptr), i32(push_indptr), i32(push_syms), i32(adj_indptr), i32(adj_syms),
+                        first_indptr, i32([a for f in first for a in f]), read_indptr, i32([p for r in reading for p in r]),
                         token_prods)
