@@ -28,7 +28,7 @@ test: $(STAMP)
 	cache=$$(mktemp -d) && NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$$cache $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/test_repetition.py tests/test_mask_cache.py tests/test_properties.py tests/test_configurations.py \
 		tests/test_entry_build.py tests/test_slices.py tests/test_background.py tests/test_context_expansion.py \
-		tests/test_pda.py tests/test_token_classes.py; \
+		tests/test_pda.py tests/test_token_classes.py tests/test_wgrammar.py; \
 		status=$$?; rm -rf $$cache; exit $$status
 
 # XGrammar-1 itself (xgrammar 0.1.19, a pushdown automaton) in a side environment of its own, for the
