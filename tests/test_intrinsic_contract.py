@@ -1,6 +1,7 @@
 """The intrinsic contract (xg2ref/tools/intrinsic_contract.py) over every registered construct.
 
-Each built-in EBNF call has example grammars here; a registered call without one fails
+Each built-in EBNF call, and each of WGrammar's calls (registered when xg2ref.baselines.wgrammar
+is imported, as here), has example grammars here; a registered call without one fails
 `test_every_registered_call_has_examples`, so a new intrinsic cannot skip its contract. The
 contract sets the intrinsic's FSM fragment against its own oracle reading, the grammar passes'
 nullability against the FSMs', and the masks against brute force.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+import xg2ref.baselines.wgrammar  # noqa: F401  (registers Write, Wait, IfElse, DoWhile)
 from xg2ref.grammar.intrinsic import REGISTRY, Intrinsic, Macro
 from xg2ref.tools.intrinsic_contract import check_intrinsic
 
@@ -29,7 +31,14 @@ EXAMPLES = {
                          'root ::= TokenTagDispatch((2, e), (3, e), loop_after_dispatch=false)\ne ::= "ab"\n'],
     "Substring": ['root ::= Substring("ab", "c", "12") "x"?\n', 'root ::= Substring() | "<" Substring("a") ">"\n'],
     "Regex": ['root ::= Regex("(ab|c)+[1-2]?") " "?\n', 'root ::= "<" Regex("[^<>]{1,3}", flags="") ">"\n'],
+    "Write": ['root ::= Write(0, 4) Write(1)?\n', 'root ::= (Write(10) | Write(11, 12))+\n'],
+    "Wait": ['root ::= Wait((1,), allow=(4, 5, 8)) Token(13)?\n', 'root ::= Write(2) Wait((3, 1), deny=(0,))\n'],
+    "IfElse": ['root ::= IfElse((4, 8), (5,), r, s)\nr ::= Write(1)\ns ::= Write(6)*\n',
+               'root ::= IfElse((0,), (2, 3)) | Write(7)\n'],
+    "DoWhile": ['root ::= DoWhile(item, (13,)) Write(1)\nitem ::= Wait((10, 11), allow=(4, 5))\n',
+                'root ::= DoWhile(r, (9,))\nr ::= Write(4) | Write(5, 6)\n'],
 }
+TOKEN_LEVEL = ("Token", "ExcludeToken", "TokenTagDispatch", "Write", "Wait", "IfElse", "DoWhile")
 
 
 def test_every_registered_call_has_examples():
@@ -42,7 +51,7 @@ def test_every_registered_call_has_examples():
 def test_the_contract_holds(name, index):
     counts = check_intrinsic(EXAMPLES[name][index], VOCAB, STOP, seed=index, strings=25, walks=4, steps=10)
     assert counts["steps"] >= 4 and counts["rules"] >= 1
-    if name not in ("Token", "ExcludeToken", "TokenTagDispatch"):
+    if name not in TOKEN_LEVEL:
         assert counts["strings"] >= 10  # byte-level: the reading was compared on strings
 
 

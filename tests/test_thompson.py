@@ -3,7 +3,8 @@
 The tripwire: a *Thompson construction* is a function that dispatches on the IR's composite
 node kinds (an `isinstance` test naming at least two of Sequence, Choice, Repeat) and, in the
 same body, makes automaton states or edges (calls something named `*state*`, `*edge*` or
-`eps`). Printers, passes and the oracle walk the IR without making states; the three copies
+`eps`). A module that defines classes of those names itself (WGrammar's operators, another
+language than the IR) dispatches on its own classes, not the IR's. Printers, passes and the oracle walk the IR without making states; the three copies
 this module replaced (fsm/build.py, grammar/regular.py, grammar/lazy.py) each met the
 definition, and `Thompson.fragment` is now the only function in the package that does.
 """
@@ -41,7 +42,9 @@ def thompson_constructions(source: str) -> list[str]:
                                     "        return self.new_state()") == ["f"]
     """
     found = []
-    for fn in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    own = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}  # not the IR's kinds
+    for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         kinds, makes = set(), False
@@ -51,7 +54,7 @@ def thompson_constructions(source: str) -> list[str]:
             name = _name(node.func)
             if name == "isinstance" and len(node.args) == 2:
                 tested = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
-                kinds.update(n for n in map(_name, tested) if n in COMPOSITES)
+                kinds.update(n for n in map(_name, tested) if n in COMPOSITES - own)
             elif name and MAKES_STATES.search(name):
                 makes = True
         if len(kinds) >= 2 and makes:
@@ -89,6 +92,8 @@ class _NFA:
     assert thompson_constructions(copy) == ["build"]
     walk_only = "def size(e):\n    if isinstance(e, (Sequence, Choice)):\n        return sum(map(size, children(e)))\n"
     assert thompson_constructions(walk_only) == []
+    other_language = "class Sequence:\n    pass\n\n\nclass Choice:\n    pass\n\n\n" + copy.strip("\n")
+    assert thompson_constructions(other_language) == []
 
 
 def test_every_state_maker_is_a_thompson_subclass():

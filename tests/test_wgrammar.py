@@ -248,20 +248,7 @@ def test_the_cache_counts_hits_and_keeps_its_bound(info):
 
 # ---- the EBNF calls -------------------------------------------------------------------------
 
-MACRO_GRAMMARS = [
-    'root ::= Write(0, 3) Wait((1, 2), allow=(0, 1))',
-    'root ::= Wait((3,), deny=(11, 5)) IfElse((0,), (1, 2), num, word)\nnum ::= Write(3)\nword ::= Write(9, 10)',
-    'root ::= DoWhile(item, (3, 4)) Write(11)\nitem ::= Wait((0, 1, 2), allow=(5, 9))',
-    'root ::= IfElse((0, 8), (5,)) | Write(10)',
-]
-
-
-@pytest.mark.parametrize("ebnf", MACRO_GRAMMARS)
-def test_the_calls_keep_the_intrinsic_contract(ebnf):
-    from xg2ref.tools.intrinsic_contract import check_intrinsic
-
-    counts = check_intrinsic(ebnf, [v.encode() for v in VOCAB], STOP, strings=10, walks=4, steps=8)
-    assert counts["steps"] >= 4
+# (their intrinsic contract: tests/test_intrinsic_contract.py, with the built-in calls)
 
 
 def test_a_call_lowers_as_its_operator(info, sets):
