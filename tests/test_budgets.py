@@ -95,6 +95,64 @@ def test_the_expected_masks_are_xgrammars(grammar, tokens, masks):
     assert theirs() == masks[-1]
 
 
+# Token edges under character budgets, as xgrammar 0.2.8 reads them: a token edge reads while
+# the rule's budget is not spent, whatever the token's length (best effort), and its code
+# points then count; CHAR-ENFORCE decides, as for a code point read from bytes
+TOKEN_VOCAB = ["<s>", "</s>", "a", "ab", "<T>", "<U>", ">", "中文", "中"]
+TOKEN_CASES = [
+    # one code point left: the token edge may read (3 code points), then the budget is spent
+    ('root ::= r ">"\nr[max_chars=2] ::= [a-z]* Token(4)?', ["a", "<T>"],
+     [["a", "ab", "<T>", ">"], ["a", "<T>", ">"], [">"]]),
+    # spent by bytes: no token edge
+    ('root ::= r ">"\nr[max_chars=2] ::= [a-z]* Token(4)?', ["ab"], [["a", "ab", "<T>", ">"], [">"]]),
+    # spent by a token: nothing more, of either kind
+    ('root ::= r ">"\nr[max_chars=2] ::= ([a-z] | Token(4))*', ["<T>"], [["a", "ab", "<T>", ">"], [">"]]),
+    # a budget of nothing reads no token
+    ('root ::= r ">"\nr[max_chars=0] ::= Token(4)?', [], [[">"]]),
+    ('root ::= r ">"\nr[max_chars=1] ::= Token(4) Token(5)?', ["<T>"], [["<T>"], [">"]]),
+    # ... unless the rule cannot end and nothing else is alive: the budget gives way
+    ('root ::= r ">"\nr[max_chars=1] ::= Token(4) Token(5)', ["<T>", "<U>"], [["<T>"], ["<U>"], [">"]]),
+    # code points, not bytes: 中文 is 2 of 3
+    ('root ::= r ">"\nr[max_chars=3] ::= Token(7) [a-z]*', ["中文", "a"], [["中文"], ["a", ">"], [">"]]),
+    ('root ::= r ">"\nr[max_chars=3] ::= (Token(7, 8) | [a-z])*', ["中文"],
+     [["a", "ab", ">", "中文", "中"], ["a", ">", "中文", "中"]]),
+    # the end of the sentence counts as alive
+    ('root ::= r\nr[max_chars=1] ::= [a-z]* Token(4)?', ["a"], [["</s>", "a", "<T>"], ["</s>"]]),
+]
+
+
+def _token_case_matcher(grammar: str):
+    info = xgr.TokenizerInfo(TOKEN_VOCAB, xgr.VocabType.RAW, stop_token_ids=[STOP])
+    return xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_grammar(grammar))
+
+
+@pytest.mark.parametrize("grammar, tokens, masks", TOKEN_CASES, ids=[c[0].split("\n")[-1][:48] for c in TOKEN_CASES])
+def test_token_edges_follow_character_budgets(grammar, tokens, masks):
+    matcher = _token_case_matcher(grammar)
+    for k, token in enumerate(tokens + [None]):
+        mask = matcher.compute_bool_mask()
+        assert [TOKEN_VOCAB[i] for i in np.flatnonzero(mask)] == masks[k], (k, tokens[:k])
+        for t in range(len(TOKEN_VOCAB)):  # what the mask says is what accept_token does
+            assert matcher.fork().accept_token(t) == bool(mask[t]), (k, TOKEN_VOCAB[t])
+        if token is not None:
+            assert matcher.accept_token(TOKEN_VOCAB.index(token))
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("grammar, tokens, masks", TOKEN_CASES, ids=[c[0].split("\n")[-1][:48] for c in TOKEN_CASES])
+def test_the_expected_token_edge_masks_are_xgrammars(grammar, tokens, masks):
+    xg = pytest.importorskip("xgrammar")
+    info = xg.TokenizerInfo(TOKEN_VOCAB, xg.VocabType.RAW, stop_token_ids=[STOP])
+    matcher = xg.GrammarMatcher(xg.GrammarCompiler(info, cache_enabled=False).compile_grammar(grammar))
+    for k, token in enumerate(tokens + [None]):
+        bitmask = xg.allocate_token_bitmask(1, len(TOKEN_VOCAB))
+        matcher.fill_next_token_bitmask(bitmask)
+        theirs = [TOKEN_VOCAB[i] for i in range(len(TOKEN_VOCAB)) if (int(bitmask[0, i // 32]) >> (i % 32)) & 1]
+        assert theirs == masks[k], (k, tokens[:k])
+        if token is not None:
+            assert matcher.accept_token(TOKEN_VOCAB.index(token))
+
+
 def test_enforcement_follows_a_mask():
     """Without a mask computed first, a token is read by every item (xgrammar does the same),
     and rollback forgets the decision of the last mask."""

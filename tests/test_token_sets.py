@@ -80,6 +80,52 @@ def test_the_expected_masks_are_xgrammars(xgr_module, ebnf, steps, expected):
     assert out == expected
 
 
+# Where xgrammar 0.2.8 loses a rule's callers (specs/05, token-level intrinsics, difference 1):
+# a token read both as bytes and through a token edge, with a rule entered in the token-edge
+# path. `r` inlined gives xgrammar the right masks; with `r` a rule, xgrammar allows "b", then
+# allows nothing (not even the end) and refuses "bc" outright.
+LOST_CALLER = 'root ::= "ab" "x" | Token(2) r "c"\nr ::= "b"'
+LOST_CALLER_STEPS = [2, 1, 5]
+LOST_CALLER_OURS = [["a", "ab"], True, ["b", "bc", "x"], True, ["c"], True, ["</s>"]]
+LOST_CALLER_XGRAMMAR = [["a", "ab"], True, ["b", "x"], True, [], False]
+
+
+def test_a_rule_entered_through_a_token_edge_returns_to_its_caller():
+    """xg2ref keeps the context-free reading the brute-force oracle gives, and the inlined
+    grammar's masks."""
+    assert walk_masks(LOST_CALLER, LOST_CALLER_STEPS) == LOST_CALLER_OURS
+    assert walk_masks('root ::= "ab" "x" | Token(2) "b" "c"', LOST_CALLER_STEPS) == LOST_CALLER_OURS
+    info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[4])
+    oracle = OracleMatcher(xgr.Grammar.from_ebnf(LOST_CALLER).ir, info)
+    for t in LOST_CALLER_STEPS:
+        assert oracle.accept_token(t)
+    assert oracle.is_completed()
+
+
+@pytest.mark.xgrammar
+def test_xgrammar_loses_the_caller_of_a_rule_entered_through_a_token_edge(xgr_module):
+    """The difference is xgrammar's, and only where the token is read both ways: its masks on
+    the grammar above end in an empty one; without the byte path, or with `r` inlined, they
+    are xg2ref's. If this test fails, xgrammar has changed and specs/05 should say so."""
+    def walk(ebnf):
+        info = xgr_module.TokenizerInfo(VOCAB, stop_token_ids=[4])
+        matcher = xgr_module.GrammarMatcher(xgr_module.GrammarCompiler(info).compile_grammar(ebnf))
+        bitmask = xgr_module.allocate_token_bitmask(1, info.vocab_size)
+        out = []
+        for step in LOST_CALLER_STEPS + [None]:
+            matcher.fill_next_token_bitmask(bitmask)
+            rejected = set(xgr_module.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
+            out.append([VOCAB[t] for t in range(len(VOCAB)) if t not in rejected])
+            if step is not None:
+                out.append(matcher.accept_token(step))
+                if not out[-1]:
+                    break
+        return out
+    assert walk(LOST_CALLER) == LOST_CALLER_XGRAMMAR
+    assert walk('root ::= "ab" "x" | Token(2) "b" "c"') == LOST_CALLER_OURS
+    assert walk('root ::= Token(2) r "c"\nr ::= "b"') == [["ab"], True, ["b", "bc"], True, ["c"], True, ["</s>"]]
+
+
 def test_rollback_undoes_a_token_read_whole():
     info = xgr.TokenizerInfo(VOCAB, stop_token_ids=[4])
     m = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_grammar('root ::= ("a" Token(3))+ "b"'))

@@ -216,9 +216,16 @@ class EarleyParser:
         return states
 
     def token_sets_here(self) -> np.ndarray:
-        """Indices of the token sets that some token edge of the current set reads."""
-        a = self.arrays
+        """Indices of the token sets that some token edge of the current set reads (TOKEN in
+        kernels/token_reads.py: items past their character budget read no token)."""
+        a, c, k = self.arrays, self.chart, self.position
         states = self._live_states()
+        if c.meta[K.META_CHAR_BUDGETS] and K.char_enforced(a, c, k):
+            lo, hi = c.set_start[k], c.set_start[k + 1]
+            alive = c.item_char_deadline[lo:hi] > c.set_chars[k]
+            if c.meta[K.META_ENFORCE]:
+                alive = alive[c.item_deadline[lo:hi] >= c.meta[K.META_TOKEN]]
+            states = states[alive]
         starts, ends = a.tok_indptr[states], a.tok_indptr[states + 1]
         if not (ends > starts).any():
             return np.zeros(0, np.int32)

@@ -648,7 +648,7 @@ def advance_byte(fsm, chart, byte):
     chart.meta[META_GEN] += 1
     chart.meta[META_POOL] = chart.set_pool[k]
     chart.set_chars[k + 1] = chart.set_chars[k] + ((byte & 0xC0) != 0x80)
-    char_enforce = chart.meta[META_CHAR_BUDGETS] != 0 and (byte & 0xC0) != 0x80 and _char_enforced(fsm, chart, k)
+    char_enforce = chart.meta[META_CHAR_BUDGETS] != 0 and (byte & 0xC0) != 0x80 and char_enforced(fsm, chart, k)
     status, end = scan(fsm, chart, k, byte, char_enforce)
     if status != OK:
         return status
@@ -662,8 +662,9 @@ def advance_byte(fsm, chart, byte):
 
 
 @njit(cache=True, _nrt=False)
-def _char_enforced(fsm, chart, k):
-    """CHAR-ENFORCE (module docstring) before a code point read from set k."""
+def char_enforced(fsm, chart, k):
+    """CHAR-ENFORCE (module docstring) before a code point read from set k (or a whole token
+    read through token edges: kernels/token_reads.py's TOKEN)."""
     expired = False
     alive = False
     c = chart.set_chars[k]

@@ -21,8 +21,8 @@ from numba import njit
 
 from .trie_walk import NO_FAIL, reuse_sets, shared_with_previous, under_rejected_prefix
 
-from .earley import (DUPLICATE, EMPTY, META_GEN, META_N_SETS, META_POOL, NEED_ITEMS, OK, add_item, advance_byte,
-                     close_set, expired)
+from .earley import (DUPLICATE, EMPTY, META_CHAR_BUDGETS, META_GEN, META_N_SETS, META_POOL, NEED_ITEMS, OK, add_item,
+                     advance_byte, char_enforced, close_set, expired)
 
 
 @njit(cache=True, _nrt=False)
@@ -57,20 +57,25 @@ def new_token_items(n: int) -> TokenItems:
     return TokenItems(*(np.zeros(n, np.int32) for _ in range(5)))
 
 
+# TOKEN, and how a whole token meets a character budget (xgrammar 0.2.8's reading: a token
+# edge reads while the budget is not spent, whatever the token's length, and its code points
+# then count like those of bytes; `Token(...)` in a rule of `max_chars=0` reads nothing):
+#
+#     [i, k, A -> s], s -<set g>-> t, the token is in set g  |-  [i, k+len, A -> t]
+#     CHAR-ENFORCE holds at set k (kernels/earley.py) and the item's char deadline
+#     <= set_chars[k]                                         |-  the item reads no token
 @njit(cache=True, _nrt=False)
 def token_successors(fsm, chart, member, out):
-    """Items that a whole token reaches through token edges from the current set k.
-
-        TOKEN   [i, k, A -> s], s -<set g>-> t, the token is in set g  |-  [i, k+len, A -> t]
-
-    `member[g]` says whether the token is in token set g. Writes the items (state, origin,
-    deadlines, count) to `out` (a TokenItems, as many as fit) and returns their number.
+    """Items that a whole token reaches through token edges from the current set k (TOKEN,
+    above). `member[g]` says whether the token is in token set g. Writes the items (state,
+    origin, deadlines, count) to `out` (a TokenItems, as many as fit) and returns their number.
     """
     k = chart.meta[META_N_SETS] - 1
+    char_enforce = chart.meta[META_CHAR_BUDGETS] != 0 and char_enforced(fsm, chart, k)
     n = 0
     for p in range(chart.set_start[k], chart.set_start[k + 1]):
         s = chart.item_state[p]
-        if expired(chart, p):
+        if expired(chart, p) or (char_enforce and chart.item_char_deadline[p] <= chart.set_chars[k]):
             continue
         for e in range(fsm.tok_indptr[s], fsm.tok_indptr[s + 1]):
             if member[fsm.tok_set[e]]:
