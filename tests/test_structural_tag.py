@@ -3,6 +3,7 @@ and bad structural tags naming the offending part."""
 
 import json
 
+import numpy as np
 import pytest
 
 import xg2ref as xgr
@@ -165,12 +166,133 @@ def test_unknown_token_strings_are_refused_at_compile_time():
         compiler.compile_structural_tag({"type": "structural_tag", "format": {"type": "token", "token": "zzz"}})
 
 
+AT = {"type": "any_text", "excludes": ["x"]}
+AT0 = {"type": "any_text"}
+CONST = {"type": "const_string", "value": "a"}
+TAG_U = {"type": "tag", "begin": "<u>", "content": CONST, "end": "</u>"}
+# contents of a tag whose only end string is empty, and whether xgrammar 0.2.8 takes them: an
+# unlimited content needs a non-empty end unless it is a free-text format with excludes
+EMPTY_END_CONTENTS = [
+    (AT, True), (AT0, False), ({"type": "star", "content": AT}, False), ({"type": "star", "content": CONST}, False),
+    ({"type": "plus", "content": CONST}, False), ({"type": "repeat", "min": 0, "max": -1, "content": CONST}, False),
+    ({"type": "repeat", "min": 0, "max": 3, "content": AT0}, False), ({"type": "repeat", "min": 0, "max": 0, "content": AT0}, True),
+    ({"type": "tags_with_separator", "tags": [TAG_U], "separator": ","}, False),
+    ({"type": "triggered_tags", "triggers": ["<u>"], "tags": [TAG_U], "at_least_one": True, "stop_after_first": True}, False),
+    ({"type": "triggered_tags", "triggers": ["<u>"], "tags": [TAG_U], "excludes": ["x"]}, True),
+    ({"type": "sequence", "elements": [AT0, CONST]}, False), ({"type": "sequence", "elements": [CONST, AT0]}, False),
+    ({"type": "sequence", "elements": [AT, CONST]}, True), ({"type": "or", "elements": [AT, CONST]}, True),
+    ({"type": "or", "elements": [AT0, CONST]}, False), ({"type": "optional", "content": AT}, False),
+    ({"type": "sequence", "elements": [CONST, {"type": "sequence", "elements": [AT]}]}, True),
+]
+
+
+def _empty_end_tag(content) -> dict:
+    return {"type": "structural_tag", "format": {"type": "tag", "begin": "<t>", "content": content, "end": ""}}
+
+
+@pytest.mark.parametrize("content, taken", EMPTY_END_CONTENTS, ids=[json.dumps(c[0])[:70] for c in EMPTY_END_CONTENTS])
+def test_an_unlimited_content_needs_an_end_unless_it_has_excludes(content, taken):
+    if taken:
+        xgr.Grammar.from_structural_tag(_empty_end_tag(content))
+    else:
+        with pytest.raises(xgr.InvalidStructuralTagError, match="^format.end: when the content is unlimited"):
+            xgr.Grammar.from_structural_tag(_empty_end_tag(content))
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("content, taken", EMPTY_END_CONTENTS, ids=[json.dumps(c[0])[:70] for c in EMPTY_END_CONTENTS])
+def test_the_empty_end_verdicts_are_xgrammars(content, taken):
+    xg = pytest.importorskip("xgrammar")
+    try:
+        xg.Grammar.from_structural_tag(json.dumps(_empty_end_tag(content)))
+        theirs = True
+    except Exception as e:  # its InvalidStructuralTagError
+        assert "at least one end string must be non-empty" in str(e)
+        theirs = False
+    assert theirs == taken
+
+
+# A tag whose content ends itself at an exclude, with an empty end, inside triggered tags (a
+# dispatch loop whose channels have no end delimiter): the languages xgrammar 0.2.8 gives
+EMPTY_END_LANGUAGES = [
+    ({"type": "triggered_tags", "triggers": ["<t>"], "tags": [{"begin": "<t>", "content": {"type": "any_text",
+      "excludes": ["<t>", "<bad>"]}, "end": ""}]},
+     ["<t>", "<t>abc", "<t>ab<bad>", "<t>x<t>y", "ab<t>c", "", "<t", "<bad>"], []),
+    ({"type": "tag", "begin": "<t>", "content": {"type": "any_text", "excludes": ["<bad>"]}, "end": ["", ""]},
+     ["<t>", "<t>abc", "<t>x<t>y"], ["<t><bad>", "<t>ab<bad>", ""]),
+]
+
+
+@pytest.mark.parametrize("fmt, accepted, refused", EMPTY_END_LANGUAGES, ids=["triggered_tags", "tag"])
+def test_a_content_with_excludes_ends_the_tag_where_its_excludes_begin(fmt, accepted, refused):
+    grammar = xgr.Grammar.from_structural_tag({"type": "structural_tag", "format": fmt})
+    assert [s for s in accepted + refused if _is_grammar_accept_string(grammar, s)] == accepted
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("fmt, accepted, refused", EMPTY_END_LANGUAGES, ids=["triggered_tags", "tag"])
+def test_the_empty_end_languages_are_xgrammars(fmt, accepted, refused):
+    xg = pytest.importorskip("xgrammar")
+    grammar = xg.Grammar.from_structural_tag(json.dumps({"type": "structural_tag", "format": fmt}))
+    assert [s for s in accepted + refused if xg.testing._is_grammar_accept_string(grammar, s)] == accepted
+
+
+# The end strings of the nearest enclosing tag are excluded by every free-text format of its
+# content, wherever it stands (not only its unlimited tail), nested tags aside: xgrammar 0.2.8
+NEAREST_TAG_ENDS = [
+    ({"type": "tag", "begin": "<t>", "content": {"type": "sequence", "elements": [AT0, CONST]}, "end": "</t>"},
+     ["<t>xa</t>", "<t>a</t>"], ["<t></t>a</t>"]),
+    ({"type": "tag", "begin": "<t>", "content": {"type": "dispatch", "rules": [["<a>", {"type": "sequence",
+      "elements": [AT0, CONST]}]], "loop": False}, "end": "</t>"}, ["<t><a>xa</t>", "<t>q<a>xa</t>"], ["<t><a></t>a</t>"]),
+    ({"type": "tag", "begin": "<t>", "content": {"type": "sequence", "elements": [
+        {"type": "star", "content": {"type": "sequence", "elements": [AT0, CONST]}}, CONST]}, "end": "</t>"},
+     ["<t>xaa</t>"], ["<t></t>aa</t>"]),
+    ({"type": "tag", "begin": "<t>", "content": {"type": "sequence", "elements": [{"type": "tag", "begin": "<u>",
+      "content": AT0, "end": "</u>"}, AT0]}, "end": "</t>"}, ["<t><u></t></u>z</t>", "<t><u>q</u></t>"], []),
+    ({"type": "tag", "begin": "<t>", "content": {"type": "sequence", "elements": [{"type": "triggered_tags",
+      "triggers": ["<u>"], "tags": [{"begin": "<u>", "content": CONST, "end": "</u>"}]}, CONST]}, "end": "</t>"},
+     ["<t>z<u>a</u>a</t>"], ["<t></t>a</t>"]),
+]
+
+
+@pytest.mark.parametrize("fmt, accepted, refused", NEAREST_TAG_ENDS, ids=[str(k) for k in range(len(NEAREST_TAG_ENDS))])
+def test_free_text_anywhere_in_a_tag_excludes_its_end(fmt, accepted, refused):
+    grammar = xgr.Grammar.from_structural_tag({"type": "structural_tag", "format": fmt})
+    assert [s for s in accepted + refused if _is_grammar_accept_string(grammar, s)] == accepted
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("fmt, accepted, refused", NEAREST_TAG_ENDS, ids=[str(k) for k in range(len(NEAREST_TAG_ENDS))])
+def test_the_nearest_tag_languages_are_xgrammars(fmt, accepted, refused):
+    xg = pytest.importorskip("xgrammar")
+    grammar = xg.Grammar.from_structural_tag(json.dumps({"type": "structural_tag", "format": fmt}))
+    assert [s for s in accepted + refused if xg.testing._is_grammar_accept_string(grammar, s)] == accepted
+
+
+def test_an_exclude_token_content_excludes_its_tags_end_token():
+    """`exclude_token` inside a tag whose end is a token never reads that token (xgrammar 0.2.8:
+    the end token is detected and added to the excludes)."""
+    vocab = ["<s>", "</s>", "<tool>", "<end>", "hello", "<bad>"]
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=[1])
+    tag = {"type": "structural_tag", "format": {"type": "tag", "begin": {"type": "token", "token": "<tool>"},
+           "content": {"type": "exclude_token", "exclude_tokens": ["<bad>"]}, "end": {"type": "token", "token": "<end>"}}}
+    matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_structural_tag(tag))
+    assert matcher.accept_token(2)
+    assert [vocab[t] for t in np.flatnonzero(matcher.compute_bool_mask())] == ["<s>", "<tool>", "hello"]
+    assert not matcher.accept_token(3) and not matcher.accept_token(5)
+    assert matcher.accept_token(4) and matcher.accept_token(3) and matcher.accept_token(1)
+
+
 def test_unlimited_formats():
+    """xgrammar 0.2.8's analysis (the verdicts above are its own): a sequence is unlimited when
+    any element is (without excludes), not only its last; triggered tags are, whatever
+    `at_least_one` and `stop_after_first` say."""
     assert is_unlimited({"type": "any_text"}) and is_unlimited({"type": "star", "content": {"type": "any_text"}})
     assert is_unlimited({"type": "sequence", "elements": [T1, {"type": "any_tokens"}]})
-    assert not is_unlimited({"type": "sequence", "elements": [{"type": "any_text"}, T1]})
-    assert not is_unlimited({"type": "triggered_tags", "triggers": ["<f"], "tags": [T1], "at_least_one": True,
-                             "stop_after_first": True})
+    assert is_unlimited({"type": "sequence", "elements": [{"type": "any_text"}, T1]})
+    assert not is_unlimited({"type": "sequence", "elements": [AT, T1]})
+    assert is_unlimited({"type": "triggered_tags", "triggers": ["<f"], "tags": [T1], "at_least_one": True,
+                         "stop_after_first": True})
 
 
 def test_json_text_dict_and_legacy_forms_give_the_same_grammar():

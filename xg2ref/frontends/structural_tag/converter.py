@@ -92,7 +92,13 @@ FORMATS: dict[str, dict[str, tuple[str, bool]]] = {
 }
 FORMATS["qwen_xml_parameter"] = dict(FORMATS["json_schema"], style=("any", False))  # (style ignored)
 _DEFAULTS = {("json_schema", "style"): "json", ("dispatch", "loop"): True, ("token_dispatch", "loop"): True}
-_UNLIMITED = {"any_text", "triggered_tags", "dispatch", "any_tokens", "token_triggered_tags", "token_dispatch"}
+_UNLIMITED = {"any_text", "triggered_tags", "dispatch", "any_tokens", "token_triggered_tags", "token_dispatch",
+              "tags_with_separator", "star", "plus"}
+# formats that end themselves where one of their excludes would begin (their exclude list is
+# not empty): a tag whose content is one of them needs no end string
+_EXCLUDES_FIELD = {"any_text": "excludes", "triggered_tags": "excludes", "dispatch": "excludes",
+                   "any_tokens": "exclude_tokens", "token_triggered_tags": "exclude_tokens",
+                   "token_dispatch": "exclude_tokens"}
 
 
 def _fail(path: str, message: str) -> InvalidStructuralTagError:
@@ -162,18 +168,28 @@ _KIND_WORDS = {
 }
 
 
+def is_excluded(fmt: dict) -> bool:
+    """Whether `fmt` is a free-text format with excludes (`_EXCLUDES_FIELD`)."""
+    field = _EXCLUDES_FIELD.get(fmt.get("type"))
+    return field is not None and bool(fmt.get(field))
+
+
 def is_unlimited(fmt: dict) -> bool:
-    """Whether `fmt` can go on with free text forever (then an enclosing tag must end it)."""
+    """Whether `fmt` can go on forever, so that an enclosing tag must end it: xgrammar 0.2.8's
+    analysis, rule for rule. The free-text formats, `tags_with_separator`, `star` and `plus`
+    are; a sequence or a choice is when one of its elements is and has no excludes; `optional`
+    when its content is; `repeat` when unbounded, or bounded above 0 with unlimited content."""
     kind = fmt.get("type")
     if kind in _UNLIMITED:
-        return not (kind in ("triggered_tags", "token_triggered_tags")
-                    and fmt.get("at_least_one") and fmt.get("stop_after_first"))
-    if kind == "sequence":
-        return bool(fmt.get("elements")) and is_unlimited(fmt["elements"][-1])
-    if kind == "or":
-        return any(is_unlimited(e) for e in fmt.get("elements") or ())
-    if kind in ("optional", "star", "plus", "repeat"):
-        return isinstance(fmt.get("content"), dict) and is_unlimited(fmt["content"])
+        return True
+    if kind in ("sequence", "or"):
+        return any(is_unlimited(e) and not is_excluded(e) for e in fmt.get("elements") or ())
+    content = fmt.get("content")
+    if kind == "optional":
+        return isinstance(content, dict) and is_unlimited(content)
+    if kind == "repeat":
+        high = fmt.get("max", -1)
+        return high == -1 or (high != 0 and isinstance(content, dict) and is_unlimited(content))
     return False
 
 
@@ -284,8 +300,9 @@ class StructuralTagConverter:
     # ---- formats --------------------------------------------------------------------------
 
     def visit(self, fmt: Any, path: str, ends: Optional[list]) -> Expr:
-        """The expression of `fmt`; `ends` are the end strings (or [token id]) of the
-        enclosing tag when this format is its unlimited tail, else None."""
+        """The expression of `fmt`; `ends` are the end strings (or [token id]) of the nearest
+        enclosing tag (None outside every tag): every free-text format inside that tag's content
+        and not inside a nested tag excludes them, wherever it stands (xgrammar 0.2.8)."""
         if not isinstance(fmt, dict):
             raise _fail(path, f"expected a format object, got {json.dumps(fmt)[:80]}")
         f = self.fields(fmt, path)
@@ -333,8 +350,7 @@ class StructuralTagConverter:
         elements = f["elements"]
         if not elements:
             raise _fail(f"{path}.elements", "a sequence needs at least one element")
-        items = [self.visit(e, f"{path}.elements[{k}]", ends if k == len(elements) - 1 else None)
-                 for k, e in enumerate(elements)]
+        items = [self.visit(e, f"{path}.elements[{k}]", ends) for k, e in enumerate(elements)]
         return self.rule("sequence", Sequence(tuple(items)) if len(items) > 1 else items[0])
 
     def _or(self, f, path, ends):
@@ -379,7 +395,7 @@ class StructuralTagConverter:
             if not strings:
                 raise _fail(f"{path}.end", "a tag needs at least one end string")
             content_ends = [s for s in strings if s]
-            if not content_ends and is_unlimited(f["content"]):
+            if not content_ends and is_unlimited(f["content"]) and not is_excluded(f["content"]):
                 raise _fail(f"{path}.end", "when the content is unlimited, at least one end string must be non-empty")
             alts = [ByteString(s.encode("utf-8")) for s in strings]
             end = alts[0] if len(alts) == 1 else self.rule("tag_end", Choice(tuple(alts)))
@@ -466,13 +482,13 @@ class StructuralTagConverter:
         for k, (trigger, fmt) in enumerate(f["rules"]):
             if not trigger:
                 raise _fail(f"{path}.rules[{k}][0]", "a dispatch trigger must not be empty")
-            pairs.append((trigger.encode("utf-8"), self.rule_name(self.visit(fmt, f"{path}.rules[{k}][1]", None), "dispatch_rule")))
+            pairs.append((trigger.encode("utf-8"), self.rule_name(self.visit(fmt, f"{path}.rules[{k}][1]", ends), "dispatch_rule")))
         excludes = list(dict.fromkeys(f["excludes"] + [e for e in (ends or []) if isinstance(e, str) and e]))
         return self.rule("tag_dispatch", TagDispatch(tuple(pairs), f["loop"], tuple(e.encode("utf-8") for e in excludes)))
 
     def _token_dispatch(self, f, path, ends):
         pairs = [(self.token_id(t, f"{path}.rules[{k}][0]"),
-                  self.rule_name(self.visit(fmt, f"{path}.rules[{k}][1]", None), "dispatch_rule"))
+                  self.rule_name(self.visit(fmt, f"{path}.rules[{k}][1]", ends), "dispatch_rule"))
                  for k, (t, fmt) in enumerate(f["rules"])]
         excludes = [self.token_id(t, f"{path}.exclude_tokens[{k}]") for k, t in enumerate(f["exclude_tokens"])]
         excludes += [e for e in (ends or []) if isinstance(e, int)]
@@ -485,6 +501,7 @@ class StructuralTagConverter:
 
     def _exclude_token(self, f, path, ends):
         ids = [self.token_id(t, f"{path}.exclude_tokens[{k}]") for k, t in enumerate(f["exclude_tokens"])]
+        ids += [e for e in (ends or []) if isinstance(e, int)]  # a tag's end token (xgrammar 0.2.8)
         return TokenSet(tuple(dict.fromkeys(ids)), exclude=True)
 
     def _any_tokens(self, f, path, ends):
