@@ -270,3 +270,36 @@ def test_one_kept_compiler_compiling_and_filling_from_eight_threads_gives_the_se
                 assert len(got) == len(want[k]) and all(np.array_equal(a, b) for a, b in zip(got, want[k]))
         assert kept.grammar_cache_hits == len(jobs)  # one compile per schema, the other thread waited for it
         assert kept.cache_stats.entries > 0
+
+
+@pytest.mark.jit_only
+def test_a_batch_filled_on_eight_threads_gives_the_serial_masks():
+    """`BatchGrammarMatcher(8)` fills its rows on eight threads: sixteen matchers, four schemas
+    (four matchers of each compiled grammar, JIT entries built by whichever fill meets them
+    first, one matcher listed twice), every row equal to a serial walk of its document."""
+    from xg2ref.tools.diff.checks import quicktok_encoder
+
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    encode = quicktok_encoder("llama3")
+    with open("../shared/data/json_mode_eval/json_mode_eval_from_maskbench.jsonl", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f if line.strip()][16:20]
+    serial = xgr.GrammarCompiler(info, jit=False, cache_enabled=False)
+    jobs = [(e["schema"], encode(json.dumps(e["completion"]).encode())[:30]) for e in docs]
+    want = [_walk(serial, schema, tokens, info) for schema, tokens in jobs]
+    kept = xgr.GrammarCompiler(info)
+    compiled = [kept.compile_json_schema(json.dumps(schema)) for schema, _ in jobs]
+    rows = [(k, xgr.GrammarMatcher(compiled[k])) for k in range(len(jobs)) for _ in range(4)]
+    batch = xgr.BatchGrammarMatcher(8)
+    twice = rows[0][1]
+    bitmask = xgr.allocate_token_bitmask(len(rows) + 1, info.vocab_size)
+    for step in range(max(len(t) for _, t in jobs) + 1):
+        live = [(k, m) for k, m in rows if step <= len(jobs[k][1])]
+        batch.batch_fill_next_token_bitmask([m for _, m in live] + [twice], bitmask,
+                                            list(range(len(live))) + [len(rows)])
+        for row, (k, _) in enumerate(live):
+            assert np.array_equal(np.asarray(bitmask)[row], want[k][step][0]), (k, step)
+        if step <= len(jobs[0][1]):
+            assert np.array_equal(np.asarray(bitmask)[len(rows)], np.asarray(bitmask)[0])
+        for k, m in live:
+            if step < len(jobs[k][1]):
+                assert m.accept_token(jobs[k][1][step])

@@ -52,8 +52,11 @@ applied row by row, so a batch gives exactly the results of one matcher per row:
     batch_rollback(ms, n)                         =  ms[k].rollback(n[k])
     batch_fill_temperature(ms, temps, idx)        :  temps[idx[k]] = ms[k].temperature (-1 for None)
 
-The rows run one after the other in this thread: `max_threads` is accepted for xgrammar's
-signature. Sizes, indices and terminated matchers are checked before any row moves; a problem
+`batch_fill_next_token_bitmask` fills the rows on up to `max_threads` threads ("auto": the
+machine's cores; xgrammar's thread-safety contract: matchers of one compiled grammar may be
+filled at once, one matcher by one thread at a time, so a matcher listed twice fills its rows
+on one thread); the fill kernels release the GIL. The other methods run row after row in this
+thread. Sizes, indices and terminated matchers are checked before any row moves; a problem
 raises `BitmaskError` (a ValueError, and a RuntimeError as xgrammar's C++ raises). Where
 xgrammar 0.2.8 writes the temperatures before an out-of-range index and then raises, xg2ref
 raises before writing any. Both classes live here, as in xgrammar's `matcher` module.
@@ -61,7 +64,10 @@ raises before writing any. Both classes live here, as in xgrammar's `matcher` mo
 
 from __future__ import annotations
 
+import os
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -519,6 +525,30 @@ def _same_size(matchers: list, values: list, name: str) -> None:
         raise BitmaskError(f"The size of matchers ({len(matchers)}) and {name} ({len(values)}) should be the same.")
 
 
+_POOLS: dict = {}  # threads -> the process's executor for batch fills of that width
+_POOLS_LOCK = threading.Lock()
+
+
+def _forget_pools() -> None:
+    """In a forked child: the executors' threads stayed in the parent, so make new ones."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
+
+
+def _fill_pool(threads: int) -> ThreadPoolExecutor:
+    """The executor batch fills of `threads` rows at once run on (made once per width; its
+    threads are daemons that live as long as the process)."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="xg2ref-batch-fill")
+        return pool
+
+
 class BatchGrammarMatcher:
     """Fill, accept and roll back many matchers in one call (module docstring)."""
 
@@ -552,8 +582,27 @@ class BatchGrammarMatcher:
             if m.is_terminated():
                 raise BitmaskError(f"matchers[{k}] has terminated: it has no next-token mask (leave it out of the "
                                    "batch, or roll it back)")
+        groups: dict = {}  # one task per matcher: its rows in order (a matcher is one thread's at a time)
         for m, row in zip(matchers, rows):
-            m.fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
+            groups.setdefault(id(m), (m, []))[1].append(row)
+
+        def fill(chunk) -> None:
+            for m, rows_of_m in chunk:
+                for row in rows_of_m:
+                    m.fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
+
+        threads = (os.cpu_count() or 1) if self.max_threads == "auto" else self.max_threads
+        work = list(groups.values())
+        if threads <= 1 or len(work) <= 1:
+            fill(work)
+            return
+        threads = min(threads, len(work))
+        pool = _fill_pool(threads)
+        futures = [pool.submit(fill, work[i::threads]) for i in range(threads)]
+        for f in futures:
+            f.exception()  # every row has run before the first error is raised
+        for f in futures:
+            f.result()
 
     @staticmethod
     def batch_fill_temperature(matchers: list, temperatures, indices: Optional[list] = None) -> None:
