@@ -42,7 +42,15 @@ enum/const values with one in a string are dropped (a raw string as it is, a JSO
 strings as written), and so are declared parameters whose name holds one; additional names
 avoid them; JSON-valued parameters are filtered as `excludes.py` says.
 
-What it leaves out: `patternProperties` and `propertyNames` (an error); the departures of xgrammar
+`patternProperties`: after the declared parameters (in the tail with the additional ones), a
+parameter whose name a pattern finds (JSON Schema's search, `^`/`$` anchors as written; where
+patterns overlap, one member per region, objects.py `_pattern_regions`) takes that pattern's
+schema, and a declared name a pattern finds answers to both; such a name holds no exclude, no
+declared name and none of `"&<>` or a control character (the styles escape or end names with
+them). An additional name then matches no pattern, and with patterns, as with `properties`, no
+additional parameter is allowed unless `additionalProperties` says so (xgrammar's default).
+
+What it leaves out: `propertyNames` (an error); the departures of xgrammar
 0.2.8 from JSON Schema that xg2ref does not copy (loose `any_order`, `allOf` read as any
 value, `pattern` with length bounds ignoring the bounds, `required` names outside
 `properties` ignored, unknown `format`s as any text).
@@ -55,7 +63,7 @@ from typing import Any
 
 from ...exceptions import InvalidJSONError
 from ...intrinsics.tag_dispatch import TagDispatch
-from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule
+from ...grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, Repeat, Rule, Sequence
 from ..json_schema.lexical import NOTHING, choice, seq
 from .excludes import FilteringConverter, avoiding, literal_holds
 from ..json_schema.keywords import ANNOTATIONS, TYPES, constrains, count
@@ -63,7 +71,10 @@ from ..json_schema.members import members_in_any_order
 from ..json_schema.formats import format_regexes
 from ..json_schema.strings import string_regexes
 from .xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
-from ...grammar.regular import LARGE_CLASS_RANGES, TooLarge, bounded_length
+from ...grammar.regular import (LARGE_CLASS_RANGES, TooLarge, automaton, bounded_length, complement_automaton,
+                                intersection_automaton)
+from ..json_schema.objects import _member_schema, _pattern_regions, pattern_search
+from ..regex.parser import RegexError
 
 ANY_CHAR = CharClass((), negated=True)
 OBJECT_KEYWORDS = ("properties", "required", "additionalProperties")
@@ -151,24 +162,37 @@ class XmlSchemaConverter:
             raise InvalidJSONError(f"{path}.properties: must be an object")
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise InvalidJSONError(f"{path}.required: must be a list of strings")
-        for key in ("patternProperties", "propertyNames"):
-            if schema.get(key):
-                raise InvalidJSONError(f"{path}.{key}: not supported with style {self.style_name}")
+        if schema.get("propertyNames"):
+            raise InvalidJSONError(f"{path}.propertyNames: not supported with style {self.style_name}")
+        patterns = schema.get("patternProperties") or {}
+        if not isinstance(patterns, dict):
+            raise InvalidJSONError(f"{path}.patternProperties: must be an object")
         additional = schema.get("additionalProperties")
         if self.style.fixed_names:
-            if additional not in (None, False):
-                raise InvalidJSONError(f"{path}.additionalProperties: {self.style_name} needs fixed parameter names")
+            for key, value in (("patternProperties", patterns), ("additionalProperties", additional)):
+                if value not in (None, False, {}):
+                    raise InvalidJSONError(f"{path}.{key}: {self.style_name} needs fixed parameter names")
             additional = False
-        elif additional is None:
-            additional = "properties" not in schema
+        elif additional is None:  # (as xgrammar: none when the schema declares names or patterns)
+            additional = "properties" not in schema and not patterns
+        searches = self.searches(patterns, path)
         declared = [(n, s, n in required) for n, s in props.items()]
         declared += [(n, True, True) for n in dict.fromkeys(required) if n not in props]
+        if patterns:  # a declared name a pattern matches answers to both schemas
+            runnable = [automaton(x) for x in searches]
+            declared = [(n, _member_schema(self.conv, n, s if n in props else None, patterns, runnable, schema, path), r)
+                        for n, s, r in declared]
         members = [NOTHING if self.excluded(n) else self.member(self.style.name(n), s, f"{path}.properties.{n}")
                    for n, s, _ in declared]
-        extra = NOTHING
+        extras = [self.pattern_member(pattern, [searches[i] for i in inside], [searches[j] for j in outside],
+                                      [n for n, _, _ in declared], sub, f"{path}.patternProperties.{pattern}")
+                  for pattern, inside, outside, sub in _pattern_regions(self.conv, list(patterns.items()), searches, path)]
         if additional is not False:
-            extra = self.member(self.extra_name([n for n, _, _ in declared]), additional,
-                                f"{path}.additionalProperties")
+            name = self.extra_name([n for n, _, _ in declared])
+            if searches:  # an additional name matches no pattern
+                name = self.names_in([self.named_language(name, path), complement_automaton(searches)], path)
+            extras.append(self.member(name, additional, f"{path}.additionalProperties"))
+        extra = choice(*extras)
         lead = [seq(self.ws, m) for m in members]
         serial = next(self.conv.serial)
 
@@ -201,6 +225,49 @@ class XmlSchemaConverter:
     def member(self, name: Expr, schema: Any, path: str) -> Expr:
         alts = self.alternatives(schema, path)
         return self.style.param(self, name, schema, alts) if alts else NOTHING
+
+    # ---- patternProperties (JSON Schema's reading: a pattern is searched in the name) -----------
+
+    def searches(self, patterns: dict, path: str) -> list:
+        """The search language of each pattern (objects.py `pattern_search`)."""
+        out = []
+        for pattern in patterns:
+            try:
+                out.append(pattern_search(pattern))
+            except RegexError as err:
+                raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err.message}") from None
+            except TooLarge as err:
+                raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
+        return out
+
+    def names_in(self, languages: list, path: str) -> Expr:
+        """The parameter names in every language of `languages` (regex IR or automata), written
+        raw, one rule per automaton state."""
+        try:
+            return bounded_length(languages, 0, None, lambda ranges: CharClass(tuple(ranges)), self.conv.new_rule,
+                                  self.conv.set_rule)
+        except TooLarge as err:
+            raise InvalidJSONError(f"{path}.patternProperties: {err}") from None
+
+    def named_language(self, name: Expr, path: str):
+        """`extra_name`'s language, an automaton: the identifiers that avoid the excludes."""
+        if hasattr(self.style, "key"):
+            raise InvalidJSONError(f"{path}.additionalProperties: {self.style_name} takes no additional "
+                                   "parameters beside patternProperties")
+        words = [_holding(w) for w in self.excludes]
+        return automaton(IDENTIFIER_IR) if not words else intersection_automaton(
+            [IDENTIFIER_IR, complement_automaton(words)])
+
+    def pattern_member(self, pattern: str, inside: list, outside: list, declared: list, sub, path: str) -> Expr:
+        """One region of the patterns (objects.py `_pattern_regions`): a parameter whose name
+        every pattern of `inside` finds and none of `outside` does, that is no declared name,
+        holds no exclude and none of the characters the styles escape or end a name with
+        (`"&<>`, controls), and whose value meets `sub`."""
+        avoided = outside + [ByteString(n.encode("utf-8", "surrogatepass")) for n in declared] + \
+            [_holding(w) for w in self.excludes]
+        name = self.names_in(inside + [Repeat(NAME_CHAR, 1, None)] + ([complement_automaton(avoided)] if avoided else []),
+                             path)
+        return self.member(name, sub, path)
 
     def extra_name(self, declared: list) -> Expr:
         if hasattr(self.style, "key"):
@@ -371,6 +438,14 @@ class XmlSchemaConverter:
 
 # a name the schema does not declare: state -> [(code point ranges, next state)]
 IDENTIFIER = {0: [(IDENT_FIRST, 1)], 1: [(IDENT_REST, 1)]}
+IDENTIFIER_IR = Sequence((CharClass(IDENT_FIRST), Repeat(CharClass(IDENT_REST), 0, None)))
+# what a name of a pattern member may hold: no control character and none of `"&<>`
+NAME_CHAR = CharClass(((0x00, 0x1F), (0x22, 0x22), (0x26, 0x26), (0x3C, 0x3C), (0x3E, 0x3E)), negated=True)
+
+
+def _holding(word: str) -> Expr:
+    """The strings that hold `word` (regex IR)."""
+    return Sequence((Repeat(ANY_CHAR, 0, None), ByteString(word.encode("utf-8")), Repeat(ANY_CHAR, 0, None)))
 
 
 def excludes_problem(style: str, excludes: list):

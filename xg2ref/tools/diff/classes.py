@@ -35,6 +35,9 @@ question). A difference is of the class when it vanishes under the one change th
     outlines    recursion_depth         refuses what it accepts when recursion is unrolled deeper
     llguidance, property_order          (with any_order) the oracle of the same schema without
       outlines                          any_order answers as the engine does
+    xgrammar    pattern_properties      (structural tags, tool calls) vanishes once every
+                (specs/05, XML styles)  `patternProperties` pattern is anchored at both ends
+                                        (xgrammar matches a pattern against the whole name)
     llguidance, additional_properties   an over-acceptance vanishes once every object of the schema
       outlines                          says additionalProperties: false; an under-acceptance once
                                         it says true, or (with strict_mode off) the oracle of the
@@ -125,6 +128,10 @@ def by_design(engine: str, kind: str, spec, q, says: bool, asker, token: bytes) 
         return "-0 (specs/05 difference 9)"
     if engine == "outlines" and kind == "json_schema" and not says and before[-1:].isspace() and asked[:1] in b",]}":
         return "whitespace"
+    if engine == "xgrammar" and kind in ("structural_tag", "tool_calls") and asker is not None:
+        variant = whole_patterns(spec)
+        if variant != spec and not asker.differs(kind, variant, q, says):
+            return "pattern_properties (specs/05, XML styles)"
     if asker is None or says:
         return _additional_properties(engine, kind, spec, q, says, asker)
     if engine == "llguidance" and q.kind == "token" and token:
@@ -165,6 +172,31 @@ def _additional_properties(engine: str, kind: str, spec, q, says: bool, asker) -
             asker.with_options(strict_mode=True).oracle_says(kind, spec, q) is False:
         return "additional_properties"
     return None
+
+
+def whole_patterns(spec):
+    """`spec` (a JSON value, or its text) with every `patternProperties` pattern anchored at both
+    ends: what xgrammar 0.2.8 reads a pattern of an XML style as.
+
+    Example: whole_patterns({"patternProperties": {"^a": {}}}) == {"patternProperties": {"^(?:a)$": {}}}
+    """
+    if isinstance(spec, str):
+        try:
+            return json.dumps(whole_patterns(json.loads(spec)))
+        except ValueError:
+            return spec
+    if isinstance(spec, list):
+        return [whole_patterns(v) for v in spec]
+    if not isinstance(spec, dict):
+        return spec
+    out = {}
+    for key, value in spec.items():
+        if key == "patternProperties" and isinstance(value, dict):
+            value = {f"^(?:{p.removeprefix('^').removesuffix('$')})$": whole_patterns(v) for p, v in value.items()}
+        else:
+            value = whole_patterns(value)
+        out[key] = value
+    return out
 
 
 def has_dead_ends(text: str) -> bool:
