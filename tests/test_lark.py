@@ -480,3 +480,51 @@ def test_root_rule_and_rule_names():
     ir = lark_to_ir('start: root x\nroot: "r"\nx[max_tokens=3]: "x"')
     assert ir.root == "root" and ir.rule("x").option("max_tokens") == 3
     assert ir.rule("root").body.items[0].name != "root"  # the user's `root` was renamed
+
+
+def _lark_cases_with_strings() -> list:
+    """(source, strings) of this module's tables whose entries list strings to try."""
+    out = []
+    for value in list(globals().values()):
+        if isinstance(value, list):
+            for item in value:
+                if (isinstance(item, tuple) and len(item) >= 2 and isinstance(item[0], str) and ":" in item[0]
+                        and all(isinstance(x, list) for x in item[1:])):
+                    out.append((item[0], [s for x in item[1:] for s in x if isinstance(s, str)]))
+    return list({src: (src, strings) for src, strings in out}.values())
+
+
+@pytest.mark.xgrammar
+def test_xgrammars_printed_form_of_every_lark_grammar_here_reads_the_same():
+    """`str(xgrammar.Grammar.from_lark(src))` read by xg2ref: the language and the captures of
+    `xg2ref.Grammar.from_lark(src)`, on every grammar of this module's tables that both take,
+    with its strings (xgrammar's rule options for captures and markers included)."""
+    xg = pytest.importorskip("xgrammar")
+    from xg2ref.testing import _is_grammar_accept_string
+
+    def captures(grammar, text):
+        compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_grammar(grammar)
+        matcher = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        return matcher.get_captures() if matcher.accept_string(text) else None
+
+    compared = 0
+    for src, strings in _lark_cases_with_strings():
+        try:
+            original = xg.Grammar.from_lark(src)
+            printed = str(original)
+            reread = xg.Grammar.from_ebnf(printed)
+            ours = xgr.Grammar.from_lark(src)
+        except Exception:
+            continue
+        try:
+            if any(xg.testing._is_grammar_accept_string(original, s) != xg.testing._is_grammar_accept_string(reread, s)
+                   for s in strings):
+                continue  # xgrammar's print loses its own language (a NUL cuts a literal short)
+        except RuntimeError:
+            continue  # xgrammar cannot compile what it printed
+        theirs = xgr.Grammar.from_ebnf(printed)
+        for s in strings:
+            assert _is_grammar_accept_string(theirs, s) == _is_grammar_accept_string(ours, s), (src, s)
+            assert captures(theirs, s) == captures(ours, s), (src, s)
+        compared += 1
+    assert compared >= 60, compared

@@ -476,3 +476,88 @@ def test_deliberate_differences_from_xgrammar():
         assert ours.accept_string(text) and other.accept_string(text)
         assert ours.get_captures(deduplicate=False) == ours_raw
         assert other.get_captures(deduplicate=False) == xgrammars_raw
+
+
+# ---- stop/suffix markers (xg2ref/rule_options.py "Markers") ------------------------------------
+
+# (Lark source, accepted text, get_captures() as xgrammar 0.2.8 gives it)
+MARKER_CASES = [
+    ('start[capture="outer"]: r "z"\nr[capture="inner", suffix="!"]: /[a-z]*/', "xy!z",
+     [("inner", b"xy"), ("outer", b"xy!z")]),
+    ('start[capture="outer"]: r "z"\nr[capture="inner", stop="!"]: /[a-z]*/', "xy!z",
+     [("inner", b"xy"), ("outer", b"xyz")]),
+    ('start[capture="outer"]: r "z"\nr[capture="inner", suffix=/!!+/, stop_capture="marker"]: /[a-z]*/', "xy!!z",
+     [("marker", b"!!"), ("inner", b"xy"), ("outer", b"xy!!z")]),
+    ('start[capture="outer"]: r "z"\nr[capture="inner", stop=/!!+/, stop_capture="marker"]: /[a-z]*/', "xy!!z",
+     [("marker", b"!!"), ("inner", b"xy"), ("outer", b"xyz")]),
+    # the split leaves the body its required "b" (not the marker's whole "ba")
+    ('start[capture="outer"]: r "Z"\nr[capture="inner", stop=/b?a/, stop_capture="marker"]: "b"', "baZ",
+     [("marker", b"a"), ("inner", b"b"), ("outer", b"bZ")]),
+    ('start[capture="outer"]: r "z"\nr[capture="inner", stop="💥"]: /[a-z]*/', "xy💥z",
+     [("inner", b"xy"), ("outer", b"xyz")]),
+    # a stop marker belongs to the captures above its own occurrence only
+    ('start: a | c\na[capture="a"]: b "q"\nb[stop="!"]: "x"\nc[capture="c"]: "x!"', "x!", [("c", b"x!")]),
+    # every marker inside an enclosing capture is hidden; a stop rule needs no capture of its own
+    ('start[capture="outer"]: r r "z"\nr[stop="!"]: /[a-z]*/', "a!b!z", [("outer", b"abz")]),
+    # any-text bodies (TagDispatch) end at the marker, or without it
+    ('start[capture="outer"]: r "z"\nr[capture="inner", suffix=">"]: TEXT\nTEXT: /(\\n|.)*/', "ab>z",
+     [("inner", b"ab"), ("outer", b"ab>z")]),
+    ('start[capture="outer"]: r "z"\nr[capture="inner", stop=">", stop_capture="m"]: TEXT\nTEXT: /(\\n|.)*/', "ab>z",
+     [("m", b">"), ("inner", b"ab"), ("outer", b"abz")]),
+    # text that ends without its marker hides nothing
+    ('start[capture="outer"]: r\nr[capture="inner", stop=">", stop_capture="m"]: TEXT\nTEXT: /(\\n|.)*/', "abc",
+     [("inner", b"abc"), ("outer", b"abc")]),
+]
+
+
+def _marker_captures(module, grammar, text: str) -> list:
+    compiled = module.GrammarCompiler(module.TokenizerInfo([]), cache_enabled=False).compile_grammar(grammar)
+    matcher = module.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert matcher.accept_string(text)
+    return matcher.get_captures()
+
+
+@pytest.mark.parametrize("source, text, expected", MARKER_CASES, ids=[str(k) for k in range(len(MARKER_CASES))])
+def test_markers_split_label_and_hide_captured_spans(source, text, expected):
+    grammar = xgr.Grammar.from_lark(source)
+    assert _marker_captures(xgr, grammar, text) == expected
+    # the printed grammar (xgrammar's option names, ids for the helper rules) reads back the same
+    assert _marker_captures(xgr, xgr.Grammar.from_ebnf(str(grammar)), text) == expected
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("source, text, expected", MARKER_CASES, ids=[str(k) for k in range(len(MARKER_CASES))])
+def test_marker_captures_are_xgrammars_and_its_printed_form_reads_the_same(source, text, expected):
+    xg = pytest.importorskip("xgrammar")
+    theirs = xg.Grammar.from_lark(source)
+    assert _marker_captures(xg, theirs, text) == expected
+    assert _marker_captures(xgr, xgr.Grammar.from_ebnf(str(theirs)), text) == expected
+
+
+def test_marker_captures_follow_rollback_and_fork():
+    source = 'start[capture="outer"]: r r "z"\nr[capture="inner", stop="!", stop_capture="m"]: /[a-z]*/'
+    vocab = ["a", "!", "b", "z"]
+    info = xgr.TokenizerInfo(vocab)
+    matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_grammar(xgr.Grammar.from_lark(source)),
+                                 terminate_without_stop_token=True)
+    for t in (0, 1, 2):
+        assert matcher.accept_token(t)
+    fork = matcher.fork()
+    assert matcher.accept_token(1) and matcher.accept_token(3)
+    assert matcher.get_captures() == [("m", b"!"), ("inner", b"a"), ("m", b"!"), ("inner", b"b"), ("outer", b"abz")]
+    matcher.rollback(2)
+    assert matcher.get_captures() == [("m", b"!"), ("inner", b"a")]
+    assert fork.accept_token(0) and fork.accept_token(1) and fork.accept_token(3)
+    assert fork.get_captures() == [("m", b"!"), ("inner", b"a"), ("m", b"!"), ("inner", b"ba"), ("outer", b"abaz")]
+
+
+def test_printed_marker_options_are_checked():
+    for text, words in [
+        ('root ::= r\nr[capture_hidden_stop_bytes=1, capture_hidden_suffix_bytes=1] ::= "a!"', "not both"),
+        ('root ::= r\nr[capture_hidden_stop_bytes=1, capture_hidden_body_rule_id=0] ::= "a!"', "go together"),
+        ('root ::= r\nr[stop_capture="m"] ::= "a!"', "need capture_hidden"),
+        ('root ::= r\nr[capture_hidden_stop_bytes=1, capture_hidden_body_rule_id=0, capture_hidden_marker_rule_id=7]'
+         ' ::= "a!"', "the grammar has 2 rules"),
+    ]:
+        with pytest.raises(xgr.EBNFError, match=words):
+            xgr.Grammar.from_ebnf(text)

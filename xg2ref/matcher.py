@@ -141,8 +141,9 @@ class GrammarMatcher:
         # rule options `capture` / `temperature` (xg2ref/rule_options.py): None for grammars without
         # them; with captures, the accepted bytes (the spans are cut out of them)
         fsms = compiled_grammar.fsms
-        self._options = RuleOptionTables(fsms, compiled_grammar.arrays) if fsms.captures or fsms.temperatures else None
-        self._accepted: Optional[bytearray] = bytearray() if fsms.captures else None
+        self._options = (RuleOptionTables(fsms, compiled_grammar.arrays)
+                         if fsms.captures or fsms.temperatures or fsms.markers else None)
+        self._accepted: Optional[bytearray] = bytearray() if fsms.captures or fsms.markers else None
         self._budgets = len(compiled_grammar.fsms.max_tokens) > 0
         # character budgets act inside tokens: such grammars take the every-token mask
         self._char_budgets = len(compiled_grammar.fsms.max_chars) > 0

@@ -32,8 +32,23 @@ ancestor once:
     INHERIT   node (A, j), A has none, [i, j, B -> s], s -A-> t   |-  node (B, i)
 
 Values are float32, as in xgrammar. After a stop token the current set is unchanged, and so is
-the temperature. What this leaves out: xgrammar's printer-internal capture options
-(`capture_hidden_*`, `stop_capture`); xgrammar's warning when live rules disagree.
+the temperature.
+
+Markers (Lark's `suffix=M` / `stop=M`, xgrammar's printed `capture_hidden_*_bytes`,
+`capture_hidden_*_rule_id` and `stop_capture`). A rule R with a marker ends with it; the split of
+one of its spans w = data[j:k] is the first p with w[:p] in the body's language and w[p:] in the
+marker's (the two helper rules), or, without them, p = k - N (N the hidden bytes; for a body of
+free text up to a trigger, a TagDispatch, the trigger the span ends with); no split means the
+marker was not read (free text that ended without it, a budget that closed R):
+
+    MARKER    event (R, j, k), split p, R has stop_capture L   |-  (L, data[p:k]) before R's own
+    OWN       event (R, j, k), split p, R captured              |-  R's text is data[j:p]
+    HIDE      event (A, j, k) of a captured A, event (R, j', k') of a stop rule with split p,
+              j <= j', k' <= k, (A, j) an ancestor of (R, j') (INHERIT's walk)
+                                                                |-  data[p:k'] left out of A's text
+
+(for each occurrence (R, j'), its last event that ends by k). A suffix marker stays in the
+enclosing captures. What this leaves out: xgrammar's warning when live rules disagree.
 """
 
 from __future__ import annotations
@@ -43,7 +58,7 @@ from typing import Optional
 
 import numpy as np
 
-from .fsm.build import FSMArrays, GrammarFSMs
+from .fsm.build import FSMArrays, GrammarFSMs, Marker
 
 
 class RuleOptionTables:
@@ -59,15 +74,21 @@ class RuleOptionTables:
 
     def __init__(self, fsms: GrammarFSMs, arrays: FSMArrays):
         self.state_rule = arrays.state_rule
-        self.capture_labels = fsms.captures
+        self.capture_labels = fsms.captures or (None,) * len(fsms.fsms)
+        self.markers = fsms.markers
+        self.fsms = fsms.fsms
         self.capture_end = None
-        if fsms.captures:
-            captured = np.array([c is not None for c in fsms.captures], dtype=np.bool_)
+        if fsms.captures or fsms.markers:
+            # (a rule with a marker has events of its own: its stop_capture, what it hides above)
+            captured = np.array([c is not None for c in self.capture_labels], dtype=np.bool_)
+            if fsms.markers:
+                captured |= np.array([m is not None for m in fsms.markers], dtype=np.bool_)
             self.capture_end = arrays.is_final & captured[arrays.state_rule]
         self.rule_temperature = None
         self.referrers: list[np.ndarray] = []
         if fsms.temperatures:
             self.rule_temperature = np.array([math.nan if t is None else t for t in fsms.temperatures])
+        if fsms.temperatures or fsms.markers:
             sources = np.repeat(np.arange(len(arrays.ref_indptr) - 1, dtype=np.int32), np.diff(arrays.ref_indptr))
             order = np.argsort(arrays.ref_rule, kind="stable")
             bounds = np.searchsorted(arrays.ref_rule[order], np.arange(len(fsms.fsms) + 1))
@@ -99,15 +120,84 @@ def capture_events(tables: RuleOptionTables, chart, position: int) -> np.ndarray
 def captures(tables: RuleOptionTables, chart, position: int, data: bytes, deduplicate: bool = True
              ) -> list[tuple[str, bytes]]:
     """`GrammarMatcher.get_captures`: (label, span) per event; with `deduplicate`, the last event
-    of each occurrence (rule, start) only, where it stands. `data` holds the accepted bytes."""
-    rows = capture_events(tables, chart, position)
-    if deduplicate and len(rows):
+    of each occurrence (rule, start) only, where it stands. `data` holds the accepted bytes.
+    Markers (module docstring) split, label and hide parts of the spans."""
+    every = capture_events(tables, chart, position).tolist()
+    rows = every
+    if deduplicate and rows:
         last: dict[tuple[int, int], int] = {}
-        for n, (rule, start, _) in enumerate(rows.tolist()):
+        for n, (rule, start, _) in enumerate(rows):
             last[(rule, start)] = n
-        rows = rows[sorted(last.values())]
-    labels = tables.capture_labels
-    return [(labels[rule], bytes(data[start:end])) for rule, start, end in rows.tolist()]
+        rows = [rows[n] for n in sorted(last.values())]
+    labels, markers = tables.capture_labels, tables.markers
+    if not markers:
+        return [(labels[rule], bytes(data[start:end])) for rule, start, end in rows]
+    splits = {(r, j, k): _split(tables, markers[r], bytes(data[j:k])) for r, j, k in every if markers[r] is not None}
+    stops = [(r, j, k) for r, j, k in every if markers[r] is not None and markers[r].stop
+             and splits[(r, j, k)] is not None]
+    out = []
+    for rule, start, end in rows:
+        marker = markers[rule]
+        split = splits.get((rule, start, end))
+        if marker is not None and marker.label is not None and split is not None:
+            out.append((marker.label, bytes(data[start + split:end])))  # MARKER
+        if labels[rule] is None:
+            continue
+        hidden = [(start + split, end)] if split is not None else []  # OWN
+        hidden += _hidden_inside(tables, chart, stops, splits, rule, start, end)  # HIDE
+        out.append((labels[rule], _without(data, start, end, hidden)))
+    return out
+
+
+def _split(tables: RuleOptionTables, marker: "Marker", span: bytes) -> Optional[int]:
+    """Where the marker starts in `span` (None: the span holds no marker at its end)."""
+    if marker.body_rule < 0 or marker.marker_rule < 0:
+        if marker.ends:  # free text up to a trigger: read only when the span ends with one
+            return next((len(span) - len(t) for t in marker.ends if span.endswith(t)), None)
+        return len(span) - marker.hidden_bytes if len(span) >= marker.hidden_bytes else None
+    body, tail = tables.fsms[marker.body_rule], tables.fsms[marker.marker_rule]
+    for p in range(len(span) + 1):
+        if tail.accepts(span[p:]) and body.accepts(span[:p]):
+            return p
+    return None
+
+
+def _hidden_inside(tables: RuleOptionTables, chart, stops: list, splits: dict, rule: int, start: int, end: int
+                   ) -> list:
+    """HIDE: the markers of stop rules below occurrence (rule, start) that end by `end`."""
+    latest: dict = {}
+    for r, j, k in stops:
+        if start <= j and k <= end and (r, j) != (rule, start):
+            latest[(r, j)] = k  # (events come in order: the last one that ends by `end`)
+    return [(j + splits[(r, j, k)], k) for (r, j), k in latest.items() if _is_ancestor(tables, chart, (rule, start), (r, j))]
+
+
+def _is_ancestor(tables: RuleOptionTables, chart, top: tuple, node: tuple) -> bool:
+    """Whether occurrence `top` predicted occurrence `node`, directly or not (INHERIT's walk)."""
+    start, origin = chart.set_start, chart.item_origin
+    todo, seen = [node], {node}
+    while todo:
+        rule, j = todo.pop()
+        a, b = int(start[j]), int(start[j + 1])
+        parents = np.flatnonzero(np.isin(chart.item_state[a:b], tables.referrers[rule])) + a
+        for parent in zip(tables.state_rule[chart.item_state[parents]].tolist(), origin[parents].tolist()):
+            if parent == top:
+                return True
+            if parent not in seen and parent[1] >= top[1]:
+                seen.add(parent)
+                todo.append(parent)
+    return False
+
+
+def _without(data, start: int, end: int, hidden: list) -> bytes:
+    """data[start:end] less the `hidden` (begin, end) intervals."""
+    out, pos = bytearray(), start
+    for lo, hi in sorted(hidden):
+        if lo > pos:
+            out += data[pos:lo]
+        pos = max(pos, hi)
+    out += data[pos:end]
+    return bytes(out)
 
 
 def active_temperature(tables: RuleOptionTables, arrays: FSMArrays, chart, position: int) -> Optional[float]:

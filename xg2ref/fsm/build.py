@@ -176,6 +176,17 @@ class FSMArrays(NamedTuple):
     rule_member: np.ndarray
 
 
+class Marker(NamedTuple):
+    """A rule's stop/suffix marker (xg2ref/rule_options.py, "Markers")."""
+
+    stop: bool  # hidden from every enclosing capture too (stop), or from the rule's own (suffix)
+    hidden_bytes: int  # the marker's length when no helper rules split the span
+    body_rule: int  # the helper rules whose languages split a span (-1: none)
+    marker_rule: int
+    label: Optional[str]  # stop_capture
+    ends: tuple = ()  # without helper rules, a TagDispatch body's triggers: the marker is the one a span ends with
+
+
 @dataclass(frozen=True)
 class GrammarFSMs:
     """One simplified FSM per rule, with the facts the Earley engine needs."""
@@ -193,6 +204,8 @@ class GrammarFSMs:
     temperatures: tuple = ()  # per rule, its `temperature` as a float32 value or None (empty: none has one)
     # per rule, ("unordered", required members) or ("member", j, required) or None (empty: none)
     unordered: tuple = ()
+    # per rule, its stop/suffix marker (rule_options.Marker) or None (empty: no rule has one)
+    markers: tuple = ()
 
     @property
     def num_states(self) -> int:
@@ -217,7 +230,7 @@ class GrammarFSMs:
             fsms.append(FSM(f.num_states, f.start, f.finals, tuple(sorted(byte_edges)), tuple(sorted(rule_edges))))
         return GrammarFSMs(self.rule_names, tuple(fsms), self.root, self.nullable, self.productive, self.token_sets,
                            self.max_tokens, self.max_chars, self.repeats, self.captures, self.temperatures,
-                           self.unordered)
+                           self.unordered, self.markers)
 
     def state_offsets(self) -> np.ndarray:
         """offsets[r] = global number of rule r's state 0."""
@@ -344,10 +357,30 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
     char_budgets = tuple(int(rule.option("max_chars", -1)) for rule in ir.rules)
     captures, temperatures = rule_option_tables(ir)
     unordered = unordered_table(ir, fsms, nullable, rule_ids, productive)  # (unordered.py)
+    markers = marker_table(ir, rule_ids)
     return GrammarFSMs(names, tuple(fsms), rule_ids[ir.root], tuple(nullable), tuple(productive), tuple(token_sets),
                        budgets if any(b >= 0 for b in budgets) else (),
                        char_budgets if any(b >= 0 for b in char_budgets) else (),
-                       repeats if any(repeats) else (), captures, temperatures, unordered)
+                       repeats if any(repeats) else (), captures, temperatures, unordered, markers)
+
+
+def marker_table(ir: GrammarIR, rule_ids: dict) -> tuple:
+    """Per rule of `ir`, its stop/suffix marker (rule options `capture_hidden_*`, `stop_capture`;
+    xg2ref/rule_options.py `Marker`) or None; () when no rule has one."""
+    from ..intrinsics.tag_dispatch import TagDispatch
+
+    out = []
+    for r in ir.rules:
+        suffix, stop = r.option("capture_hidden_suffix_bytes"), r.option("capture_hidden_stop_bytes")
+        if suffix is None and stop is None:
+            out.append(None)
+            continue
+        body, marker = r.option("capture_hidden_body_rule"), r.option("capture_hidden_marker_rule")
+        ends = tuple(t for t, _ in r.body.tags) if isinstance(r.body, TagDispatch) and not r.body.loop else ()
+        out.append(Marker(stop is not None, int(stop if stop is not None else suffix),
+                          rule_ids.get(body, -1) if body is not None else -1,
+                          rule_ids.get(marker, -1) if marker is not None else -1, r.option("stop_capture"), ends))
+    return tuple(out) if any(m is not None for m in out) else ()
 
 
 def rule_option_tables(ir: GrammarIR) -> tuple[tuple, tuple]:

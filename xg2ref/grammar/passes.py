@@ -228,6 +228,15 @@ def fuse_byte_strings(ir: GrammarIR) -> GrammarIR:
 
 # --- reachability, productivity, nullability ----------------------------------------------------
 
+MARKER_RULE_KEYS = ("capture_hidden_body_rule", "capture_hidden_marker_rule")
+
+
+def marker_rules(ir: GrammarIR) -> set:
+    """The rules that stop/suffix markers name (rule options `capture_hidden_*_rule`): rules of
+    their own, referenced by no body, that captures split spans with (xg2ref/rule_options.py)."""
+    return {v for r in ir.rules for k, v in r.options if k in MARKER_RULE_KEYS}
+
+
 def remove_dead_rules(ir: GrammarIR) -> GrammarIR:
     """Drop rules that the root cannot reach (DeadCodeEliminator); keep definition order.
 
@@ -245,11 +254,12 @@ def remove_dead_rules(ir: GrammarIR) -> GrammarIR:
     while todo:
         rule = defined[todo.pop()]
         exprs = [rule.body] if rule.lookahead is None else [rule.body, rule.lookahead]
-        for expr in exprs:
-            for name in referenced_rules(expr):
-                if name in defined and name not in reached:
-                    reached.add(name)
-                    todo.append(name)
+        # (and the body and marker rules a stop/suffix marker names: captures split spans by them)
+        named = [v for k, v in rule.options if k in MARKER_RULE_KEYS]
+        for name in [n for expr in exprs for n in referenced_rules(expr)] + named:
+            if name in defined and name not in reached:
+                reached.add(name)
+                todo.append(name)
     return GrammarIR(tuple(r for r in ir.rules if r.name in reached), ir.root)
 
 
@@ -420,6 +430,7 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE,
     graph = {r.name: [n for n in referenced_rules(r.body) if n in defined] for r in ir.rules}
     # an intrinsic names its rules: they must stay rules
     named = {name for r in ir.rules for node in walk(r.body) if isinstance(node, Intrinsic) for name in node.rule_names()}
+    named |= marker_rules(ir)  # (and the helper rules a stop/suffix marker names)
     bodies = {r.name: r.body for r in ir.rules}
     inlined: dict[str, Expr] = {}
 

@@ -30,7 +30,7 @@ limit.
 from __future__ import annotations
 
 import unicodedata
-from typing import Union
+from typing import Optional, Union
 
 from .intrinsic import Intrinsic
 from .ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
@@ -48,12 +48,14 @@ def print_grammar(ir: GrammarIR) -> str:
     Example: print_grammar(parse_ebnf('root ::= "a" ("b" | c)*\\nc ::= [x-z]'))
              == 'root ::= "a" ("b" | c)*\\nc ::= [x-z]\\n'
     """
-    return "".join(print_rule(rule) + "\n" for rule in ir.rules)
+    index = {r.name: k for k, r in enumerate(ir.rules)}
+    return "".join(print_rule(rule, index) + "\n" for rule in ir.rules)
 
 
-def print_rule(rule: Rule) -> str:
-    """`name[options] ::= body`, with ` (= lookahead)` when the rule carries one."""
-    name = rule.name + (f"[{', '.join(_option(k, v) for k, v in rule.options)}]" if rule.options else "")
+def print_rule(rule: Rule, index: Optional[dict] = None) -> str:
+    """`name[options] ::= body`, with ` (= lookahead)` when the rule carries one; `index` (rule
+    name -> its place in the printed grammar) writes the rules a marker names as xgrammar's ids."""
+    name = rule.name + (f"[{', '.join(_option(k, v, index) for k, v in rule.options)}]" if rule.options else "")
     if rule.lookahead is None:
         return f"{name} ::= {print_expr(rule.body)}"
     # `a | b (= x)` reads as if the assertion belonged to b; `(a | b) (= x)` parses the same.
@@ -61,11 +63,15 @@ def print_rule(rule: Rule) -> str:
     return f"{name} ::= {body} (= {print_expr(rule.lookahead, ALTERNATIVE)})"
 
 
-def _option(key: str, value) -> str:
+def _option(key: str, value, index: Optional[dict] = None) -> str:
     if key in ("lazy", "unordered", "required"):
         return key if value else f"{key}=false"
     if key == "capture":
         return "capture" if value == "" else f'capture="{value}"'
+    if key == "stop_capture":
+        return f'stop_capture="{value}"'
+    if key in ("capture_hidden_body_rule", "capture_hidden_marker_rule"):
+        return f"{key}_id={index[value] if index is not None and value in index else value}"
     if key == "temperature":  # a float32 printed as xgrammar prints it: 9 significant digits
         return f"temperature={float(value):.9g}"
     return f"{key}={value!r}" if isinstance(value, float) else f"{key}={value}"

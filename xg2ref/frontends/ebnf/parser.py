@@ -54,7 +54,7 @@ from ... import intrinsics  # noqa: F401  (registers the built-in intrinsics)
 from ...exceptions import EBNFError, GrammarLimitError
 from ...grammar.intrinsic import REGISTRY, Call, Value, call_names
 from ...grammar.lazy import lazy_rule_problem
-from .rule_option_syntax import parse_rule_options
+from .rule_option_syntax import MARKER_RULE_IDS, MARKER_RULE_KEYS, parse_rule_options
 from ...grammar.source_error import SourceError
 from ...grammar.ir import (EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef,
                  Sequence)
@@ -192,6 +192,21 @@ def _lark_parser() -> Lark:
         _PARSERS[names] = Lark(grammar, parser="lalr", lexer="contextual", postlex=_TokenChecks(),
                                maybe_placeholders=False)
     return _PARSERS[names]
+
+
+def _marker_rules_named(rule: Rule, rules: list, token) -> Rule:
+    """`rule` with its `capture_hidden_*_rule_id` options (indices into `rules`, in the order of
+    the text) as rule names (`capture_hidden_*_rule`), which the IR's passes keep."""
+    if not any(k in MARKER_RULE_IDS for k, _ in rule.options):
+        return rule
+    options = []
+    for key, value in rule.options:
+        if key in MARKER_RULE_IDS:
+            if not value < len(rules):
+                raise SourceError(f"Rule option {key}={value}: the grammar has {len(rules)} rules", token.start_pos)
+            key, value = MARKER_RULE_KEYS[MARKER_RULE_IDS.index(key)], rules[value].name
+        options.append((key, value))
+    return Rule(rule.name, rule.body, rule.lookahead, tuple(options))
 
 
 def parse_ebnf(text: str, root_rule_name: str = "root") -> GrammarIR:
@@ -372,6 +387,7 @@ class _Builder:
         for ref in sorted(self.references, key=lambda t: t.start_pos):
             if ref not in seen:
                 raise SourceError(f'Rule "{ref}" is not defined', ref.start_pos)
+        rules = [_marker_rules_named(rule, rules, token) for rule, token in values[id(tree)]]
         ir = GrammarIR(tuple(rules), root_rule_name)
         for rule, name_token in values[id(tree)]:
             problem = lazy_rule_problem(ir, rule.name) if rule.option("lazy") else None

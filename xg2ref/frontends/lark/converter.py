@@ -29,7 +29,10 @@ lowered (skip = the `%ignore` rule, `(i1 | i2 | ...)*`, absent without `%ignore`
                                    a dispatch, or the rule option `lazy` (grammar/lazy.py)
 
 Capture names become the rule option `capture` (`GrammarMatcher.get_captures` reports them,
-specs/03-earley.md); `stop_capture` is read and checked but has no effect. A rule with options is
+specs/03-earley.md). A `stop=M` / `suffix=M` rule gets xgrammar's marker options
+(`capture_hidden_stop_bytes` / `capture_hidden_suffix_bytes`, helper rules `<name>_stop_body`
+and `<name>_stop_marker` that split its spans, `stop_capture`; xg2ref/rule_options.py reads
+them). A rule with options is
 kept as a rule. Errors are `LarkError`s (an `EBNFError`) at
 the offending place; a nested or named grammar's error is wrapped with the place that embeds it.
 """
@@ -230,7 +233,7 @@ class _Lowering(LazyRules):
             self.ctx.define(name, EPSILON)
         elif self.kind(d) == "lazy":
             body, lazy = self.lazy_body(d)
-            self.ctx.define(name, body, self.options(d) + lazy)
+            self.ctx.define(name, body, self.options(d) + self.marker_options(d, name) + lazy)
         else:
             self.ctx.define(name, self.compile(d.body, self.kind(d) == "temperature"), self.options(d))
 

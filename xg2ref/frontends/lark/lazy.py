@@ -122,6 +122,25 @@ class LazyRules:
             self.in_stop = False
         return (parts[0] if len(parts) == 1 else Sequence(tuple(parts))), (("lazy", True),)
 
+    def marker_options(self, d: Definition, name: str) -> tuple:
+        """The marker options of a stop/suffix rule (xgrammar's names and order): the hidden
+        bytes (the marker's length when it is a plain string, else 1), the helper rules for
+        its body and its marker (xg2ref/rule_options.py splits spans with them), stop_capture."""
+        stop = d.attr("stop") if "stop" in d.attrs else d.attr("suffix")
+        if stop is None:
+            return ()
+        plain = stop.kind == "string" and not stop.flags
+        self.in_stop = True
+        try:
+            body = self.ctx.define(self.ctx.fresh(f"{name}_stop_body"), self.compile(d.body, True)).name
+            marker = self.ctx.define(self.ctx.fresh(f"{name}_stop_marker"), self.compile(stop, True)).name
+        finally:
+            self.in_stop = False
+        key = "capture_hidden_stop_bytes" if "stop" in d.attrs else "capture_hidden_suffix_bytes"
+        out = ((key, len(stop.text.encode("utf-8")) if plain else 1), ("capture_hidden_body_rule", body),
+               ("capture_hidden_marker_rule", marker))
+        return out + ((("stop_capture", d.attr("stop_capture")),) if "stop_capture" in d.attrs else ())
+
     def check_stop_part(self, node: Node) -> None:
         """The regexes of a terminal read into a stop/suffix rule have no flag i, no %regex."""
         stack = [node]
