@@ -504,6 +504,13 @@ MARKER_CASES = [
      [("inner", b"ab"), ("outer", b"ab>z")]),
     ('start[capture="outer"]: r "z"\nr[capture="inner", stop=">", stop_capture="m"]: TEXT\nTEXT: /(\\n|.)*/', "ab>z",
      [("m", b">"), ("inner", b"ab"), ("outer", b"abz")]),
+    # the stop/suffix head of a dispatching start: its trigger is the marker
+    ('start[capture="outer"]: tool* tail\ntail: TEXT\nhead[stop="<t>", stop_capture="marker"]: TEXT\n'
+     'tool: head "x"\nTEXT: /(\\n|.)*/', "a<t>xb<t>xc",
+     [("marker", b"<t>"), ("marker", b"<t>"), ("outer", b"axbxc")]),
+    ('start[capture="outer"]: tool* tail\ntail: TEXT\nhead[suffix="<t>", stop_capture="marker"]: TEXT\n'
+     'tool: head "x"\nTEXT: /(\\n|.)*/', "a<t>xb<t>xc",
+     [("marker", b"<t>"), ("marker", b"<t>"), ("outer", b"a<t>xb<t>xc")]),
     # text that ends without its marker hides nothing
     ('start[capture="outer"]: r\nr[capture="inner", stop=">", stop_capture="m"]: TEXT\nTEXT: /(\\n|.)*/', "abc",
      [("inner", b"abc"), ("outer", b"abc")]),

@@ -38,8 +38,10 @@ Markers (Lark's `suffix=M` / `stop=M`, xgrammar's printed `capture_hidden_*_byte
 `capture_hidden_*_rule_id` and `stop_capture`). A rule R with a marker ends with it; the split of
 one of its spans w = data[j:k] is the first p with w[:p] in the body's language and w[p:] in the
 marker's (the two helper rules), or, without them, p = k - N (N the hidden bytes; for a body of
-free text up to a trigger, a TagDispatch, the trigger the span ends with); no split means the
-marker was not read (free text that ended without it, a budget that closed R):
+free text up to a trigger, a TagDispatch, the trigger the span ends with; for an empty rule
+that stands right after its marker, xgrammar's mark of a dispatch trigger, the N bytes before
+it); no split means the marker was not read (free text that ended without it, a budget that
+closed R):
 
     MARKER    event (R, j, k), split p, R has stop_capture L   |-  (L, data[p:k]) before R's own
     OWN       event (R, j, k), split p, R captured              |-  R's text is data[j:p]
@@ -132,7 +134,7 @@ def captures(tables: RuleOptionTables, chart, position: int, data: bytes, dedupl
     labels, markers = tables.capture_labels, tables.markers
     if not markers:
         return [(labels[rule], bytes(data[start:end])) for rule, start, end in rows]
-    splits = {(r, j, k): _split(tables, markers[r], bytes(data[j:k])) for r, j, k in every if markers[r] is not None}
+    splits = {(r, j, k): _marker_start(tables, markers[r], data, j, k) for r, j, k in every if markers[r] is not None}
     stops = [(r, j, k) for r, j, k in every if markers[r] is not None and markers[r].stop
              and splits[(r, j, k)] is not None]
     out = []
@@ -140,13 +142,25 @@ def captures(tables: RuleOptionTables, chart, position: int, data: bytes, dedupl
         marker = markers[rule]
         split = splits.get((rule, start, end))
         if marker is not None and marker.label is not None and split is not None:
-            out.append((marker.label, bytes(data[start + split:end])))  # MARKER
+            out.append((marker.label, bytes(data[split:end])))  # MARKER
         if labels[rule] is None:
             continue
-        hidden = [(start + split, end)] if split is not None else []  # OWN
+        hidden = [(split, end)] if split is not None else []  # OWN
         hidden += _hidden_inside(tables, chart, stops, splits, rule, start, end)  # HIDE
         out.append((labels[rule], _without(data, start, end, hidden)))
     return out
+
+
+def _marker_start(tables: RuleOptionTables, marker: "Marker", data, start: int, end: int) -> Optional[int]:
+    """Where the marker of occurrence data[start:end] begins (None: no marker was read). An
+    empty rule standing after its marker (`before`, a dispatch trigger) has it in the N bytes
+    before it."""
+    if marker.before:
+        m = end - marker.hidden_bytes
+        tail = tables.fsms[marker.marker_rule] if marker.marker_rule >= 0 else None
+        return m if m >= 0 and (tail is None or tail.accepts(bytes(data[m:end]))) else None
+    split = _split(tables, marker, bytes(data[start:end]))
+    return None if split is None else start + split
 
 
 def _split(tables: RuleOptionTables, marker: "Marker", span: bytes) -> Optional[int]:
@@ -169,7 +183,7 @@ def _hidden_inside(tables: RuleOptionTables, chart, stops: list, splits: dict, r
     for r, j, k in stops:
         if start <= j and k <= end and (r, j) != (rule, start):
             latest[(r, j)] = k  # (events come in order: the last one that ends by `end`)
-    return [(j + splits[(r, j, k)], k) for (r, j), k in latest.items() if _is_ancestor(tables, chart, (rule, start), (r, j))]
+    return [(splits[(r, j, k)], k) for (r, j), k in latest.items() if _is_ancestor(tables, chart, (rule, start), (r, j))]
 
 
 def _is_ancestor(tables: RuleOptionTables, chart, top: tuple, node: tuple) -> bool:

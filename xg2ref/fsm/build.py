@@ -31,7 +31,7 @@ import numpy as np
 
 from ..exceptions import GrammarLimitError
 from ..grammar.intrinsic import Intrinsic
-from ..grammar.ir import ByteString, CharClass, Expr, GrammarIR, RuleRef, referenced_rules
+from ..grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, RuleRef, referenced_rules
 from ..grammar.thompson import Thompson
 from ..util import deep_recursion
 from .fsm import FSM, REPEAT_UNBOUNDED, TOKEN_SYMBOL_BASE
@@ -185,6 +185,7 @@ class Marker(NamedTuple):
     marker_rule: int
     label: Optional[str]  # stop_capture
     ends: tuple = ()  # without helper rules, a TagDispatch body's triggers: the marker is the one a span ends with
+    before: bool = False  # an empty rule that stands right after its marker (a dispatch trigger)
 
 
 @dataclass(frozen=True)
@@ -379,7 +380,8 @@ def marker_table(ir: GrammarIR, rule_ids: dict) -> tuple:
         ends = tuple(t for t, _ in r.body.tags) if isinstance(r.body, TagDispatch) and not r.body.loop else ()
         out.append(Marker(stop is not None, int(stop if stop is not None else suffix),
                           rule_ids.get(body, -1) if body is not None else -1,
-                          rule_ids.get(marker, -1) if marker is not None else -1, r.option("stop_capture"), ends))
+                          rule_ids.get(marker, -1) if marker is not None else -1, r.option("stop_capture"), ends,
+                          r.body == EPSILON))
     return tuple(out) if any(m is not None for m in out) else ()
 
 

@@ -30,7 +30,7 @@ from typing import Optional
 
 from ...intrinsics.token_sets import token_dispatch_expr
 from ...intrinsics.tag_dispatch import TagDispatch
-from ...grammar.ir import EPSILON, Choice, Expr, Sequence
+from ...grammar.ir import EPSILON, ByteString, Choice, Expr, Sequence
 from .reader import Definition, Node
 
 # regexes read as "any text" (blanks dropped first; other flags ignored); with flag s, only `.*`
@@ -172,11 +172,13 @@ class LazyRules:
             if tool is None or tool.is_terminal or not items(tool.body):
                 return None
             consumed.add(tool.name)
-            parts, trigger = items(tool.body), None
+            parts, trigger, marked = items(tool.body), None, None
             head = unwrap(parts[0])
             if head.kind == "name" and head.text in self.defs:
                 trigger = self.regex_trigger(self.defs[head.text]) or self.lazy_dispatch(self.defs[head.text])
                 consumed |= {head.text} if trigger else set()
+                if trigger and {"stop", "suffix"} & self.defs[head.text].attrs.keys():
+                    marked = self.defs[head.text]
             rest = 1
             token = unwrap(parts[1]) if len(parts) >= 2 else None
             if trigger is None and token is not None and token.kind == "special" and self.is_any_text(parts[0]):
@@ -186,23 +188,39 @@ class LazyRules:
                 trigger, rest = ("token", ids), 2
             if trigger is None:
                 return None
-            found.append((trigger, Node("seq", tool.line, tool.col, children=parts[rest:])))
-        if len({t[0] for t, _ in found}) > 1:
+            found.append((trigger, Node("seq", tool.line, tool.col, children=parts[rest:]), marked))
+        if len({t[0] for t, _, _ in found}) > 1:
             raise self.fail("a dynamic Lark start rule cannot mix string and token triggers", start)
         self.consumed = consumed
-        groups: dict = {}  # trigger string or token id -> remainders, in first-seen order
-        for (level, value), rest in found:
+        groups: dict = {}  # trigger string or token id -> (remainder, its head's marker rule), in first-seen order
+        for (level, value), rest, marked in found:
+            mark = self.trigger_marker(marked, value) if marked is not None else None
             for key in ([value] if level == "string" else value):
-                groups.setdefault(key, []).append(rest)
+                groups.setdefault(key, []).append((rest, mark))
         tags = []
         for key, rests in groups.items():
-            parts = [self.compile(r, False) for r in rests]
+            parts = [self.compile(r, False) if mark is None else Sequence((mark, self.compile(r, False)))
+                     for r, mark in rests]
             name = self.ctx.fresh("lark_dynamic_body")
             self.ctx.define(name, parts[0] if len(parts) == 1 else Choice(tuple(parts)))
             tags.append((key, name))
         if found[0][0][0] == "string":
             return TagDispatch(tuple((k.encode("utf-8"), n) for k, n in tags), loop=True)
         return token_dispatch_expr(tags, True, [])
+
+
+    def trigger_marker(self, head: Definition, trigger: str) -> Expr:
+        """The mark of a stop/suffix head's trigger, read by the dispatch before the tool's rest:
+        an empty rule whose marker is the trigger just read (xgrammar's shape: its marker options,
+        itself as the body rule, `<head>_dynamic_marker_text` as the marker rule)."""
+        name = self.ctx.fresh(f"{self.names[head.name]}_dynamic_marker")
+        text = self.ctx.define(self.ctx.fresh(f"{name}_text"), ByteString(trigger.encode("utf-8"))).name
+        key = "capture_hidden_stop_bytes" if "stop" in head.attrs else "capture_hidden_suffix_bytes"
+        options = ((key, len(trigger.encode("utf-8"))), ("capture_hidden_body_rule", name),
+                   ("capture_hidden_marker_rule", text))
+        if "stop_capture" in head.attrs:
+            options += (("stop_capture", head.attr("stop_capture")),)
+        return self.ctx.define(name, EPSILON, options)
 
 
 def fixed_literal(pattern: str) -> Optional[str]:
