@@ -568,3 +568,73 @@ def test_printed_marker_options_are_checked():
     ]:
         with pytest.raises(xgr.EBNFError, match=words):
             xgr.Grammar.from_ebnf(text)
+
+
+MARKER_BODIES = ['/[a-z]*/', '/[ab]+/', '"x"', 'TEXT']
+MARKERS = ['"!"', '"!!"', '/!!+/', '/b?a/', 'END']
+MARKER_SHAPES = ['r "z"', 'r r "z"', 'r+ "z"', 'r ("," r)* "z"']
+MARKER_VOCAB = list("abxyz!?,") + ["a!", "!!", "b!", "!z", "ab"]
+
+
+@st.composite
+def marker_grammars(draw):
+    """A Lark grammar with one stop/suffix rule (captured or not, with stop_capture or not) under
+    a captured start, and a sentence of it (a walk of the oracle's sampler)."""
+    body, marker = draw(st.sampled_from(MARKER_BODIES)), draw(st.sampled_from(MARKERS))
+    attrs = [f'{draw(st.sampled_from(["stop", "suffix"]))}={marker}']
+    if draw(st.booleans()):
+        attrs.insert(0, 'capture="inner"')
+    if draw(st.booleans()):
+        attrs.append('stop_capture="m"')
+    source = (f'start[capture="outer"]: {draw(st.sampled_from(MARKER_SHAPES))}\nr[{", ".join(attrs)}]: {body}\n'
+              'TEXT: /[a-z!?,]*/\nEND: "!" | "?!"\n')
+    sentence = sentences(xgr.Grammar.from_lark(source).ir, random.Random(draw(st.integers(0, 2**16))))
+    return source, sentence
+
+
+@pytest.mark.xgrammar
+@SETTINGS
+@given(marker_grammars(), st.integers(0, 2**16))
+def test_marker_captures_equal_xgrammars_along_token_walks_with_rollbacks(case, seed):
+    """Hypothesis-generated Lark grammars with markers: after every token of a sentence, and
+    after rolling back, xg2ref's captures (from the Lark source, and from xgrammar's printed
+    form) are xgrammar's."""
+    xg = pytest.importorskip("xgrammar")
+    source, sentence = case
+    if sentence is None:
+        return
+    ids = greedy_ids(sentence)
+    if ids is None:
+        return
+    theirs = xg.GrammarMatcher(xg.GrammarCompiler(xg.TokenizerInfo(MARKER_VOCAB), cache_enabled=False)
+                               .compile_grammar(xg.Grammar.from_lark(source)), terminate_without_stop_token=True)
+    info = xgr.TokenizerInfo(MARKER_VOCAB)
+    ours = [xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_grammar(g), terminate_without_stop_token=True)
+            for g in (xgr.Grammar.from_lark(source), xgr.Grammar.from_ebnf(str(xg.Grammar.from_lark(source))))]
+    rng = random.Random(seed)
+    for t in ids:  # (the sampler does not know committed-shortest matching: a walk may end early)
+        taken = theirs.accept_token(t)
+        assert all(m.accept_token(t) == taken for m in ours), (source, sentence)
+        if not taken:
+            break
+        want = theirs.get_captures()
+        assert all(m.get_captures() == want for m in ours), (source, sentence)
+        if rng.random() < 0.3:
+            for m in [theirs] + ours:
+                m.rollback(1)
+            want = theirs.get_captures()
+            assert all(m.get_captures() == want for m in ours), (source, sentence, "after a rollback")
+            assert theirs.accept_token(t) and all(m.accept_token(t) for m in ours)
+
+
+def greedy_ids(data: bytes):
+    """`data` as MARKER_VOCAB ids, longest match first (None: not spellable)."""
+    out, i = [], 0
+    while i < len(data):
+        best = max((k for k, tok in enumerate(MARKER_VOCAB) if data.startswith(tok.encode(), i)),
+                   key=lambda k: len(MARKER_VOCAB[k]), default=None)
+        if best is None:
+            return None
+        out.append(best)
+        i += len(MARKER_VOCAB[best])
+    return out
