@@ -44,3 +44,44 @@ def test_front_end_cases_agree_with_the_oracle(names):
         assert case.oracle_failures == 0, case.reproducers
         if HAVE_XGRAMMAR and not names[0].startswith("schemas"):
             assert case.ref_failures == 0, case.reproducers  # no documented difference applies here
+
+
+class _NumlessEngine:
+    """xg2ref, except that its captures leave out every "num": a reference engine with a
+    captures bug (its masks are xg2ref's)."""
+
+    name = "numless"
+
+    def __init__(self, info):
+        from xg2ref.oracle.engines import XG2RefEngine
+
+        self.inner = XG2RefEngine(info)
+
+    def compile(self, ebnf_text: str, root: str = "root"):
+        matcher = self.inner.compile(ebnf_text, root)
+        captures = matcher.captures
+        matcher.captures = lambda: [c for c in captures() if c[0] != "num"]
+        return matcher
+
+
+@pytest.mark.jit_only
+def test_captures_are_compared_with_the_reference_shrunk_and_replayable():
+    """The `captures` case (captures and a stop marker): xg2ref agrees with xgrammar's captures
+    at every trace step; a reference whose captures differ is a disagreement of the class
+    `captures`, shrunk to the fewest bytes that still show it, with a replay command."""
+    from xg2ref import TokenizerInfo
+
+    info = TokenizerInfo.from_quicktok("llama3")
+    if HAVE_XGRAMMAR:
+        report = run_diff(["captures"], against="xgrammar", vocab=info, options=QUICK, progress=False)
+        case = report.cases[0]
+        assert case.captures_compared > 0 and case.capture_diff_ref == 0, case.reproducers
+    report = run_diff(["captures"], against=_NumlessEngine(info), vocab=info, options=QUICK, progress=False)
+    case = report.cases[0]
+    assert case.capture_diff_ref > 0 and case.ref_failures > 0
+    kept = [d for d in case.reproducers if d.kind == "captures"]
+    assert kept and all(d.against == "numless" for d in kept)
+    shortest = min(kept, key=lambda d: len(d.prefix))
+    assert len(shortest.prefix) <= 3 and shortest.prefix[-1:].isdigit(), shortest  # e.g. b"a:1"
+    assert "('num'" in shortest.verdicts["xg2ref"] and "('num'" not in shortest.verdicts["numless"]
+    assert shortest.replay().startswith("xg2ref check captures --partial --captures ")

@@ -83,6 +83,10 @@ class _GrammarMatcherAdapter:
     def reset(self) -> None:
         self.matcher.reset()
 
+    def captures(self) -> list:
+        """`get_captures()`: (label, bytes) pairs, the longest span of each occurrence."""
+        return [(str(label), bytes(span)) for label, span in self.matcher.get_captures()]
+
 
 # ---- xg2ref ---------------------------------------------------------------------------------
 

@@ -31,7 +31,10 @@ a `patch` because xgrammar 0.2.8 rejects their empty alternative. The four gramm
 own (`escapes`, `classes`, `repetition`, `recursion`) together use every construct of sections
 1-4 of xgrammar's EBNF dialect.
 
-What it leaves out: EBNF cases with intrinsics (TagDispatch, Regex, ...) or rule options.
+`captures.ebnf` (xg2ref's) holds captures and a stop marker in xgrammar's printed rule options,
+so that `xg2ref diff` compares `get_captures()` with the reference's (specs/03, "Markers").
+
+What it leaves out: EBNF cases with intrinsics (TagDispatch, Regex, ...) or other rule options.
 """
 
 from __future__ import annotations
@@ -172,3 +175,11 @@ def case_names() -> list[str]:
 def ebnf_case_names() -> list[str]:
     """Names of the grammar cases (EBNF files and builtins), in manifest order."""
     return [e["name"] for e in json.loads(MANIFEST.read_text(encoding="utf-8")) if "kind" not in e]
+
+
+def compile_case(engine, case: Case):
+    """A matcher of `engine` for the case: front-end cases go through the engine's own front end
+    when it has one (the oracle and plain engines read the EBNF text of xg2ref's conversion)."""
+    if case.kind != "ebnf" and hasattr(engine, "compile_front_end"):
+        return engine.compile_front_end(case.kind, case.spec, **case.options)
+    return engine.compile(case.text, case.root)

@@ -108,6 +108,13 @@ def cmd_check(args) -> int:
     if read < len(data):
         print(rejection(parser, data, read))
         return 1
+    if args.captures:
+        from ..matcher import GrammarMatcher
+
+        matcher = GrammarMatcher(compiled)
+        matcher.accept_string(data)
+        for label, span in matcher.get_captures():
+            print(f"capture {label}: {span!r}")
     if parser.is_completed():
         print(f"accepted: a complete sentence ({count(len(data), 'byte')})")
         return 0
@@ -404,6 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("string", metavar="STRING")
     p.add_argument("--hex", action="store_true", help="STRING is hex bytes")
     p.add_argument("--partial", action="store_true", help="exit 0 also for a viable prefix")
+    p.add_argument("--captures", action="store_true", help="also print get_captures() after STRING")
 
     p = command("explain", "why a text or token is allowed or rejected after a prefix: exit 0 allowed, 1 not",
                 cmd_explain)

@@ -25,7 +25,7 @@ from typing import Optional
 
 import numpy as np
 
-from .diff.checks import compile_case
+from ..suite import compile_case
 from ..oracle.engines import OracleMatcher
 from ..oracle.recognizer import MAX_INPUT_BYTES
 from ..suite import Case

@@ -14,6 +14,7 @@ reproducers but not counted (xg2ref is the engine under test).
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -23,7 +24,8 @@ from .report import CaseResult, Disagreement, ProgressBar
 from ...oracle.engines import Engine, OracleMatcher
 from ...oracle.recognizer import MAX_INPUT_BYTES
 from ...oracle.strategies import mutate, sentences
-from ...suite import Case
+from ..fuzz.shrink import shrink_bytes
+from ...suite import Case, compile_case
 from ...tokenizer_info import TokenizerInfo
 
 # Ids where have and ref differ that the oracle judges per step (a random subset beyond this).
@@ -32,6 +34,8 @@ MAX_ADJUDICATED_IDS = 64
 SENTENCE_CUTS = 2
 # Attempts at drawing a UTF-8 sentence for a trace.
 DRAW_ATTEMPTS = 8
+# Seconds a captures disagreement is shrunk for.
+SHRINK_SECONDS = 5.0
 
 Encoder = Callable[[bytes], Optional[list]]
 
@@ -117,14 +121,6 @@ def _whole(matcher, data: bytes) -> tuple[bool, Optional[bool]]:
     matcher.reset()
     accepted = matcher.accept_bytes(data)
     return accepted, (matcher.is_completed() if accepted else None)
-
-
-def compile_case(engine, case: Case):
-    """A matcher of `engine` for the case: front-end cases go through the engine's own front end
-    when it has one (the oracle and plain engines read the EBNF text of xg2ref's conversion)."""
-    if case.kind != "ebnf" and hasattr(engine, "compile_front_end"):
-        return engine.compile_front_end(case.kind, case.spec, **case.options)
-    return engine.compile(case.text, case.root)
 
 
 class CaseRun:
@@ -347,7 +343,60 @@ class CaseRun:
                 r.notes.append(f"trace stopped: the oracle rejects token {nxt} after {prefix[-40:]!r}")
                 return
             prefix += self.vocab[nxt]
+            if ref is not None and self.captured and not self.check_captures(prefix, ref):
+                ref = None  # (one captures reproducer per trace: the rest of it would repeat it)
         self.check_rollback(seen, ref)
+
+    # ---- captures ---------------------------------------------------------------------------
+
+    @property
+    def captured(self) -> bool:
+        """The case's grammar has captures (or stop/suffix markers) and the reference reports them."""
+        if not hasattr(self, "_captured"):
+            fsms = getattr(getattr(self.have, "matcher", None), "_options", None)
+            self._captured = fsms is not None and bool(fsms.capture_end is not None) and \
+                self.ref is not None and hasattr(self.ref, "captures")
+        return self._captured
+
+    def check_captures(self, data: bytes, ref) -> bool:
+        """Compare get_captures() after `data` with the reference's; keep a shrunk reproducer
+        when they differ (as multisets: specs/03's known difference of order). Returns whether
+        they agree."""
+        r = self.result
+        r.captures_compared += 1
+        ours, theirs = self.have.captures(), ref.captures()
+        if sorted(ours) == sorted(theirs):
+            return True
+        r.capture_diff_ref += 1
+        data, ours, theirs = self.shrink_captures(data, ours, theirs)
+        self.keep(Disagreement(self.case.name, "captures", self.ref_name, data,
+                               {"xg2ref": repr(ours), self.ref_name: repr(theirs)},
+                               note="get_captures() differs; the rest of this trace is not compared"))
+        return False
+
+    def shrink_captures(self, data: bytes, ours: list, theirs: list) -> tuple:
+        """`data` shrunk by ddmin to bytes both engines accept with captures that still differ
+        (fresh matchers of the case), with those captures."""
+        try:
+            mine, refs = compile_case(self.ctx.engine, self.case), compile_case(self.ctx.reference, self.case)
+        except Exception:
+            return data, ours, theirs
+        found: dict = {}
+
+        def differs(d: bytes) -> bool:
+            mine.reset()
+            refs.reset()
+            if not (mine.accept_bytes(d) and refs.accept_bytes(d)):
+                return False
+            a, b = mine.captures(), refs.captures()
+            found[d] = (a, b)
+            return sorted(a) != sorted(b)
+
+        if not differs(data):
+            return data, ours, theirs
+        small = shrink_bytes(data, differs, time.monotonic() + SHRINK_SECONDS)
+        differs(small)
+        return (small,) + found[small]
 
     def steered_trace(self) -> None:
         """A trace that follows the reference engine's own mask: at each step a random token it

@@ -10,6 +10,9 @@ engine's answer, and the command line that replays it (`Disagreement.replay`). T
     token      is the token allowed after prefix?                   (token masks)
     accept     accept_token's answer differs from the engine's own mask
     rollback   the mask after rolling back differs from the mask first seen at that step
+    captures   get_captures() after accepting prefix differs (as a multiset: the order of the
+               events inside one position is a known difference, specs/03); prefix is
+               shrunk (ddmin) to bytes both engines still accept with differing captures
 
 `CaseResult` holds one case's counts; `DiffReport` the whole run, its table, its JSON form and
 the exit status: 1 when xg2ref disagrees with its brute-force oracle (or a case could not
@@ -69,6 +72,8 @@ class Disagreement:
             return f"xg2ref check {case} --partial {string_argument(data, '--hex')}"
         if self.kind in ("sentence", "whole"):
             return f"xg2ref check {case} {string_argument(self.prefix, '--hex')}"
+        if self.kind == "captures":
+            return f"xg2ref check {case} --partial --captures {string_argument(self.prefix, '--hex')}"
         prefix = string_argument(self.prefix, "--prefix-hex") if self.prefix else "''"
         if not prefix.startswith("--prefix-hex"):
             prefix = f"--prefix {prefix}"
@@ -79,7 +84,8 @@ class Disagreement:
         answers = ", ".join(f"{name}: {_verdict_word(self.kind, v)}" for name, v in self.verdicts.items())
         what = {"prefix": f"byte {self.token!r} after", "sentence": "complete sentence", "whole": "accept_bytes of",
                 "token": f"token {self.token_id} {self.token!r} after", "accept": f"accept_token {self.token_id} "
-                f"{self.token!r} after", "rollback": f"mask after rolling back to"}[self.kind]
+                f"{self.token!r} after", "rollback": "mask after rolling back to",
+                "captures": "get_captures() after"}[self.kind]
         text = f"[{self.case}] {what} {self.prefix.decode('utf-8', 'backslashreplace')!r}: {answers}"
         return text + (f" ({self.note})" if self.note else "")
 
@@ -96,6 +102,8 @@ class Disagreement:
 def _verdict_word(kind: str, verdict: Optional[bool]) -> str:
     if verdict is None:
         return "-"
+    if kind == "captures":  # (the engine's captures, as text)
+        return str(verdict)
     if kind in ("token", "accept", "whole"):
         return "allowed" if verdict else "rejected"
     if kind == "rollback":
@@ -121,6 +129,8 @@ class CaseResult:
     mask_diff_oracle_tokens: int = 0
     mask_diff_ref_steps: int = 0
     mask_diff_ref_tokens: int = 0
+    captures_compared: int = 0  # trace steps whose captures were compared with the reference's
+    capture_diff_ref: int = 0
     seconds: float = 0.0
     notes: list = field(default_factory=list)
     error: str = ""
@@ -132,7 +142,7 @@ class CaseResult:
 
     @property
     def ref_failures(self) -> int:
-        return self.verdict_diff_ref + self.mask_diff_ref_tokens
+        return self.verdict_diff_ref + self.mask_diff_ref_tokens + self.capture_diff_ref
 
     def to_json(self) -> dict:
         out = {k: v for k, v in asdict(self).items() if k != "reproducers"}
@@ -215,7 +225,9 @@ class DiffReport:
         if self.reference:
             lines.append(f"xg2ref vs {ref}: {total('verdict_diff_ref'):,} verdicts (of {total('verdicts_ref'):,}), "
                          f"{total('mask_diff_ref_tokens'):,} mask ids in {total('mask_diff_ref_steps'):,} steps "
-                         f"(full masks compared at every step)")
+                         f"(full masks compared at every step)"
+                         + (f", captures at {total('capture_diff_ref'):,} of {total('captures_compared'):,} steps"
+                            if total('captures_compared') else ""))
         errors = [c for c in self.cases if c.error]
         if errors:
             lines.append("cases that could not run: " + ", ".join(f"{c.name} ({c.error})" for c in errors))

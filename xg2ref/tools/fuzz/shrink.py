@@ -47,7 +47,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Optional
 
-from ..diff.checks import compile_case
+from ...suite import compile_case
 from ..diff.classes import keywords
 from ...oracle.engines import OracleMatcher
 from ...oracle.recognizer import MAX_INPUT_BYTES
