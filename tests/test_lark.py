@@ -528,3 +528,45 @@ def test_xgrammars_printed_form_of_every_lark_grammar_here_reads_the_same():
             assert captures(theirs, s) == captures(ours, s), (src, s)
         compared += 1
     assert compared >= 60, compared
+
+
+# ---- llguidance's `&` and `~` in terminals (regular-language set operations) -----------------------
+
+SET_OPERATIONS = [  # (grammar, strings it takes, strings it refuses)
+    ('start: A\nA: /[a-z]+/ & /.*x.*/', ["abx", "x", "xa"], ["ab", "", "X"]),
+    ('start: A\nA: ~/b/', ["", "a", "bb", "ba"], ["b"]),
+    ('start: A "!"\nA: B & C\nB: /[ab]+/\nC: /a*b/', ["ab!", "aab!", "b!"], ["ba!", "a!", "!"]),
+    # `&` binds tighter than `|`, a sequence is one side: ("x" "y" & /xy|z/) | "z"
+    ('start: A | "q"\nA: "x" "y" & /xy|z/ | "z"', ["xy", "z", "q"], ["x", "y", "xyz"]),
+    # llguidance's own example: lines with no empty line between them
+    ('start: L\nL: /[a-z \\n]*/ & ~/(.|\\n)*\\n\\n(.|\\n)*/', ["ab\ncd", "", "\n", "a\nb\nc"], ["ab\n\ncd", "\n\n"]),
+]
+
+
+@pytest.mark.parametrize("grammar, takes, refuses", SET_OPERATIONS, ids=[c[0][:40] for c in SET_OPERATIONS])
+def test_terminal_intersection_and_complement(grammar, takes, refuses):
+    g = xgr.Grammar.from_lark(grammar)
+    assert [s for s in takes + refuses if _is_grammar_accept_string(g, s)] == takes
+
+
+def test_set_operations_belong_to_terminals():
+    with pytest.raises(EBNFError, match="intersection '&' can only be used in terminals"):
+        xgr.Grammar.from_lark('start: x\nx: "a" & "a"')
+    with pytest.raises(EBNFError, match="complement '~' can only be used in terminals"):
+        xgr.Grammar.from_lark('start: ~"a"')
+
+
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regexes(), regexes())
+def test_intersection_and_complement_are_the_sets_python_re_gives(a, b):
+    """`A & B` takes what both take and `~A` what A does not, on every string over {a, b} of up
+    to 5 characters (Python's `re` judges A and B)."""
+    both = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_lark(f"start: T\nT: /{a}/ & /{b}/")
+    neither = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_lark(f"start: T\nT: ~/{a}/")
+    ra, rb = re.compile(a), re.compile(b)
+    for n in range(6):
+        for k in range(2 ** n):
+            s = "".join("ab"[(k >> i) & 1] for i in range(n))
+            for compiled, want in ((both, bool(ra.fullmatch(s) and rb.fullmatch(s))), (neither, not ra.fullmatch(s))):
+                matcher = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
+                assert (matcher.accept_string(s) and matcher.is_terminated()) == want, (a, b, s)

@@ -15,6 +15,9 @@ lowered (skip = the `%ignore` rule, `(i1 | i2 | ...)*`, absent without `%ignore`
     /re/flags                      the regex's IR (xg2ref/frontends/regex/parser.py, flags i s u), `.` read as [^\\n]
                                    without s, as Lark and xgrammar read it
     x? x* x+ x~n..m x{n,m} [x]     Repeat(x, lo, hi)
+    T: A & B,  T: ~A  (terminals)  llguidance's intersection and complement, code point automata
+                                   written back as rules (`set_operation`); `&` binds tighter than
+                                   `|`, a sequence is one side of it
     %import common.INT [-> N]      a terminal N with Lark's `common` definition (`COMMON`)
     %json {schema}                 the JSON Schema front end's grammar (default options)
     %regex {"substring_chunks": [...]} / {"substring_chars": "..."}   xgrammar's Substring
@@ -48,6 +51,7 @@ from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, GrammarI
 from .lazy import LazyRules
 from .reader import MAX_DOCUMENTS, NAME_CHARS, Definition, Document, LarkError, Node, parse_lark
 from ...grammar.passes import remove_dead_rules, renamed_rules
+from ...grammar.regular import TooLarge, bounded_length, complement_automaton, intersection_automaton
 from ..regex.parser import regex_to_expr
 
 # Lark's `common.lark` terminals, as regexes
@@ -262,8 +266,8 @@ class _Lowering(LazyRules):
                 self.check_stop_part(d.body)
             ref = RuleRef(self.names[node.text])
             return ref if terminal or self.kind(d) == "rule" else self.skipped(ref)
-        if kind == "not":
-            raise self.fail("regular-expression complement '~' is not supported", node)
+        if kind in ("and", "not"):
+            return self.set_operation(node, terminal)
         if kind in ("json", "lark", "special", "gref") and terminal:
             what = {"json": "%json cannot", "lark": "nested %lark cannot", "special": "special tokens cannot",
                     "gref": "named grammars cannot"}[kind]
@@ -308,6 +312,50 @@ class _Lowering(LazyRules):
             return regex_to_expr(pattern, flags="".join(sorted(set(node.flags))))
         except XG2RefError as err:
             raise self.fail(f"failed to compile regular expression: {err}", node) from None
+
+    # llguidance's `A & B` (intersection) and `~A` (complement) in terminals: the regular-language
+    # operations JSON Schema's `not` and `allOf` use (grammar/regular.py), over code points
+    #     L(A & B) = L(A) ∩ L(B)        L(~A) = Σ* \ L(A)   (Σ: every code point)
+    # written back as rules, one per state of the product / complement automaton
+    def set_operation(self, node: Node, terminal: bool) -> Expr:
+        if not terminal:
+            what = "intersection '&'" if node.kind == "and" else "complement '~'"
+            raise self.fail(f"{what} can only be used in terminals", node)
+        parts = [self.language(child) for child in node.children]
+        try:
+            languages = parts if node.kind == "and" else [complement_automaton(parts)]
+            return bounded_length(languages, 0, None, lambda ranges: CharClass(tuple(ranges)),
+                                  lambda hint: self.ctx.fresh(f"lark_{hint}"), self.ctx.define)
+        except TooLarge as err:
+            raise self.fail(f"'{'&' if node.kind == 'and' else '~'}': {err}", node) from None
+
+    def language(self, node: Node):
+        """The regular language of a terminal expression for the set operations: regex IR with
+        the terminals it names written in, or an automaton where `&` / `~` stand."""
+        kind = node.kind
+        if kind == "name":
+            d = self.defs.get(node.text)
+            if d is None:
+                raise self.fail(f"unknown name '{node.text}'", node)
+            if not d.is_terminal:
+                raise self.fail(f"terminal cannot reference rule '{node.text}'", node)
+            return self.language(d.body)
+        if kind in ("and", "not"):
+            parts = [self.language(child) for child in node.children]
+            return intersection_automaton(parts) if kind == "and" else complement_automaton(parts)
+        if kind in ("seq", "choice", "repeat"):
+            parts = [self.language(child) for child in node.children]
+            if kind != "repeat" and len(parts) == 1:
+                return parts[0]
+            if any(isinstance(p, tuple) for p in parts):
+                raise self.fail("'&' and '~' inside a sequence, choice or repetition under another '&' or '~' "
+                                "are not supported; name that part as a terminal of its own", node)
+            if kind == "repeat":
+                return Repeat(parts[0], node.lo, None if node.hi == -1 else node.hi)
+            if not parts:
+                return EPSILON
+            return parts[0] if len(parts) == 1 else (Sequence if kind == "seq" else Choice)(tuple(parts))
+        return self.compile(node, True)
 
     def json_schema(self, node: Node) -> Expr:
         from ..json_schema.converter import json_schema_to_ir

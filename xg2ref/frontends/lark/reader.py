@@ -492,13 +492,20 @@ class _Parser:
         items = []
         while self.peek().kind not in _SEQUENCE_END:
             items.append(self.expr())
+        node = Node("seq", first.line, first.col, children=items)
+        if self.peek().kind == "&":  # llguidance's intersection: `A B & C` is (A B) & C, tighter than `|`
+            parts = [node]
+            while self.match("&"):
+                start, more = self.peek(), []
+                while self.peek().kind not in _SEQUENCE_END:
+                    more.append(self.expr())
+                parts.append(Node("seq", start.line, start.col, children=more))
+            node = Node("and", first.line, first.col, children=parts)
         if self.match("->"):
             self.expect("NAME", "expected alias name after '->'")
-        if self.peek().kind == "&":
-            self.fail("terminal intersection '&' is not supported")
         if self.peek().kind == "%if":
             self.fail("parametric %if conditions are not supported")
-        return Node("seq", first.line, first.col, children=items)
+        return node
 
     def expr(self) -> Node:
         first = self.peek()
