@@ -19,6 +19,8 @@ backend_xgrammar.py, utils.py, and the scheduler and model-runner code that driv
                  the verified tokens are accepted until the matcher terminates
     validation   Grammar.from_json_schema / from_ebnf / from_regex / from_lark /
                  from_structural_tag on each request before it is scheduled
+    parallel     past 128 structured requests, the rows filled from a thread pool in batches
+                 of 16 (requests sharing a schema share its CompiledGrammar)
 
 What is left out: the multiprocess plumbing, the reasoning parser, the grammar cache of compiled
 contexts across requests (xgrammar's own compiler cache is exercised).
@@ -381,7 +383,61 @@ def structural_tags(run: Run, env: Any) -> None:
     run.expect(free.sum() > len(env.byte_level.get_vocab()) // 2, "legacy tags: free text is not free before a trigger")
 
 
+# vLLM v1 fills the bitmask from a thread pool once a batch holds more structured requests than
+# this, a task per batch of rows; the compiled grammars come from the compiler's cache, so
+# requests with one schema share one CompiledGrammar
+PARALLEL_THRESHOLD = 128
+PARALLEL_BATCH = 16
+PARALLEL_WORKERS = 4
+
+
+def parallel_fill(run: Run, env: Any) -> None:
+    """vLLM v1's parallel fill: 136 structured requests (three JSON schemas and json_object, each
+    shared by 34 requests: one CompiledGrammar each, from the compiler's cache), every step's rows
+    filled from a thread pool in batches of 16, then recorded in row order and checked against a
+    fill of the same matcher alone; then each request's next token is accepted."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    backend = Backend(run, env.byte_level, env.vocab_size)
+    kinds = [("person", "json", json.dumps(c.PERSON), c.PERSON_OUT),
+             ("weather", "json", json.dumps(c.WEATHER), c.WEATHER_ARGS),
+             ("search", "json", json.dumps(c.SEARCH), '{"query": "xg2ref", "limit": 3}'),
+             ("object", "json_object", "", c.ANY_OBJECT_OUT)]
+    requests = [Request(f"{name}-{k}", kind, spec, text, any_whitespace=False)
+                for k in range(34) for name, kind, spec, text in kinds]
+    run.expect(len(requests) > PARALLEL_THRESHOLD, "the batch is not past vLLM's parallel threshold")
+    for req in requests:
+        backend.start(req)
+    alone = backend.one_row()
+    with ThreadPoolExecutor(PARALLEL_WORKERS) as pool:
+        for step in range(60):
+            live = [r for r in requests if not r.done]
+            if not live:
+                return
+            bitmask = run.xgr.allocate_token_bitmask(len(live), backend.vocab_size)
+
+            def fill(batch: list) -> None:
+                for row, req in batch:
+                    req.session.matcher.fill_next_token_bitmask(bitmask, row)
+
+            rows = list(enumerate(live))
+            list(pool.map(fill, [rows[i:i + PARALLEL_BATCH] for i in range(0, len(rows), PARALLEL_BATCH)]))
+            for row, req in rows:
+                bits = run.mask(f"{req.name}.parallel mask@{req.session.pos}", bitmask, row, backend.vocab_size)
+                run.expect(np.array_equal(bits, req.session.fill(alone, 0)),
+                           f"{req.name}: the row filled in the pool differs from a fill alone (step {step})")
+            for req in live:
+                run.expect(req.session.accept(req.tokens[req.pos]), f"{req.name}: token {req.pos} was rejected")
+                req.pos += 1
+                if req.session.is_terminated() or req.pos >= len(req.tokens):
+                    req.done = True
+                    run.expect(req.session.is_terminated(), f"{req.name}: output ended but the matcher did not "
+                               "terminate")
+    run.expect(False, "requests still running after 60 steps")
+
+
 SCENARIOS = {
+    "vllm_v1/parallel_fill": parallel_fill,
     "vllm_v1/tokenizer_info": tokenizer_info,
     "vllm_v1/validation": validation,
     "vllm_v1/json_requests": json_requests,
