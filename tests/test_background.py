@@ -303,3 +303,17 @@ def test_a_batch_filled_on_eight_threads_gives_the_serial_masks():
         for k, m in live:
             if step < len(jobs[k][1]):
                 assert m.accept_token(jobs[k][1][step])
+
+
+@pytest.mark.jit_only
+def test_the_concurrency_soak_patterns_give_the_serial_masks():
+    """`xg2ref bench concurrency`'s three patterns (shared grammars, compiles through one kept
+    compiler, batches), a second each on eight threads: every mask equal to a serial walk, no
+    exception."""
+    from xg2ref.tools.bench.concurrency import RUNNERS, Engine, load_docs
+
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    engine = Engine("xg2ref", xgr, info, load_docs("../shared/data", info, "llama3", 4))
+    for pattern, run in RUNNERS.items():
+        row = run(engine, 8, 1.0)
+        assert row.masks > 0 and row.wrong == 0 and row.errors == 0, (pattern, row)

@@ -513,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
     p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
                                     "kernels", "maskbench", "xg1-ablation", "earley-vs-pda", "formats", "schema-suite",
-                                    "token-classes", "wgrammar"),
+                                    "token-classes", "wgrammar", "concurrency"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: the default path's time to first mask and "
@@ -533,7 +533,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(classes, precompute time) and with --mask its Table 3's engine side, for JSON, C++ and XML "
                         "(--cases; --vocab takes a comma-separated list); wgrammar: WGrammar's Fig. 6 and Table 1 "
                         "components on json-mode-eval and two synthetic workloads (--requests each), templates and "
-                        "the online path beside xg2ref, xgrammar, llguidance and the pushdown automaton (qwen3)")
+                        "the online path beside xg2ref, xgrammar, llguidance and the pushdown automaton (qwen3); "
+                        "concurrency: the thread-safety contract under load (shared grammars, compiles, batches), "
+                        "every mask against a serial run, beside xgrammar")
+    p.add_argument("--threads", type=int, default=8, help="concurrency: threads (default 8)")
+    p.add_argument("--seconds", type=float, default=10.0, help="concurrency: seconds per pattern and engine")
     p.add_argument("--mask", action="store_true", help="token-classes: also per-token time with and without classes")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),

@@ -88,6 +88,11 @@ def run_bench(args) -> int:
         return bench_wgrammar(args.data, vocab=args.vocab if args.vocab != "llama3" else "qwen3",
                               requests=args.requests, json_limit=args.limit, engines=tuple(args.engines or ENGINES),
                               slow=args.slow_turns, results=args.results, plot=plot, progress=not args.no_progress)
+    if args.what == "concurrency":
+        from .concurrency import bench_concurrency
+
+        return bench_concurrency(args.data, vocab=args.vocab, threads=args.threads, seconds=args.seconds,
+                                 limit=args.limit or 12)
     if args.what == "token-classes":
         from .token_classes import GRAMMARS, bench_token_classes
 

@@ -1,0 +1,242 @@
+"""`xg2ref bench concurrency`: the thread-safety contract (README, "Threads") under load, beside
+xgrammar 0.2.8 in the same process.
+
+The contract is xgrammar's: a `GrammarCompiler` may be called from any number of threads, a
+`CompiledGrammar` may back any number of matchers used in any threads at once, one
+`GrammarMatcher` is used by one thread at a time, and `BatchGrammarMatcher` fills in parallel.
+Three patterns exercise it, each for `--seconds` per engine, on json-mode-eval schemas and their
+gold completions (a real vocabulary, `--vocab`):
+
+    shared     `--threads` threads, each walking matchers of its own over one CompiledGrammar per
+               schema (compiled once, shared by every thread), filling a mask before every token
+    compiles   the same, but every walk compiles its schema again through one kept compiler (its
+               caches shared: the second compile of a schema is a cache hit, the first ones race)
+    batch      `BatchGrammarMatcher(threads)` filling a batch of matchers, one row each, at
+               staggered positions; a matcher that reaches its end starts over
+
+Every mask is compared with a serial walk of the same engine (computed first, one thread, a
+compiler of its own), so a wrong mask, an exception or a crash is counted, not hidden. The table
+gives masks per second, masks checked, wrong masks and exceptions per pattern and engine, and the
+scaling of `shared`: masks per second with `--threads` threads over one thread.
+
+What it leaves out: processes (a crash ends the run; rerun a pattern alone to see which).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ...compiler import GrammarCompiler
+from ...matcher import GrammarMatcher
+from ...tokenizer_info import TokenizerInfo
+from .mask import _xgrammar_info
+
+PATTERNS = ("shared", "compiles", "batch")
+
+
+@dataclass
+class Row:
+    pattern: str
+    engine: str
+    threads: int
+    masks: int = 0
+    wrong: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    first_error: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.masks / self.seconds if self.seconds else 0.0
+
+
+class Engine:
+    """One engine's module (xg2ref or xgrammar), its vocabulary and the serial masks."""
+
+    def __init__(self, name: str, module, info, docs: list):
+        self.name, self.module, self.info, self.docs = name, module, info, docs
+        self.vocab_size = info.vocab_size
+        self.serial: list = []  # per doc: the bitmask rows (int32) before each token and after the last
+        compiler = self.compiler(cache=False)
+        for schema, tokens in docs:
+            self.serial.append(self.walk(compiler.compile_json_schema(schema), tokens))
+
+    def compiler(self, cache: bool = True):
+        kwargs = {"max_threads": 1} if self.name == "xgrammar" else {}
+        return self.module.GrammarCompiler(self.info, cache_enabled=cache, **kwargs)
+
+    def walk(self, compiled, tokens: list) -> list:
+        """The masks (int32 rows) before each token and after the last; ends at a refused token."""
+        m = self.module.GrammarMatcher(compiled)
+        bitmask = self.module.allocate_token_bitmask(1, self.vocab_size)
+        out = []
+        for t in tokens + [None]:
+            m.fill_next_token_bitmask(bitmask)
+            out.append(np.asarray(bitmask)[0].copy())
+            if t is not None and not m.accept_token(t):
+                break
+        return out
+
+    def check(self, compiled, i: int) -> tuple[int, int]:
+        """(masks, wrong masks) of a walk of doc i against the serial one."""
+        rows, want = self.walk(compiled, self.docs[i][1]), self.serial[i]
+        return len(rows), sum(not np.array_equal(a, b) for a, b in zip(rows, want)) + abs(len(rows) - len(want))
+
+
+def _run_threads(threads: int, seconds: float, body: Callable[[int, Row], None], row: Row) -> Row:
+    """`body(thread, row)` repeated in `threads` threads until `seconds` have passed; counts merged."""
+    lock = threading.Lock()
+    stop = time.perf_counter() + seconds
+
+    def worker(k: int) -> None:
+        mine = Row(row.pattern, row.engine, threads)
+        while time.perf_counter() < stop:
+            try:
+                body(k, mine)
+            except Exception as err:  # counted: a wrong answer of the contract
+                mine.errors += 1
+                mine.first_error = mine.first_error or f"{type(err).__name__}: {err}"[:160]
+        with lock:
+            row.masks, row.wrong, row.errors = row.masks + mine.masks, row.wrong + mine.wrong, row.errors + mine.errors
+            row.first_error = row.first_error or mine.first_error
+
+    start = time.perf_counter()
+    pool = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    row.seconds = time.perf_counter() - start
+    return row
+
+
+def run_shared(engine: Engine, threads: int, seconds: float) -> Row:
+    compiled = [engine.compiler(cache=False).compile_json_schema(schema) for schema, _ in engine.docs]
+    turn = [0] * threads
+
+    def body(k: int, row: Row) -> None:
+        i = (k + turn[k]) % len(engine.docs)
+        turn[k] += 1
+        masks, wrong = engine.check(compiled[i], i)
+        row.masks, row.wrong = row.masks + masks, row.wrong + wrong
+
+    return _run_threads(threads, seconds, body, Row("shared", engine.name, threads))
+
+
+def run_compiles(engine: Engine, threads: int, seconds: float) -> Row:
+    kept = engine.compiler(cache=True)
+    turn = [0] * threads
+
+    def body(k: int, row: Row) -> None:
+        i = (3 * k + turn[k]) % len(engine.docs)
+        turn[k] += 1
+        masks, wrong = engine.check(kept.compile_json_schema(engine.docs[i][0]), i)
+        row.masks, row.wrong = row.masks + masks, row.wrong + wrong
+
+    return _run_threads(threads, seconds, body, Row("compiles", engine.name, threads))
+
+
+def run_batch(engine: Engine, threads: int, seconds: float) -> Row:
+    mod = engine.module
+    compiled = [engine.compiler(cache=False).compile_json_schema(schema) for schema, _ in engine.docs]
+    slots = [(i % len(engine.docs), i % 7) for i in range(4 * threads)]  # (doc, staggered start)
+    matchers, where = [], []
+    for i, lead in slots:
+        m = mod.GrammarMatcher(compiled[i])
+        tokens = engine.docs[i][1]
+        lead = min(lead, len(tokens))
+        for t in tokens[:lead]:
+            m.accept_token(t)
+        matchers.append(m)
+        where.append(lead)
+    batch = mod.BatchGrammarMatcher(threads)
+    bitmask = mod.allocate_token_bitmask(len(matchers), engine.vocab_size)
+    row = Row("batch", engine.name, threads)
+    stop, start = time.perf_counter() + seconds, time.perf_counter()
+    while time.perf_counter() < stop:
+        try:
+            batch.batch_fill_next_token_bitmask(matchers, bitmask)
+        except Exception as err:
+            row.errors += 1
+            row.first_error = row.first_error or f"{type(err).__name__}: {err}"[:160]
+            break
+        rows = np.asarray(bitmask)
+        for s, (i, _) in enumerate(slots):
+            row.masks += 1
+            row.wrong += not np.array_equal(rows[s], engine.serial[i][where[s]])
+            tokens = engine.docs[i][1]
+            if where[s] < len(tokens) and matchers[s].accept_token(tokens[where[s]]):
+                where[s] += 1
+            else:
+                matchers[s].reset()
+                where[s] = 0
+    row.seconds = time.perf_counter() - start
+    return row
+
+
+RUNNERS = {"shared": run_shared, "compiles": run_compiles, "batch": run_batch}
+
+
+def load_docs(data_dir: str, info: TokenizerInfo, vocab: str, limit: int) -> list:
+    """(schema text, gold token ids) of json-mode-eval items whose completion the schema takes."""
+    from ..diff.checks import quicktok_encoder
+
+    path = os.path.join(data_dir, "json_mode_eval", "json_mode_eval_from_maskbench.jsonl")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"json-mode-eval not found at {path}; pass --data DIR")
+    encode = quicktok_encoder(vocab)
+    compiler = GrammarCompiler(info, cache_enabled=False)
+    docs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            item = json.loads(line)
+            schema, tokens = json.dumps(item["schema"]), encode(json.dumps(item["completion"]).encode())
+            m = GrammarMatcher(compiler.compile_json_schema(schema))
+            if tokens and all(m.accept_token(t) for t in tokens):
+                docs.append((schema, tokens))
+            if len(docs) >= limit:
+                break
+    return docs
+
+
+def bench_concurrency(data_dir: str, vocab: str = "llama3", threads: int = 8, seconds: float = 10.0,
+                      limit: int = 12, patterns=PATTERNS) -> int:
+    """Run the patterns (module docstring) for xg2ref and xgrammar; print the table. Exit 1 if any
+    engine gave a wrong mask or raised."""
+    import xg2ref
+
+    info = TokenizerInfo.from_quicktok(vocab)
+    docs = load_docs(data_dir, info, vocab, limit)
+    engines = [Engine("xg2ref", xg2ref, info, docs)]
+    try:
+        import xgrammar
+
+        engines.append(Engine("xgrammar", xgrammar, _xgrammar_info(xgrammar, info), docs))
+    except ImportError:
+        print("xgrammar is not installed: xg2ref alone")
+    rows = []
+    for pattern in patterns:
+        for engine in engines:
+            rows.append(RUNNERS[pattern](engine, threads, seconds))
+            if pattern == "shared":
+                rows.append(run_shared(engine, 1, seconds))
+    print(f"{len(docs)} json-mode-eval schemas, {vocab}, {threads} threads, {seconds:g} s per run, "
+          f"{os.cpu_count()} cores")
+    print(f"{'pattern':<9} {'engine':<9} {'threads':>7} {'masks/s':>9} {'masks':>8} {'wrong':>6} {'errors':>6}")
+    for r in rows:
+        print(f"{r.pattern:<9} {r.engine:<9} {r.threads:>7} {r.rate:>9,.0f} {r.masks:>8,} {r.wrong:>6} {r.errors:>6}"
+              + (f"  {r.first_error}" if r.first_error else ""))
+    for engine in engines:
+        many = next(r for r in rows if r.pattern == "shared" and r.engine == engine.name and r.threads == threads)
+        one = next(r for r in rows if r.pattern == "shared" and r.engine == engine.name and r.threads == 1)
+        if one.rate:
+            print(f"scaling, {engine.name}: {threads} threads give {many.rate / one.rate:.2f}x the masks/s of one")
+    return 1 if any(r.wrong or r.errors for r in rows) else 0
+
