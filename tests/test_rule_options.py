@@ -638,3 +638,15 @@ def greedy_ids(data: bytes):
         out.append(best)
         i += len(MARKER_VOCAB[best])
     return out
+
+
+def test_markers_survive_serialization():
+    source = 'start[capture="outer"]: r "z"\nr[capture="inner", stop=/!!+/, stop_capture="m"]: /[a-z]*/'
+    info = xgr.TokenizerInfo(list("abxyz!"))
+    grammar = xgr.Grammar.from_lark(source)
+    compiled = xgr.GrammarCompiler(info).compile_grammar(grammar)
+    for again in (xgr.CompiledGrammar.deserialize_json(compiled.serialize_json(), info),
+                  xgr.GrammarCompiler(info).compile_grammar(xgr.Grammar.deserialize_json(grammar.serialize_json()))):
+        m = xgr.GrammarMatcher(again, terminate_without_stop_token=True)
+        assert m.accept_string("xy!!z")
+        assert m.get_captures() == [("m", b"!!"), ("inner", b"xy"), ("outer", b"xyz")]
