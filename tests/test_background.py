@@ -241,6 +241,20 @@ def test_matchers_of_one_grammar_filled_from_several_threads_give_the_serial_mas
                     assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
 
 
+def _serial_walks(first: int, stop: int, max_tokens: int) -> tuple:
+    """(llama3 info, [(schema, gold tokens)], [their serial masks]) for json-mode-eval items
+    first..stop-1, each completion cut to `max_tokens` tokens."""
+    from xg2ref.tools.diff.checks import quicktok_encoder
+
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    encode = quicktok_encoder("llama3")
+    with open("../shared/data/json_mode_eval/json_mode_eval_from_maskbench.jsonl", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f if line.strip()][first:stop]
+    serial = xgr.GrammarCompiler(info, jit=False, cache_enabled=False)
+    jobs = [(e["schema"], encode(json.dumps(e["completion"]).encode())[:max_tokens]) for e in docs]
+    return info, jobs, [_walk(serial, schema, tokens, info) for schema, tokens in jobs]
+
+
 @pytest.mark.jit_only
 def test_one_kept_compiler_compiling_and_filling_from_eight_threads_gives_the_serial_masks():
     """xgrammar's contract: a `GrammarCompiler` may be called from any number of threads. Eight
@@ -249,15 +263,7 @@ def test_one_kept_compiler_compiling_and_filling_from_eight_threads_gives_the_se
     others compile: the schemas share rules, so builds and pool lookups race."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from xg2ref.tools.diff.checks import quicktok_encoder
-
-    info = xgr.TokenizerInfo.from_quicktok("llama3")
-    encode = quicktok_encoder("llama3")
-    with open("../shared/data/json_mode_eval/json_mode_eval_from_maskbench.jsonl", encoding="utf-8") as f:
-        docs = [json.loads(line) for line in f if line.strip()][8:16]
-    serial = xgr.GrammarCompiler(info, jit=False, cache_enabled=False)
-    jobs = [(e["schema"], encode(json.dumps(e["completion"]).encode())[:40]) for e in docs]
-    want = [_walk(serial, schema, tokens, info) for schema, tokens in jobs]
+    info, jobs, want = _serial_walks(8, 16, 40)
     for _ in range(2):
         kept = xgr.GrammarCompiler(info)
         order = list(range(len(jobs))) * 2  # each schema twice: the second one is a grammar-cache hit
@@ -277,15 +283,7 @@ def test_a_batch_filled_on_eight_threads_gives_the_serial_masks():
     """`BatchGrammarMatcher(8)` fills its rows on eight threads: sixteen matchers, four schemas
     (four matchers of each compiled grammar, JIT entries built by whichever fill meets them
     first, one matcher listed twice), every row equal to a serial walk of its document."""
-    from xg2ref.tools.diff.checks import quicktok_encoder
-
-    info = xgr.TokenizerInfo.from_quicktok("llama3")
-    encode = quicktok_encoder("llama3")
-    with open("../shared/data/json_mode_eval/json_mode_eval_from_maskbench.jsonl", encoding="utf-8") as f:
-        docs = [json.loads(line) for line in f if line.strip()][16:20]
-    serial = xgr.GrammarCompiler(info, jit=False, cache_enabled=False)
-    jobs = [(e["schema"], encode(json.dumps(e["completion"]).encode())[:30]) for e in docs]
-    want = [_walk(serial, schema, tokens, info) for schema, tokens in jobs]
+    info, jobs, want = _serial_walks(16, 20, 30)
     kept = xgr.GrammarCompiler(info)
     compiled = [kept.compile_json_schema(json.dumps(schema)) for schema, _ in jobs]
     rows = [(k, xgr.GrammarMatcher(compiled[k])) for k in range(len(jobs)) for _ in range(4)]

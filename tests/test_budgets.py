@@ -80,19 +80,7 @@ def test_masks_follow_the_budgets(grammar, tokens, masks):
 @pytest.mark.xgrammar
 @pytest.mark.parametrize("grammar, tokens, masks", CASES, ids=[c[0].split("\n")[-1][:40] for c in CASES])
 def test_the_expected_masks_are_xgrammars(grammar, tokens, masks):
-    xg = pytest.importorskip("xgrammar")
-    info = xg.TokenizerInfo(VOCAB, xg.VocabType.RAW, stop_token_ids=[STOP])
-    matcher = xg.GrammarMatcher(xg.GrammarCompiler(info, cache_enabled=False).compile_grammar(grammar))
-
-    def theirs():
-        bitmask = xg.allocate_token_bitmask(1, len(VOCAB))
-        matcher.fill_next_token_bitmask(bitmask)
-        return [VOCAB[i] for i in range(len(VOCAB)) if (int(bitmask[0, i // 32]) >> (i % 32)) & 1]
-
-    for k, token in enumerate(tokens):
-        assert theirs() == masks[k], (k, tokens[:k])
-        assert matcher.accept_token(VOCAB.index(token))
-    assert theirs() == masks[-1]
+    _check_xgrammar_walk(VOCAB, grammar, tokens, masks)
 
 
 # Token edges under character budgets, as xgrammar 0.2.8 reads them: a token edge reads while
@@ -141,16 +129,22 @@ def test_token_edges_follow_character_budgets(grammar, tokens, masks):
 @pytest.mark.xgrammar
 @pytest.mark.parametrize("grammar, tokens, masks", TOKEN_CASES, ids=[c[0].split("\n")[-1][:48] for c in TOKEN_CASES])
 def test_the_expected_token_edge_masks_are_xgrammars(grammar, tokens, masks):
+    _check_xgrammar_walk(TOKEN_VOCAB, grammar, tokens, masks)
+
+
+def _check_xgrammar_walk(vocab: list, grammar: str, tokens: list, masks: list) -> None:
+    """xgrammar 0.2.8's mask before each of `tokens` (token texts of `vocab`) and after the last
+    is `masks`' (allowed token texts), each token accepted."""
     xg = pytest.importorskip("xgrammar")
-    info = xg.TokenizerInfo(TOKEN_VOCAB, xg.VocabType.RAW, stop_token_ids=[STOP])
+    info = xg.TokenizerInfo(vocab, xg.VocabType.RAW, stop_token_ids=[STOP])
     matcher = xg.GrammarMatcher(xg.GrammarCompiler(info, cache_enabled=False).compile_grammar(grammar))
     for k, token in enumerate(tokens + [None]):
-        bitmask = xg.allocate_token_bitmask(1, len(TOKEN_VOCAB))
+        bitmask = xg.allocate_token_bitmask(1, len(vocab))
         matcher.fill_next_token_bitmask(bitmask)
-        theirs = [TOKEN_VOCAB[i] for i in range(len(TOKEN_VOCAB)) if (int(bitmask[0, i // 32]) >> (i % 32)) & 1]
+        theirs = [vocab[i] for i in range(len(vocab)) if (int(bitmask[0, i // 32]) >> (i % 32)) & 1]
         assert theirs == masks[k], (k, tokens[:k])
         if token is not None:
-            assert matcher.accept_token(TOKEN_VOCAB.index(token))
+            assert matcher.accept_token(vocab.index(token))
 
 
 def test_enforcement_follows_a_mask():

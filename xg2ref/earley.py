@@ -207,25 +207,23 @@ class EarleyParser:
         expired = c.item_deadline[lo:hi] < c.meta[K.META_TOKEN]
         return bool((scannable & expired).any()), bool((scannable & ~expired).any())
 
-    def _live_states(self) -> np.ndarray:
-        """FSM states of the current set's items that may read (all unless budgets are enforced)."""
+    def _live_states(self, whole_token: bool = False) -> np.ndarray:
+        """FSM states of the current set's items that may read (all unless budgets are enforced);
+        with `whole_token`, that may read a token through a token edge (TOKEN in
+        kernels/token_reads.py: not past a character budget that CHAR-ENFORCE holds to)."""
         c, k = self.chart, self.position
-        states = c.item_state[c.set_start[k]:c.set_start[k + 1]]
+        items = slice(c.set_start[k], c.set_start[k + 1])
+        live = np.ones(items.stop - items.start, dtype=np.bool_)
         if c.meta[K.META_ENFORCE]:
-            states = states[c.item_deadline[c.set_start[k]:c.set_start[k + 1]] >= c.meta[K.META_TOKEN]]
-        return states
+            live &= c.item_deadline[items] >= c.meta[K.META_TOKEN]
+        if whole_token and c.meta[K.META_CHAR_BUDGETS] and K.char_enforced(self.arrays, c, k):
+            live &= c.item_char_deadline[items] > c.set_chars[k]
+        return c.item_state[items][live]
 
     def token_sets_here(self) -> np.ndarray:
-        """Indices of the token sets that some token edge of the current set reads (TOKEN in
-        kernels/token_reads.py: items past their character budget read no token)."""
-        a, c, k = self.arrays, self.chart, self.position
-        states = self._live_states()
-        if c.meta[K.META_CHAR_BUDGETS] and K.char_enforced(a, c, k):
-            lo, hi = c.set_start[k], c.set_start[k + 1]
-            alive = c.item_char_deadline[lo:hi] > c.set_chars[k]
-            if c.meta[K.META_ENFORCE]:
-                alive = alive[c.item_deadline[lo:hi] >= c.meta[K.META_TOKEN]]
-            states = states[alive]
+        """Indices of the token sets that some token edge of the current set reads."""
+        a = self.arrays
+        states = self._live_states(whole_token=True)
         starts, ends = a.tok_indptr[states], a.tok_indptr[states + 1]
         if not (ends > starts).any():
             return np.zeros(0, np.int32)

@@ -188,19 +188,23 @@ def _hidden_inside(tables: RuleOptionTables, chart, stops: list, splits: dict, r
 
 def _is_ancestor(tables: RuleOptionTables, chart, top: tuple, node: tuple) -> bool:
     """Whether occurrence `top` predicted occurrence `node`, directly or not (INHERIT's walk)."""
-    start, origin = chart.set_start, chart.item_origin
     todo, seen = [node], {node}
     while todo:
-        rule, j = todo.pop()
-        a, b = int(start[j]), int(start[j + 1])
-        parents = np.flatnonzero(np.isin(chart.item_state[a:b], tables.referrers[rule])) + a
-        for parent in zip(tables.state_rule[chart.item_state[parents]].tolist(), origin[parents].tolist()):
+        for parent in _predictors(tables, chart, *todo.pop()):
             if parent == top:
                 return True
             if parent not in seen and parent[1] >= top[1]:
                 seen.add(parent)
                 todo.append(parent)
     return False
+
+
+def _predictors(tables: RuleOptionTables, chart, rule: int, j: int) -> list:
+    """The occurrences (rule, origin) that predicted occurrence (rule, j): the items of set j
+    with a reference edge to the rule."""
+    a, b = int(chart.set_start[j]), int(chart.set_start[j + 1])
+    parents = np.flatnonzero(np.isin(chart.item_state[a:b], tables.referrers[rule])) + a
+    return list(zip(tables.state_rule[chart.item_state[parents]].tolist(), chart.item_origin[parents].tolist()))
 
 
 def _without(data, start: int, end: int, hidden: list) -> bytes:
@@ -234,9 +238,7 @@ def active_temperature(tables: RuleOptionTables, arrays: FSMArrays, chart, posit
         if t == t:  # ACTIVE
             best = max(best, t)
             continue
-        a, b = int(start[j]), int(start[j + 1])  # INHERIT from the items of set j that reference the rule
-        parents = np.flatnonzero(np.isin(chart.item_state[a:b], tables.referrers[rule])) + a
-        for node in zip(arrays.state_rule[chart.item_state[parents]].tolist(), origin[parents].tolist()):
+        for node in _predictors(tables, chart, rule, j):  # INHERIT
             if node not in seen:
                 seen.add(node)
                 todo.append(node)

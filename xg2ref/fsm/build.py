@@ -31,7 +31,7 @@ import numpy as np
 
 from ..exceptions import GrammarLimitError
 from ..grammar.intrinsic import Intrinsic
-from ..grammar.ir import EPSILON, ByteString, CharClass, Expr, GrammarIR, RuleRef, referenced_rules
+from ..grammar.ir import EPSILON, MARKER_RULE_KEYS, ByteString, CharClass, Expr, GrammarIR, RuleRef, referenced_rules
 from ..grammar.thompson import Thompson
 from ..util import deep_recursion
 from .fsm import FSM, REPEAT_UNBOUNDED, TOKEN_SYMBOL_BASE
@@ -376,7 +376,7 @@ def marker_table(ir: GrammarIR, rule_ids: dict) -> tuple:
         if suffix is None and stop is None:
             out.append(None)
             continue
-        body, marker = r.option("capture_hidden_body_rule"), r.option("capture_hidden_marker_rule")
+        body, marker = (r.option(key) for key in MARKER_RULE_KEYS)
         ends = tuple(t for t, _ in r.body.tags) if isinstance(r.body, TagDispatch) and not r.body.loop else ()
         out.append(Marker(stop is not None, int(stop if stop is not None else suffix),
                           rule_ids.get(body, -1) if body is not None else -1,

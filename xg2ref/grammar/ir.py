@@ -123,6 +123,11 @@ class Rule:
         return dict(self.options).get(key, default)
 
 
+# The rule options that name a stop/suffix marker's two helper rules (their names in the IR;
+# xgrammar's printed form writes their places, `capture_hidden_body_rule_id` / `_marker_rule_id`)
+MARKER_RULE_KEYS = ("capture_hidden_body_rule", "capture_hidden_marker_rule")
+
+
 @dataclass(frozen=True, slots=True)
 class GrammarIR:
     """A whole grammar: rules in definition order and the name of the root rule."""

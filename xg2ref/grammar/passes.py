@@ -30,8 +30,8 @@ from .charsets import encode_codepoint
 from ..util import deep_recursion
 from .lazy import lower_lazy_rules
 from .intrinsic import Intrinsic
-from .ir import (EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence, children,
-                 referenced_rules, walk)
+from .ir import (EPSILON, MARKER_RULE_KEYS, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef,
+                 Sequence, children, referenced_rules, walk)
 
 T = TypeVar("T")
 
@@ -227,9 +227,6 @@ def fuse_byte_strings(ir: GrammarIR) -> GrammarIR:
 
 
 # --- reachability, productivity, nullability ----------------------------------------------------
-
-MARKER_RULE_KEYS = ("capture_hidden_body_rule", "capture_hidden_marker_rule")
-
 
 def marker_rules(ir: GrammarIR) -> set:
     """The rules that stop/suffix markers name (rule options `capture_hidden_*_rule`): rules of

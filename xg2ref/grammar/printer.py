@@ -33,7 +33,7 @@ import unicodedata
 from typing import Optional, Union
 
 from .intrinsic import Intrinsic
-from .ir import ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
+from .ir import MARKER_RULE_KEYS, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
 
 # Where an expression is printed, from loosest to tightest binding.
 TOP, ALTERNATIVE, ITEM, REPEATED = range(4)
@@ -70,7 +70,7 @@ def _option(key: str, value, index: Optional[dict] = None) -> str:
         return "capture" if value == "" else f'capture="{value}"'
     if key == "stop_capture":
         return f'stop_capture="{value}"'
-    if key in ("capture_hidden_body_rule", "capture_hidden_marker_rule"):
+    if key in MARKER_RULE_KEYS:
         return f"{key}_id={index[value] if index is not None and value in index else value}"
     if key == "temperature":  # a float32 printed as xgrammar prints it: 9 significant digits
         return f"temperature={float(value):.9g}"

@@ -25,6 +25,7 @@ import re
 import struct
 from typing import Optional
 
+from ...grammar.ir import MARKER_RULE_KEYS
 from ...grammar.source_error import SourceError
 
 MAX_BUDGET = 2**31 - 1
@@ -34,8 +35,7 @@ RULE_OPTIONS = ("max_tokens", "max_chars", "capture", "lazy", "temperature", "un
 # the options of a marker (xg2ref/rule_options.py `Markers`); in the IR the two ids are rule names,
 # under MARKER_RULE_KEYS (the parser resolves them once every rule is read, the printer writes ids)
 HIDDEN_BYTES = ("capture_hidden_suffix_bytes", "capture_hidden_stop_bytes")
-MARKER_RULE_IDS = ("capture_hidden_body_rule_id", "capture_hidden_marker_rule_id")
-MARKER_RULE_KEYS = ("capture_hidden_body_rule", "capture_hidden_marker_rule")
+MARKER_RULE_IDS = tuple(f"{key}_id" for key in MARKER_RULE_KEYS)
 
 _OPTION = re.compile(r'\s*([A-Za-z_]+)\s*(?:=\s*("(?:[^"\\]|\\.)*"|[^,\s]+))?\s*(?:,|$)')
 

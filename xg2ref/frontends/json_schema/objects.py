@@ -194,6 +194,20 @@ def pattern_search(pattern: str):
     return languages[0] if len(languages) == 1 else intersection_automaton(languages)
 
 
+def pattern_searches(patterns, path: str) -> list:
+    """The search language of each pattern of a `patternProperties` map (InvalidJSONError at the
+    offending pattern)."""
+    out = []
+    for pattern in patterns:
+        try:
+            out.append(pattern_search(pattern))
+        except RegexError as err:
+            raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err.message}") from None
+        except TooLarge as err:
+            raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
+    return out
+
+
 def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, witness=None) -> Expr:
     """An object valid under `schema` (with `witness`, a list of (languages a key avoids,
     languages it is in, a value schema): for each, one of its extra members has such a key and
@@ -216,14 +230,7 @@ def object_expr(conv, schema: dict, level: int, path: str, loose: bool = False, 
         # strict mode: none, unless the object has no `properties` keyword (as xgrammar: an empty
         # `properties` map is a declaration, `{}` only; `patternProperties` alone declares none)
         additional = loose or not conv.strict or "properties" not in schema
-    searches = []
-    for pattern in patterns:
-        try:
-            searches.append(pattern_search(pattern))
-        except RegexError as err:
-            raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err.message}") from None
-        except TooLarge as err:
-            raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
+    searches = pattern_searches(patterns, path)
     runnable = [automaton(search) for search in searches]  # built once, run on every declared name
     regions = _pattern_regions(conv, list(patterns.items()), searches, path)
     props = _constrained_members(schema, props, additional, runnable)

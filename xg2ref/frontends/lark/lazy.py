@@ -30,7 +30,7 @@ from typing import Optional
 
 from ...intrinsics.token_sets import token_dispatch_expr
 from ...intrinsics.tag_dispatch import TagDispatch
-from ...grammar.ir import EPSILON, ByteString, Choice, Expr, Sequence
+from ...grammar.ir import EPSILON, MARKER_RULE_KEYS, ByteString, Choice, Expr, Sequence
 from .reader import Definition, Node
 
 # regexes read as "any text" (blanks dropped first; other flags ignored); with flag s, only `.*`
@@ -136,10 +136,7 @@ class LazyRules:
             marker = self.ctx.define(self.ctx.fresh(f"{name}_stop_marker"), self.compile(stop, True)).name
         finally:
             self.in_stop = False
-        key = "capture_hidden_stop_bytes" if "stop" in d.attrs else "capture_hidden_suffix_bytes"
-        out = ((key, len(stop.text.encode("utf-8")) if plain else 1), ("capture_hidden_body_rule", body),
-               ("capture_hidden_marker_rule", marker))
-        return out + ((("stop_capture", d.attr("stop_capture")),) if "stop_capture" in d.attrs else ())
+        return _marker_options(d, len(stop.text.encode("utf-8")) if plain else 1, body, marker)
 
     def check_stop_part(self, node: Node) -> None:
         """The regexes of a terminal read into a stop/suffix rule have no flag i, no %regex."""
@@ -215,12 +212,15 @@ class LazyRules:
         itself as the body rule, `<head>_dynamic_marker_text` as the marker rule)."""
         name = self.ctx.fresh(f"{self.names[head.name]}_dynamic_marker")
         text = self.ctx.define(self.ctx.fresh(f"{name}_text"), ByteString(trigger.encode("utf-8"))).name
-        key = "capture_hidden_stop_bytes" if "stop" in head.attrs else "capture_hidden_suffix_bytes"
-        options = ((key, len(trigger.encode("utf-8"))), ("capture_hidden_body_rule", name),
-                   ("capture_hidden_marker_rule", text))
-        if "stop_capture" in head.attrs:
-            options += (("stop_capture", head.attr("stop_capture")),)
-        return self.ctx.define(name, EPSILON, options)
+        return self.ctx.define(name, EPSILON, _marker_options(head, len(trigger.encode("utf-8")), name, text))
+
+
+def _marker_options(d: Definition, hidden_bytes: int, body: str, marker: str) -> tuple:
+    """The rule options of stop/suffix definition `d`'s marker, in xgrammar's order: the hidden
+    bytes, the helper rules' names, then `stop_capture`."""
+    key = "capture_hidden_stop_bytes" if "stop" in d.attrs else "capture_hidden_suffix_bytes"
+    out = ((key, hidden_bytes),) + tuple(zip(MARKER_RULE_KEYS, (body, marker)))
+    return out + ((("stop_capture", d.attr("stop_capture")),) if "stop_capture" in d.attrs else ())
 
 
 def fixed_literal(pattern: str) -> Optional[str]:

@@ -73,8 +73,7 @@ from ..json_schema.strings import string_regexes
 from .xml_styles import IDENT_FIRST, IDENT_REST, STYLES, Style, compact_json
 from ...grammar.regular import (LARGE_CLASS_RANGES, TooLarge, automaton, bounded_length, complement_automaton,
                                 intersection_automaton)
-from ..json_schema.objects import _member_schema, _pattern_regions, pattern_search
-from ..regex.parser import RegexError
+from ..json_schema.objects import _member_schema, _pattern_regions, pattern_searches
 
 ANY_CHAR = CharClass((), negated=True)
 OBJECT_KEYWORDS = ("properties", "required", "additionalProperties")
@@ -175,7 +174,7 @@ class XmlSchemaConverter:
             additional = False
         elif additional is None:  # (as xgrammar: none when the schema declares names or patterns)
             additional = "properties" not in schema and not patterns
-        searches = self.searches(patterns, path)
+        searches = pattern_searches(patterns, path)
         declared = [(n, s, n in required) for n, s in props.items()]
         declared += [(n, True, True) for n in dict.fromkeys(required) if n not in props]
         if patterns:  # a declared name a pattern matches answers to both schemas
@@ -188,9 +187,8 @@ class XmlSchemaConverter:
                                       [n for n, _, _ in declared], sub, f"{path}.patternProperties.{pattern}")
                   for pattern, inside, outside, sub in _pattern_regions(self.conv, list(patterns.items()), searches, path)]
         if additional is not False:
-            name = self.extra_name([n for n, _, _ in declared])
-            if searches:  # an additional name matches no pattern
-                name = self.names_in([self.named_language(name, path), complement_automaton(searches)], path)
+            name = (self.names_in([self.identifiers(path), complement_automaton(searches)], path) if searches
+                    else self.extra_name([n for n, _, _ in declared]))  # (an additional name matches no pattern)
             extras.append(self.member(name, additional, f"{path}.additionalProperties"))
         extra = choice(*extras)
         lead = [seq(self.ws, m) for m in members]
@@ -228,18 +226,6 @@ class XmlSchemaConverter:
 
     # ---- patternProperties (JSON Schema's reading: a pattern is searched in the name) -----------
 
-    def searches(self, patterns: dict, path: str) -> list:
-        """The search language of each pattern (objects.py `pattern_search`)."""
-        out = []
-        for pattern in patterns:
-            try:
-                out.append(pattern_search(pattern))
-            except RegexError as err:
-                raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err.message}") from None
-            except TooLarge as err:
-                raise InvalidJSONError(f"{path}.patternProperties.{pattern}: {err}") from None
-        return out
-
     def names_in(self, languages: list, path: str) -> Expr:
         """The parameter names in every language of `languages` (regex IR or automata), written
         raw, one rule per automaton state."""
@@ -249,8 +235,8 @@ class XmlSchemaConverter:
         except TooLarge as err:
             raise InvalidJSONError(f"{path}.patternProperties: {err}") from None
 
-    def named_language(self, name: Expr, path: str):
-        """`extra_name`'s language, an automaton: the identifiers that avoid the excludes."""
+    def identifiers(self, path: str):
+        """`extra_name`'s language as an automaton: the identifiers that avoid the excludes."""
         if hasattr(self.style, "key"):
             raise InvalidJSONError(f"{path}.additionalProperties: {self.style_name} takes no additional "
                                    "parameters beside patternProperties")

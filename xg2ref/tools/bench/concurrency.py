@@ -68,6 +68,11 @@ class Engine:
         for schema, tokens in docs:
             self.serial.append(self.walk(compiler.compile_json_schema(schema), tokens))
 
+    def fresh_grammars(self) -> list:
+        """Each doc's schema compiled anew (JIT entries not built yet: the threads race for them)."""
+        compiler = self.compiler(cache=False)
+        return [compiler.compile_json_schema(schema) for schema, _ in self.docs]
+
     def compiler(self, cache: bool = True):
         kwargs = {"max_threads": 1} if self.name == "xgrammar" else {}
         return self.module.GrammarCompiler(self.info, cache_enabled=cache, **kwargs)
@@ -118,7 +123,7 @@ def _run_threads(threads: int, seconds: float, body: Callable[[int, Row], None],
 
 
 def run_shared(engine: Engine, threads: int, seconds: float) -> Row:
-    compiled = [engine.compiler(cache=False).compile_json_schema(schema) for schema, _ in engine.docs]
+    compiled = engine.fresh_grammars()
     turn = [0] * threads
 
     def body(k: int, row: Row) -> None:
@@ -145,7 +150,7 @@ def run_compiles(engine: Engine, threads: int, seconds: float) -> Row:
 
 def run_batch(engine: Engine, threads: int, seconds: float) -> Row:
     mod = engine.module
-    compiled = [engine.compiler(cache=False).compile_json_schema(schema) for schema, _ in engine.docs]
+    compiled = engine.fresh_grammars()
     slots = [(i % len(engine.docs), i % 7) for i in range(4 * threads)]  # (doc, staggered start)
     matchers, where = [], []
     for i, lead in slots:
@@ -187,22 +192,18 @@ RUNNERS = {"shared": run_shared, "compiles": run_compiles, "batch": run_batch}
 def load_docs(data_dir: str, info: TokenizerInfo, vocab: str, limit: int) -> list:
     """(schema text, gold token ids) of json-mode-eval items whose completion the schema takes."""
     from ..diff.checks import quicktok_encoder
+    from .token_classes_grammars import json_mode_eval_schemas
 
-    path = os.path.join(data_dir, "json_mode_eval", "json_mode_eval_from_maskbench.jsonl")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"json-mode-eval not found at {path}; pass --data DIR")
     encode = quicktok_encoder(vocab)
     compiler = GrammarCompiler(info, cache_enabled=False)
     docs = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            item = json.loads(line)
-            schema, tokens = json.dumps(item["schema"]), encode(json.dumps(item["completion"]).encode())
-            m = GrammarMatcher(compiler.compile_json_schema(schema))
-            if tokens and all(m.accept_token(t) for t in tokens):
-                docs.append((schema, tokens))
-            if len(docs) >= limit:
-                break
+    for _, schema, completion in json_mode_eval_schemas(data_dir):
+        schema, tokens = json.dumps(schema), encode(completion.encode())
+        m = GrammarMatcher(compiler.compile_json_schema(schema))
+        if tokens and all(m.accept_token(t) for t in tokens):
+            docs.append((schema, tokens))
+        if len(docs) >= limit:
+            break
     return docs
 
 

@@ -148,6 +148,10 @@ class CaseRun:
         self.never = np.zeros(ctx.info.vocab_size, dtype=np.bool_)
         self.never[self.stops + self.specials] = True
         self.kept = {"oracle": 0, self.ref_name: 0}
+        # captures compared at each trace step: the grammar captures (a rule's own or a marker's) and
+        # both engines report them
+        self.captured = (hasattr(self.have, "captures") and hasattr(self.ref, "captures")
+                         and any(k in ("capture", "stop_capture") for r in self.ir.rules for k, _ in r.options))
         self._tick("compiled")
 
     def _tick(self, label: str) -> None:
@@ -348,15 +352,6 @@ class CaseRun:
         self.check_rollback(seen, ref)
 
     # ---- captures ---------------------------------------------------------------------------
-
-    @property
-    def captured(self) -> bool:
-        """The case's grammar has captures (or stop/suffix markers) and the reference reports them."""
-        if not hasattr(self, "_captured"):
-            fsms = getattr(getattr(self.have, "matcher", None), "_options", None)
-            self._captured = fsms is not None and bool(fsms.capture_end is not None) and \
-                self.ref is not None and hasattr(self.ref, "captures")
-        return self._captured
 
     def check_captures(self, data: bytes, ref) -> bool:
         """Compare get_captures() after `data` with the reference's; keep a shrunk reproducer
