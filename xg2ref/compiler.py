@@ -22,6 +22,8 @@ import time
 from collections import OrderedDict
 from typing import Optional, Union
 
+import numpy as np
+
 from .analysis import AnalysedGrammar, analyse
 from .mask.background import background_default, foreground
 from .mask.cross_grammar import CrossGrammarCache
@@ -89,7 +91,7 @@ class CompiledGrammar:
 def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: bool = False,
                        eager_entries: Optional[int] = 0, pool: Optional[CrossGrammarCache] = None,
                        repetition_threshold: Optional[int] = REPETITION_THRESHOLD,
-                       max_bytes: int = -1, share_entries: bool = True) -> CompiledGrammar:
+                       max_bytes: int = -1, share_entries: bool = True, leo_items: bool = True) -> CompiledGrammar:
     """Normalize, build the FSMs, flatten: no grammar-level caching. With `jit`, mask-cache
     entries are built when a mask first needs them, except the `eager_entries` estimated to
     cost most (XGrammar-2 §3.5; None: as many as the cost model chooses, mask/jit.py auto_eager);
@@ -97,18 +99,19 @@ def compile_ir_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, *, jit: 
     repetitions of more than `repetition_threshold` copies are counted, not unrolled (§3.6;
     None: every repetition is unrolled); past `max_bytes` of FSM arrays and entries (negative: no
     limit), GrammarLimitError; without `share_entries`, one entry per scannable state (no state
-    classes: XGrammar's cache, for the parser-only comparisons of the benches)."""
+    classes: XGrammar's cache, for the parser-only comparisons of the benches); `leo_items=False`
+    completes right recursion item by item (kernels/earley.py, "Leo items": the ablation)."""
     start = time.perf_counter()
     a = analyse(grammar.ir, shapes=pool.shapes if pool is not None else None,
                 repetition_threshold=repetition_threshold, hashed=pool is not None)
     return _assemble(grammar, tokenizer_info, a.analysed(), jit, eager_entries, pool, max_bytes, start,
-                     share_entries)
+                     share_entries, leo_items)
 
 
 def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, parts: PartCache, *, jit: bool = False,
                            eager_entries: Optional[int] = 0, pool: Optional[CrossGrammarCache] = None,
                            repetition_threshold: Optional[int] = REPETITION_THRESHOLD,
-                           max_bytes: int = -1) -> CompiledGrammar:
+                           max_bytes: int = -1, leo_items: bool = True) -> CompiledGrammar:
     """`compile_ir_grammar` for a grammar assembled from sub-grammars (`grammar.parts`): each
     sub-grammar compiled once into `parts`, the top grammar compiled around stand-ins for them,
     then linked (xg2ref/linking.py)."""
@@ -123,15 +126,18 @@ def compile_linked_grammar(grammar: Grammar, tokenizer_info: TokenizerInfo, part
                 stand_ins={name: (p.hashes.hashes[p.root], p.hashes.kinds[p.root]) for name, (_, p) in compiled.items()})
     stubs = {r: compiled[name][1] for r, name in enumerate(a.fsms.rule_names) if name in compiled}
     linked = link(a.fsms, a.first, a.follow, a.lookahead, a.report, a.hashes, stubs)
-    return _assemble(grammar, tokenizer_info, linked, jit, eager_entries, pool, max_bytes, start)
+    return _assemble(grammar, tokenizer_info, linked, jit, eager_entries, pool, max_bytes, start,
+                     leo_items=leo_items)
 
 
 def _assemble(grammar: Grammar, tokenizer_info: TokenizerInfo, analysed: AnalysedGrammar, jit: bool,
               eager_entries: Optional[int], pool: Optional[CrossGrammarCache], max_bytes: int = -1,
-              start: Optional[float] = None, share_entries: bool = True) -> CompiledGrammar:
+              start: Optional[float] = None, share_entries: bool = True, leo_items: bool = True) -> CompiledGrammar:
     """The mask cache over the analysed machines, and the compiled grammar holding both
     (`start`: when compiling began, for the cost model's budget)."""
     fsms, arrays, hashes, lookahead = analysed.fsms, analysed.arrays, analysed.hashes, analysed.lookahead
+    if not leo_items:
+        arrays = arrays._replace(rule_leo=np.zeros_like(arrays.rule_leo))
     for token_set in fsms.token_sets:
         for t in token_set.ids:
             if t >= tokenizer_info.vocab_size:
@@ -172,7 +178,9 @@ class GrammarCompiler:
     to the matchers' positions first: mask/background.py); `jit_eager_entries=K` builds the K estimated
     to cost most instead of the cost model's choice; `cross_grammar_cache=False` keeps entries per
     grammar (it follows `cache_enabled` otherwise); `repetition_compression=False` unrolls every
-    repetition instead of counting those of more than `repetition_threshold` copies.
+    repetition instead of counting those of more than `repetition_threshold` copies;
+    `leo_items=False` completes right recursion item by item instead of through Leo items
+    (kernels/earley.py), quadratic in the length of a right-recursive list.
 
     Memory: `max_grammar_bytes` bounds one compiled grammar, its FSM arrays and its mask-cache
     entries (DEFAULT_MAX_GRAMMAR_BYTES, 2 GiB; negative: no limit). Past it, compiling, or with
@@ -184,7 +192,7 @@ class GrammarCompiler:
                  cache_limit_bytes: int = -1, jit: bool = True, jit_eager_entries: Optional[int] = None,
                  cross_grammar_cache: Optional[bool] = None, repetition_compression: bool = True,
                  repetition_threshold: int = REPETITION_THRESHOLD, max_grammar_bytes: Optional[int] = None,
-                 background_builds: Optional[bool] = None):
+                 background_builds: Optional[bool] = None, leo_items: bool = True):
         if max_grammar_bytes is None:
             max_grammar_bytes = DEFAULT_MAX_GRAMMAR_BYTES
         if not isinstance(tokenizer_info, TokenizerInfo):
@@ -203,6 +211,7 @@ class GrammarCompiler:
         self.jit_eager_entries = jit_eager_entries
         self.repetition_threshold = repetition_threshold if repetition_compression else None
         self.max_grammar_bytes = max_grammar_bytes
+        self.leo_items = leo_items  # right recursion completed through Leo items (kernels/earley.py)
         # compiles from several threads take turns: the two caches, the shape cache and the linked
         # parts are the compiler's, shared by every grammar it compiles (fills of compiled grammars
         # do not wait for it; they take their grammar's lock, then the pool's)
@@ -227,10 +236,10 @@ class GrammarCompiler:
             return compile_linked_grammar(grammar, self.tokenizer_info, self.parts, jit=self.jit,
                                           eager_entries=self.jit_eager_entries, pool=self.pool,
                                           repetition_threshold=self.repetition_threshold,
-                                          max_bytes=self.max_grammar_bytes)
+                                          max_bytes=self.max_grammar_bytes, leo_items=self.leo_items)
         return compile_ir_grammar(grammar, self.tokenizer_info, jit=self.jit, eager_entries=self.jit_eager_entries,
                                   pool=self.pool, repetition_threshold=self.repetition_threshold,
-                                  max_bytes=self.max_grammar_bytes)
+                                  max_bytes=self.max_grammar_bytes, leo_items=self.leo_items)
 
     def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root") -> CompiledGrammar:
         """Compile EBNF text or a `Grammar`."""

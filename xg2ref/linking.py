@@ -53,7 +53,7 @@ from typing import Optional
 import numpy as np
 
 from .analysis import AnalysedGrammar, analyse
-from .fsm.build import FSMArrays, GrammarFSMs
+from .fsm.build import FSMArrays, GrammarFSMs, leo_rules
 from .fsm.fsm import FSM
 from .fsm.hashing import KIND_UNHASHED, RuleHashes
 from .fsm.shapes import relabel
@@ -301,4 +301,5 @@ def _join_arrays(pieces: list, linked: GrammarFSMs) -> FSMArrays:
         rule_rep_hi=cat("rule_rep_hi"),
         rule_required=cat("rule_required"),
         rule_member=cat("rule_member"),
+        rule_leo=leo_rules(linked),
     )

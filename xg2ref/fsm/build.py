@@ -151,6 +151,8 @@ class FSMArrays(NamedTuple):
                                `unordered`, kernels/earley.py), -1 for other rules
     rule_member : int32[R]     a tracked member rule's 2 * number + required (options `member=j`,
                                `required`), -1 for other rules
+    rule_leo : uint8[R]        1 where Leo items may pass the rule (kernels/earley.py, "Leo items";
+                               `leo_rules`), 0 elsewhere; all 0 turns them off
     """
 
     state_rule: np.ndarray
@@ -174,6 +176,7 @@ class FSMArrays(NamedTuple):
     rule_rep_hi: np.ndarray
     rule_required: np.ndarray
     rule_member: np.ndarray
+    rule_leo: np.ndarray
 
 
 class Marker(NamedTuple):
@@ -287,7 +290,21 @@ class GrammarFSMs:
                                    or [-1] * len(self.fsms), dtype=np.int32),
             rule_member=np.array([2 * u[1] + u[2] if u and u[0] == "member" else -1 for u in self.unordered]
                                  or [-1] * len(self.fsms), dtype=np.int32),
+            rule_leo=leo_rules(self),
         )
+
+
+def leo_rules(fsms: GrammarFSMs) -> np.ndarray:
+    """Per rule, 1 when Leo items may pass it (kernels/earley.py, "Leo items"): not a counted
+    repetition (its final items LOOP), not unordered (its completions are guarded), and none
+    where the grammar has captures or markers (their events are the completed items Leo items
+    leave out)."""
+    n = len(fsms.fsms)
+    if fsms.captures or fsms.markers:
+        return np.zeros(n, np.uint8)
+    counted = [r is not None for r in fsms.repeats] if fsms.repeats else [False] * n
+    unordered = [u is not None and u[0] == "unordered" for u in fsms.unordered] if fsms.unordered else [False] * n
+    return np.array([not (c or u) for c, u in zip(counted, unordered)], dtype=np.uint8)
 
 
 def edge_indptr(sources: np.ndarray, num_states: int) -> np.ndarray:

@@ -7,6 +7,7 @@ passes, with their xgrammar counterparts (`cpp/grammar_functor.cc`):
     flatten              splice nested sequences/choices, drop epsilons   SingleElementExprEliminator
     fuse_byte_strings    "a" "b" --> "ab", [a] --> "a"                    ByteStringFuser
     inline_small_rules   replace refs to small non-recursive rules        RuleInliner (XGrammar §3.4)
+    join_mutual_tail_calls  a rule used once, calling back last, inlined  (none: xg2ref's own)
     remove_dead_rules    drop rules unreachable from the root             DeadCodeEliminator
     nullable_rules       rules that derive the empty string (analysis)    AllowEmptyRuleAnalyzer
     unproductive_rules   rules whose language is empty (analysis)
@@ -463,6 +464,108 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE,
     return GrammarIR(rules, ir.root)
 
 
+# --- mutual tail calls (XGrammar-2 §3.4, rule inlining for right recursion) ---------------------
+#
+# A tail self-call `list ::= item "," list | item` becomes a loop in `list`'s machine
+# (`FSM.with_tail_calls_as_loops`), and the Earley chart holds one item per list, not one per
+# element. Mutual right recursion escapes that: in xgrammar's JSON grammar
+#
+#     elements      ::= value elements_rest | ...   (every alternative ends in elements_rest)
+#     elements_rest ::= "" | ws "," ws elements
+#
+# neither rule calls itself. Substituting a rule's body for a reference to it is one step of a
+# derivation and changes no language; when the rule is referenced once, the grammar does not
+# grow either. So the pass takes the rules it catches, one by one:
+#
+#     CATCH   B is referenced exactly once in the grammar, from a tail of A's body (A != B),
+#             A's body is a tail of B's (so the two rules call each other last),
+#             B is not the root, has no options and no lookahead assertion, and no intrinsic
+#             or marker names it
+#             |-  A's reference to B is replaced by B's body; B is dropped
+#
+# after which A calls itself last (`elements_rest ::= "" | ws "," ws (value elements_rest | ...)`)
+# and its machine loops. A *tail* of a body is a reference that can be the last thing it reads:
+# the body itself, the last element of a sequence, any alternative of a choice. Leo items
+# (kernels/earley.py) make every right recursion linear; this pass makes the common one free.
+# Grammars with token or character budgets are left as they are (a budget belongs to a rule
+# occurrence, as in `inline_small_rules`).
+
+def tail_references(expr: Expr) -> set:
+    """The rules a reference to which can be the last thing `expr` reads (module docstring).
+
+    Example: tail_references(Choice((Sequence((RuleRef("a"), RuleRef("b"))), RuleRef("c")))) == {"b", "c"}
+    """
+    out, todo = set(), [expr]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, RuleRef):
+            out.add(node.name)
+        elif isinstance(node, Sequence) and node.items:
+            todo.append(node.items[-1])
+        elif isinstance(node, Choice):
+            todo.extend(node.alternatives)
+    return out
+
+
+def _reference_counts(ir: GrammarIR) -> dict:
+    """How many times each rule is referenced, in bodies and lookahead assertions."""
+    counts: dict = {}
+    for r in ir.rules:
+        for expr in (r.body, r.lookahead):
+            if expr is None:
+                continue
+            for node in walk(expr):
+                if isinstance(node, RuleRef):
+                    counts[node.name] = counts.get(node.name, 0) + 1
+    return counts
+
+
+def mutual_tail_calls(ir: GrammarIR) -> list:
+    """The (A, B) pairs CATCH takes, in rule order: B's body goes in place of A's reference.
+
+    Example: mutual_tail_calls(parse_ebnf('root ::= "[" a "]"\na ::= "x" b\nb ::= "," a | ""')) == [("a", "b")]
+    """
+    if any(r.option("max_tokens") is not None or r.option("max_chars") is not None for r in ir.rules):
+        return []
+    defined = {r.name: r for r in ir.rules}
+    named = {name for r in ir.rules for node in walk(r.body) if isinstance(node, Intrinsic)
+             for name in node.rule_names()} | marker_rules(ir)
+    counts = _reference_counts(ir)
+    users = {}
+    for r in ir.rules:
+        for name in referenced_rules(r.body):
+            users.setdefault(name, r.name)
+    pairs, taken = [], set()
+    for b in ir.rules:
+        a = users.get(b.name)
+        if (counts.get(b.name) != 1 or a is None or a == b.name or b.name == ir.root or b.options
+                or b.lookahead is not None or b.name in named or a in taken or b.name in taken):
+            continue
+        if b.name in tail_references(defined[a].body) and a in tail_references(b.body):
+            pairs.append((a, b.name))
+            taken |= {a, b.name}
+    return pairs
+
+
+def join_mutual_tail_calls(ir: GrammarIR) -> GrammarIR:
+    """`ir` with every CATCH applied (module docstring); the language of every rule kept is the same."""
+    pairs = mutual_tail_calls(ir)
+    if not pairs:
+        return ir
+    inlined = {b: a for a, b in pairs}
+    bodies = {r.name: r.body for r in ir.rules}
+    rules = []
+    for r in ir.rules:
+        if r.name in inlined:
+            continue
+        body = r.body
+        for a, b in pairs:
+            if a == r.name:
+                body = map_expr(body, lambda node, b=b: bodies[b] if node == RuleRef(b) else node)
+        rules.append(Rule(r.name, body, r.lookahead, r.options))
+    return GrammarIR(tuple(rules), ir.root)
+
+
 # --- the pipeline -------------------------------------------------------------------------------
 
 def normalize(ir: GrammarIR, *, inline: bool = True) -> GrammarIR:
@@ -471,7 +574,8 @@ def normalize(ir: GrammarIR, *, inline: bool = True) -> GrammarIR:
         0. lower_lazy_rules    lazy rules as plain rules (xg2ref/grammar/lazy.py)
         1. flatten             expose the real structure
         2. fuse_byte_strings   so literal runs count as one node when sizing rules
-        3. inline_small_rules  (skipped when `inline=False`)
+        3. inline_small_rules  (skipped when `inline=False`, as the next step is)
+           join_mutual_tail_calls  mutual right recursion as one rule (its tail calls then loop)
         4. flatten             splice the inlined bodies into their new parents
         5. fuse_byte_strings   fuse literals that inlining made adjacent
         6. remove_dead_rules   drop what the root no longer reaches
@@ -482,5 +586,5 @@ def normalize(ir: GrammarIR, *, inline: bool = True) -> GrammarIR:
     """
     ir = fuse_byte_strings(flatten(lower_lazy_rules(ir)))
     if inline:
-        ir = fuse_byte_strings(flatten(inline_small_rules(ir)))
+        ir = fuse_byte_strings(flatten(join_mutual_tail_calls(inline_small_rules(ir))))
     return remove_dead_rules(ir)

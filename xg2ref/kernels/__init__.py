@@ -1,7 +1,9 @@
 """Numba kernels over flat numpy arrays, in pipeline order:
 
+- `chart`: the Earley chart's flat arrays, the dedup table, growth (XGrammar-2 §3.4).
 - `earley`: the Earley recognizer (XGrammar-2 §3.4, App. D Table 6 left half): `predict`,
-  `scan`, `complete` (and LOOP for counted repetitions, §3.6), `close_set`, `advance_byte`.
+  `scan`, `complete` with Leo items for right recursion (`leo_top`), LOOP for counted
+  repetitions (§3.6), `close_set`, `advance_byte`.
 - `token_reads`: reading bytes and whole tokens (the TOKEN rule), the whole-vocabulary check.
 - `trie_walk`: the byte-sorted vocabulary as a trie (XGrammar §3.3): prefix reuse and subtree
   skipping, shared by every walk over many tokens.

@@ -83,6 +83,31 @@ sets serve the mask-cache entries of M's states, where S is not known: ALL (FREE
 every guard passes, and stays ALL) and NONE (from STRICT_BASE below FREE_BASE: every guard
 fails). Whatever the real S, its derivations are between NONE's and ALL's.
 
+Leo items (J. Leo 1991, "A general context-free parsing algorithm running in linear time on
+every LR(k) grammar without using lookahead"). Under right recursion COMPLETE walks a chain:
+with `elements ::= value elements_rest` and `elements_rest ::= "," elements | ""`, an element
+ending at k ends the `elements_rest` begun before it, which ends the `elements` before that,
+one item per element read so far, at every byte of the last one. A *link* is an item
+q = [i, j, A -> s] of set j whose state has exactly one reference edge s -B-> t, with t final
+and without edges of any kind, i < j, and A a rule Leo items may pass (`rule_leo`: not a
+counted repetition, not unordered, and the grammar has no captures or markers, whose events
+are completed items). Completing B at k through a link gives [i, k, A -> t], an item that does
+nothing but complete A in set i; when set i holds exactly one item waiting for A and it is a
+link q', that is all it does, so it is skipped:
+
+    LEO       [j, k, B -> f] completes (COMPLETE's premises), q = [i, j, A -> s] a link with
+              s -B-> t, and q* = TOP(q) = [i*, j*, A* -> s*] with s* -B*-> t*
+              |-  [i*, k, A* -> t*]   (in place of [i, k, A -> t])
+    TOP       TOP(q) = TOP(q')  when the items of set i waiting for A are one link q'
+              TOP(q) = q        otherwise
+
+Only the chain's last item enters set k; the items between would only have completed one
+another. TOP(q) reads sets before j only, so it is computed once, when first needed, and kept
+with the item (`Chart.item_leo`): it is rolled back with its set. Each step goes to an earlier
+set (i < j), so the walk ends, and an item begun at 0 is never left out (set 0 holds no link):
+`is_completed` and context expansion's CLIMB read those. With `rule_leo` all zero (the compiler's `leo_items=False`)
+COMPLETE is the plain rule, for the ablation.
+
 Status codes: OK = 0, EMPTY = 1 (the byte is rejected: the new set would be empty),
 NEED_ITEMS = 2 and NEED_TABLE = 3 (the caller grows `Chart` and calls again; nothing was
 committed).
@@ -90,188 +115,21 @@ committed).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 from numba import njit
 
-from ..exceptions import GrammarLimitError
+# the chart's storage (chart.py), re-exported: every kernel reads these names from here
+from .chart import (BEFORE_FIRST_TOKEN, DUPLICATE, EMPTY, FREE_BASE, GENERAL_STEP, LEO_UNKNOWN, MAX_CHART_ITEMS,
+                    META_BUDGETS, META_CHAR_BUDGETS, META_ENFORCE, META_GEN, META_N_SETS, META_POOL, META_RAISED,
+                    META_TOKEN, NEED_ITEMS, NEED_TABLE, NO_DEADLINE, NOEXIT_BASE, OK, STRICT_BASE, Chart, add_item,
+                    grown_chart, new_chart)
 
+__all__ = ["BEFORE_FIRST_TOKEN", "DUPLICATE", "EMPTY", "FREE_BASE", "GENERAL_STEP", "LEO_UNKNOWN", "MAX_CHART_ITEMS",
+           "META_BUDGETS", "META_CHAR_BUDGETS", "META_ENFORCE", "META_GEN", "META_N_SETS", "META_POOL", "META_RAISED",
+           "META_TOKEN", "NEED_ITEMS", "NEED_TABLE", "NO_DEADLINE", "NOEXIT_BASE", "OK", "STRICT_BASE", "Chart",
+           "add_item", "grown_chart", "new_chart", "expired", "item_may_end", "predict", "loop_counted", "leo_top",
+           "complete", "close_set", "seed_chart", "init_chart", "scan", "advance_byte", "char_enforced", "is_completed"]
 
-OK = 0
-EMPTY = 1
-NEED_ITEMS = 2
-NEED_TABLE = 3
-# add_item's answer when the item is in the set already (a new end is >= 0, a NEED_* code is
-# returned negated, below DUPLICATE)
-DUPLICATE = -1
-# _dfa_step's answer when the single-item shortcut does not apply (the general step runs)
-GENERAL_STEP = -1
-
-NO_DEADLINE = 2147483647
-# stand-in counts (module docstring): FREE_BASE + n, NOEXIT_BASE + n, STRICT_BASE + n after n LOOPs
-FREE_BASE = 1 << 30
-NOEXIT_BASE = 1 << 29
-STRICT_BASE = 1 << 28
-BEFORE_FIRST_TOKEN = -1  # meta[META_TOKEN] before the first token
-# chart.meta slots
-META_N_SETS = 0     # the number of sets (the current set is meta[META_N_SETS] - 1)
-META_GEN = 1        # the generation of the dedup table (a slot is in use iff tbl_gen[slot] == it)
-META_TOKEN = 2      # index of the token being read (BEFORE_FIRST_TOKEN); PREDICT counts budgets from it
-META_ENFORCE = 3    # 1: items past their deadline neither SCAN nor TOKEN
-META_RAISED = 4     # set when a deadline rose during a closure (the closure runs again)
-META_BUDGETS = 5    # 1: the grammar has token budgets (deadlines are tracked)
-META_CHAR_BUDGETS = 6  # 1: the grammar has character budgets
-META_POOL = 7       # links in the member-set pool while the current set is built (unordered rules)
-
-
-class Chart(NamedTuple):
-    """The Earley chart: every set since the start, in flat arrays.
-
-    item_state : int32[capacity]   FSM state of each item
-    item_origin : int32[capacity]  origin (byte position) of each item
-    item_deadline : int32[capacity]  last token index the item's derivation may read (token budgets)
-    item_char_deadline : int32[capacity]  code points its derivation may have read in all (character budgets)
-    item_count : int32[capacity]   passes completed by a counted repetition's item (0 for others)
-    set_start : int64[max_sets+1]  set k holds items set_start[k] : set_start[k+1]
-    set_chars : int32[max_sets+1]  code points (UTF-8 lead bytes) among the bytes before set k
-    tbl_key : int64[T]             dedup table of the set being built (T a power of two)
-    tbl_gen : int64[T]             slot is in use iff tbl_gen[slot] == meta[META_GEN]
-    tbl_cnt : int64[T]             the count of the item in the slot
-    meta : int64[8]                the META_* slots above
-    pool_parent : int32[P]         member-set pool: set n is set pool_parent[n] plus member
-    pool_member : int32[P]           pool_member[n] // 2 (required when odd); 0 is the empty set
-    set_pool : int64[max_sets+1]   links in the pool once set k is built
-    """
-
-    item_state: np.ndarray
-    item_origin: np.ndarray
-    item_deadline: np.ndarray
-    item_char_deadline: np.ndarray
-    item_count: np.ndarray
-    set_start: np.ndarray
-    set_chars: np.ndarray
-    tbl_key: np.ndarray
-    tbl_gen: np.ndarray
-    tbl_cnt: np.ndarray
-    meta: np.ndarray
-    pool_parent: np.ndarray
-    pool_member: np.ndarray
-    set_pool: np.ndarray
-
-
-def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int = 1024) -> Chart:
-    """An empty chart (no sets yet; call `init_chart`)."""
-    return Chart(
-        item_state=np.zeros(item_capacity, dtype=np.int32),
-        item_origin=np.zeros(item_capacity, dtype=np.int32),
-        item_deadline=np.full(item_capacity, NO_DEADLINE, dtype=np.int32),
-        item_char_deadline=np.full(item_capacity, NO_DEADLINE, dtype=np.int32),
-        item_count=np.zeros(item_capacity, dtype=np.int32),
-        set_start=np.zeros(max_sets + 1, dtype=np.int64),
-        set_chars=np.zeros(max_sets + 1, dtype=np.int32),
-        tbl_key=np.zeros(table_size, dtype=np.int64),
-        tbl_gen=np.zeros(table_size, dtype=np.int64),
-        tbl_cnt=np.zeros(table_size, dtype=np.int64),
-        meta=np.zeros(8, dtype=np.int64),
-        pool_parent=np.zeros(item_capacity, dtype=np.int32),
-        pool_member=np.zeros(item_capacity, dtype=np.int32),
-        set_pool=np.ones(max_sets + 1, dtype=np.int64),
-    )
-
-
-# A chart never grows past this many items (about 20 bytes each) or dedup-table slots (24
-# bytes each): a parse that needs more raises GrammarLimitError instead of taking the machine's
-# memory (the grammar's ambiguity or an input far longer than any generation).
-MAX_CHART_ITEMS = 1 << 25
-
-
-def grown_chart(c: Chart, status: int) -> Chart:
-    """A copy of chart `c` with room for what a kernel's NEED_TABLE / NEED_ITEMS asked for."""
-    needed = len(c.tbl_key) * 4 if status == NEED_TABLE else len(c.item_state) * 2
-    if needed > MAX_CHART_ITEMS:
-        raise GrammarLimitError(f"the Earley chart needs more than {MAX_CHART_ITEMS:,} "
-                                f"{'dedup-table slots' if status == NEED_TABLE else 'items'} (MAX_CHART_ITEMS)")
-    if status == NEED_TABLE:
-        return c._replace(tbl_key=np.zeros(needed, np.int64), tbl_gen=np.zeros(needed, np.int64),
-                          tbl_cnt=np.zeros(needed, np.int64))
-    if status != NEED_ITEMS:
-        raise AssertionError(f"unexpected kernel status {status}")
-    cap, sets = len(c.item_state) * 2, len(c.set_start) * 2
-    item_state = np.zeros(cap, np.int32)
-    item_origin = np.zeros(cap, np.int32)
-    item_deadline = np.full(cap, NO_DEADLINE, np.int32)
-    item_char_deadline = np.full(cap, NO_DEADLINE, np.int32)
-    item_count = np.zeros(cap, np.int32)
-    set_start = np.zeros(sets, np.int64)
-    set_chars = np.zeros(sets, np.int32)
-    item_state[: len(c.item_state)] = c.item_state
-    item_origin[: len(c.item_origin)] = c.item_origin
-    item_deadline[: len(c.item_deadline)] = c.item_deadline
-    item_char_deadline[: len(c.item_char_deadline)] = c.item_char_deadline
-    item_count[: len(c.item_count)] = c.item_count
-    set_start[: len(c.set_start)] = c.set_start
-    set_chars[: len(c.set_chars)] = c.set_chars
-    pool_parent, pool_member = np.zeros(cap, np.int32), np.zeros(cap, np.int32)  # member sets (unordered rules)
-    pool_parent[: len(c.pool_parent)] = c.pool_parent
-    pool_member[: len(c.pool_member)] = c.pool_member
-    set_pool = np.ones(sets, np.int64)
-    set_pool[: len(c.set_pool)] = c.set_pool
-    return c._replace(item_state=item_state, item_origin=item_origin, item_deadline=item_deadline,
-                      item_char_deadline=item_char_deadline, item_count=item_count, set_start=set_start,
-                      set_chars=set_chars, pool_parent=pool_parent, pool_member=pool_member, set_pool=set_pool)
-
-
-@njit(cache=True, _nrt=False)
-def add_item(chart, set_begin, end, state, origin, deadline, char_deadline, count):
-    """Append (state, origin, count) with `deadline` to the set being built (items set_begin:end)
-    unless present; a present item keeps the larger deadline (and meta[META_RAISED] notes a rise).
-
-    The chart's dedup table: a slot is in use iff its tbl_gen equals meta[META_GEN]. Returns the
-    new end, DUPLICATE when the item was already there, -NEED_ITEMS or -NEED_TABLE.
-    """
-    tbl_key = chart.tbl_key
-    tbl_gen = chart.tbl_gen
-    tbl_cnt = chart.tbl_cnt
-    gen = chart.meta[META_GEN]
-    item_state = chart.item_state
-    item_origin = chart.item_origin
-    item_deadline = chart.item_deadline
-    item_char_deadline = chart.item_char_deadline
-    item_count = chart.item_count
-    meta = chart.meta
-    mask = tbl_key.shape[0] - 1
-    if (end - set_begin) * 2 >= mask:
-        return -NEED_TABLE
-    key = (np.int64(state) << 32) | np.int64(origin)
-    # state < 2^22, origin and count < 2^31: the sum stays below 2^48 (no overflow, in Numba or numpy)
-    x = np.int64(state) * 0x9E37 + np.int64(origin) * 0x85EB + np.int64(count) * 0xC2B3
-    h = (x ^ (x >> 15)) & mask
-    while tbl_gen[h] == gen:
-        if tbl_key[h] == key and tbl_cnt[h] == count:
-            if meta[META_BUDGETS] != 0 or meta[META_CHAR_BUDGETS] != 0:
-                for q in range(set_begin, end):
-                    if item_state[q] == state and item_origin[q] == origin and item_count[q] == count:
-                        if deadline > item_deadline[q]:
-                            item_deadline[q] = deadline
-                            meta[META_RAISED] = 1
-                        if char_deadline > item_char_deadline[q]:
-                            item_char_deadline[q] = char_deadline
-                            meta[META_RAISED] = 1
-                        break
-            return DUPLICATE
-        h = (h + 1) & mask
-    if end >= item_state.shape[0]:
-        return -NEED_ITEMS
-    tbl_gen[h] = gen
-    tbl_key[h] = key
-    tbl_cnt[h] = count
-    item_count[end] = count
-    item_state[end] = state
-    item_origin[end] = origin
-    item_deadline[end] = deadline
-    item_char_deadline[end] = char_deadline
-    return end + 1
 
 
 @njit(cache=True, _nrt=False)
@@ -451,7 +309,66 @@ def loop_counted(fsm, chart, k, begin, end, p):
     return OK, end
 
 
-# COMPLETE (Table 6, rule 3):
+@njit(cache=True, _nrt=False)
+def _leo_link(fsm, chart, q, j):
+    """Whether item q of set j is a link (module docstring, "Leo items")."""
+    s = chart.item_state[q]
+    e = fsm.ref_indptr[s]
+    i = chart.item_origin[q]
+    if fsm.ref_indptr[s + 1] != e + 1 or i >= j or fsm.rule_leo[fsm.state_rule[s]] == 0:
+        return False
+    t = fsm.ref_dst[e]
+    return (fsm.is_final[t] and fsm.ref_indptr[t] == fsm.ref_indptr[t + 1]
+            and fsm.byte_indptr[t] == fsm.byte_indptr[t + 1] and fsm.tok_indptr[t] == fsm.tok_indptr[t + 1])
+
+
+@njit(cache=True, _nrt=False)
+def _next_link(fsm, chart, q):
+    """TOP's step from link q = [i, j, A -> s]: the items of set i waiting for A, when they are
+    one link q' (returned), else -1."""
+    i = chart.item_origin[q]
+    rule = fsm.state_rule[chart.item_state[q]]
+    found = -1
+    for x in range(chart.set_start[i], chart.set_start[i + 1]):
+        s2 = chart.item_state[x]
+        for e in range(fsm.ref_indptr[s2], fsm.ref_indptr[s2 + 1]):
+            if fsm.ref_rule[e] == rule:
+                if found >= 0:
+                    return -1
+                found = x
+    if found < 0 or not _leo_link(fsm, chart, found, i):
+        return -1
+    return found
+
+
+# TOP (module docstring, "Leo items"), memoised in item_leo along the chain it walks:
+#
+#     TOP(q) = TOP(q')  when the items of set i waiting for A are one link q'
+#     TOP(q) = q        otherwise
+@njit(cache=True, _nrt=False)
+def leo_top(fsm, chart, q):
+    """TOP(q) for a link q: the item whose completion ends the chain that q's completion
+    starts. Walks to the first item whose TOP is known, then writes it along the walk."""
+    x = q
+    while True:
+        if chart.item_leo[x] != LEO_UNKNOWN:
+            top = chart.item_leo[x]
+            break
+        following = _next_link(fsm, chart, x)
+        if following < 0:
+            top = x
+            break
+        x = following
+    x = q
+    while chart.item_leo[x] == LEO_UNKNOWN:
+        chart.item_leo[x] = top
+        if x == top:
+            break
+        x = _next_link(fsm, chart, x)
+    return top
+
+
+# COMPLETE (Table 6, rule 3), with LEO (module docstring) for a waiter that is a link:
 #
 #     [i, j, A -> mu . B nu]    [j, k, B -> rho .]
 #     -----------------------------------------------        FSM: s' -B-> t, f final, j < k
@@ -480,8 +397,13 @@ def complete(fsm, chart, k, begin, end, p):
                     c2 = _with_member(chart, c2, tagged, k)
                     if c2 < 0:
                         return -c2, end
-                r = add_item(chart, begin, end, fsm.ref_dst[e], chart.item_origin[q], chart.item_deadline[q],
-                             chart.item_char_deadline[q], c2)
+                t, src = fsm.ref_dst[e], q
+                if _leo_link(fsm, chart, q, j):  # LEO (c2 is the count of q, a rule neither counted nor unordered)
+                    src = leo_top(fsm, chart, q)
+                    t = fsm.ref_dst[fsm.ref_indptr[chart.item_state[src]]]
+                    c2 = chart.item_count[src]
+                r = add_item(chart, begin, end, t, chart.item_origin[src], chart.item_deadline[src],
+                             chart.item_char_deadline[src], c2)
                 if r < DUPLICATE:
                     return -r, end
                 if r >= 0:
@@ -594,6 +516,7 @@ def _dfa_step(fsm, chart, k, byte):
     chart.item_deadline[begin] = chart.item_deadline[p]
     chart.item_char_deadline[begin] = chart.item_char_deadline[p]
     chart.item_count[begin] = chart.item_count[p]
+    chart.item_leo[begin] = LEO_UNKNOWN
     chart.set_chars[k + 1] = chart.set_chars[k] + ((byte & 0xC0) != 0x80)
     chart.set_pool[k + 1] = chart.set_pool[k]
     chart.set_start[k + 2] = begin + 1
