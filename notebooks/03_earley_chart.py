@@ -54,13 +54,24 @@ left_rows = show(left, "1+2+3")
 #
 # `root ::= "a" t; t ::= root | "b"`: each `a` predicts a new `t` and a new `root` one byte
 # further, while the items waiting for them stay behind in the earlier sets. The final `b`
-# sets off a cascade of completions back to origin 0: the last set holds two items per `a`
-# read, so the work of that one byte grows with the input. (A rule that calls
-# *itself* last is turned into a loop when its automaton is built, notebook 02, so the common
-# case `chars ::= [a-z] chars | "\""` does not grow; the two-rule cycle here cannot be.)
+# sets off a cascade of completions back to origin 0: by ③ alone the last set would hold two
+# items per `a` read, so the work of that one byte, and of every byte of a JSON array's last
+# element, grows with the input. (A rule that calls *itself* last is turned into a loop when its
+# automaton is built, notebook 02, so `chars ::= [a-z] chars | "\""` never grows; the compiler
+# also joins a rule used once into its caller when the two call each other last, as here, but
+# the traces below show the grammar as written.)
+#
+# **Leo items** (Leo 1991; specs/03) complete such a chain in one step. The item
+# `root ::= "a" • t @2` in set 3 is a *link*: `t` is the last thing it reads, and the set its
+# rule began in holds exactly one item waiting for `root`. Completing `t` there can only complete
+# the next link, and the next, so xg2ref adds the chain's last item at once (`leo` below) and
+# remembers that last item with the link, so the next element costs one step too. First the
+# trace without Leo items (`leo=False`, every item of the cascade), then the real one.
 
 # %%
 right = 'root ::= "a" t\nt ::= root | "b"'
+plain_rows = earley_trace(right, "aaab", leo=False)
+print(format_table([r for r in plain_rows if r["set"] == 4], COLUMNS, max_width=80))
 right_rows = show(right, "aaab")
 
 # %% [markdown]
@@ -77,19 +88,20 @@ nullable_rows = show(nullable, "xc")
 # ## The chart as a picture
 #
 # Items per set, by the rule that derived them (the first one, when several do), for longer
-# inputs. Left recursion stays flat; right recursion is flat until its last set, which holds the
-# whole completion cascade; the tail-recursive version (a loop after construction) stays at
-# one item per set.
+# inputs. Left recursion stays flat; right recursion completed by ③ alone is flat until its last
+# set, which holds the whole completion cascade; with Leo items that set holds three items; the
+# tail-recursive version (a loop after construction) stays at one item per set.
 
 # %%
-cases = [("left recursion", left, "1+2+3+4+5+6+7"), ("right recursion", right, "aaaaaaaaaaab"),
-         ("tail self-call (a loop)", 'root ::= "a" root | "b"', "aaaaaaaaaaab")]
-kinds = ["init", "scan", "predict", "predict (nullable)", "complete"]
+cases = [("left recursion", left, "1+2+3+4+5+6+7", True), ("right recursion, ③ alone", right, "aaaaaaaaaaab", False),
+         ("right recursion, Leo items", right, "aaaaaaaaaaab", True),
+         ("tail self-call (a loop)", 'root ::= "a" root | "b"', "aaaaaaaaaaab", True)]
+kinds = ["init", "scan", "predict", "predict (nullable)", "complete", "leo"]
 colors = {"init": "tab:gray", "scan": "tab:blue", "predict": "tab:orange", "predict (nullable)": "tab:olive",
-          "complete": "tab:green"}
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.2), sharey=True)
-for ax, (title, grammar, data) in zip(axes, cases):
-    rows = earley_trace(grammar, data)
+          "complete": "tab:green", "leo": "tab:red"}
+fig, axes = plt.subplots(1, 4, figsize=(16, 3.2), sharey=True)
+for ax, (title, grammar, data, leo) in zip(axes, cases):
+    rows = earley_trace(grammar, data, leo=leo)
     bottom = [0] * (len(data) + 1)
     for kind in kinds:
         counts = [sum(1 for r in rows if r["set"] == k and r["how"][0] == kind) for k in range(len(data) + 1)]
@@ -103,6 +115,43 @@ axes[0].set_ylabel("items (by first derivation)")
 axes[-1].legend(fontsize=8)
 plt.tight_layout()
 plt.show()
+
+# %% [markdown]
+# ## Leo items on a long list
+#
+# A JSON-like list whose two rules both have other callers, so nothing joins them before the
+# engine: `elements ::= value elements_rest`, `elements_rest ::= "" | "," elements`. Below, the
+# items in each set while a list of 400 numbers is read, with Leo items and without
+# (`GrammarCompiler(info, leo_items=False)`, the ablation): without them every comma adds an item
+# that each later completion walks again, so the sets grow with the list and the whole read is
+# quadratic; with them the sets stay as small as after the first element.
+
+# %%
+import numpy as np
+
+json_list = r"""
+root ::= "[" elements "]" | "[]" | "<" elements_rest ">"
+elements ::= value elements_rest
+elements_rest ::= "" | "," elements
+value ::= [0-9]+ | "[" elements "]" | "[]"
+"""
+text = "[" + ",".join(str(n % 97) for n in range(400)) + "]"
+byte_info = xgr.TokenizerInfo([bytes([b]) for b in range(256)])
+sizes = {}
+for label, leo in (("Leo items", True), ("③ alone", False)):
+    m = xgr.GrammarMatcher(xgr.GrammarCompiler(byte_info, leo_items=leo).compile_grammar(json_list))
+    assert m.accept_string(text) and m.is_completed()
+    sizes[label] = np.diff(m.parser.chart.set_start[:m.parser.position + 2])
+fig, ax = plt.subplots(figsize=(8, 3))
+for label, counts in sizes.items():
+    ax.plot(counts, label=label, lw=0.8)
+ax.set_xlabel("set (bytes read)")
+ax.set_ylabel("items in the set")
+ax.legend()
+plt.tight_layout()
+plt.show()
+print({label: int(counts[-40:].max()) for label, counts in sizes.items()}, "items in the last sets")
+assert sizes["Leo items"][-200:].max() == sizes["Leo items"][:60].max() < sizes["③ alone"][-200:].max() / 20
 
 # %% [markdown]
 # ## Rollback is dropping sets (XGrammar §3.3)
@@ -157,5 +206,5 @@ print("chart and masks agree with the oracle; final text", prefix, "complete:", 
 
 # %% [markdown]
 # Actual code: `xg2ref.kernels.earley.close_set` (predict and complete, written as inference rules
-# above the code) and `xg2ref.kernels.earley.advance_byte` (scan), `xg2ref.earley.EarleyParser.advance`,
+# above the code), `xg2ref.kernels.earley.leo_top` (Leo items), `xg2ref.kernels.earley.advance_byte` (scan), `xg2ref.earley.EarleyParser.advance`,
 # `xg2ref.earley.EarleyParser.rollback`, `xg2ref.matcher.GrammarMatcher.rollback`.

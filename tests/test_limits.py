@@ -113,16 +113,16 @@ def test_a_ref_that_is_not_a_string_is_invalid_json_schema(schema):
 
 
 def test_a_chart_past_its_limit_is_a_clear_error(monkeypatch):
-    """The Earley chart grows on demand up to `kernels.earley.MAX_CHART_ITEMS`; a parse that needs more
+    """The Earley chart grows on demand up to `kernels.chart.MAX_CHART_ITEMS`; a parse that needs more
     raises GrammarLimitError (never takes the machine's memory). The matcher is unchanged by
     the refused input."""
-    from xg2ref.kernels import earley
+    from xg2ref.kernels import chart
 
-    monkeypatch.setattr(earley, "MAX_CHART_ITEMS", 1 << 12)
+    monkeypatch.setattr(chart, "MAX_CHART_ITEMS", 1 << 12)
     # every split of a run of a's into s's: the sets hold items from every earlier position
     matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(SMALL).compile_grammar('root ::= s\ns ::= s s | "a"'))
     with pytest.raises(GrammarLimitError, match="MAX_CHART_ITEMS"):
         matcher.accept_string("a" * 400)
     assert matcher._parser.position == 0
-    monkeypatch.setattr(earley, "MAX_CHART_ITEMS", 1 << 25)
+    monkeypatch.setattr(chart, "MAX_CHART_ITEMS", 1 << 25)
     assert matcher.accept_string("aa") and matcher._parser.position == 2 and matcher.is_completed()

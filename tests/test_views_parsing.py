@@ -129,8 +129,10 @@ def test_earley_trace_names_the_rules():
         [["scan"], ["predict"]]
     rows = V.earley_trace(NULLABLE, "c")
     assert ["predict (nullable)"] in [r["how"] for r in rows if r["set"] == 0]
-    rows = V.earley_trace(RIGHT, "aab")
+    rows = V.earley_trace(RIGHT, "aab", leo=False)
     assert sum(r["how"] == ["complete"] for r in rows if r["set"] == 3) == 3  # the right-recursive cascade
+    rows = V.earley_trace(RIGHT, "aab")  # ... completed in one step: LEO adds the chain's last item
+    assert [r["how"] for r in rows if r["set"] == 3] == [["scan"], ["leo"], ["complete"]]
     assert max(r["set"] for r in V.earley_trace(BRACKETS, "[a)b")) == 2  # stops at the rejected byte
 
 

@@ -28,6 +28,7 @@ OK = 0
 EMPTY = 1
 NEED_ITEMS = 2
 NEED_TABLE = 3
+NEED_SETS = 4  # the chart needs room for more sets (grown apart from the items: they grow at other rates)
 # add_item's answer when the item is in the set already (a new end is >= 0, a NEED_* code is
 # returned negated, below DUPLICATE)
 DUPLICATE = -1
@@ -119,7 +120,15 @@ MAX_CHART_ITEMS = 1 << 25
 
 
 def grown_chart(c: Chart, status: int) -> Chart:
-    """A copy of chart `c` with room for what a kernel's NEED_TABLE / NEED_ITEMS asked for."""
+    """A copy of chart `c` with room for what a kernel's NEED_TABLE / NEED_ITEMS / NEED_SETS
+    asked for: twice the table slots, the items (with the member-set pool) or the sets. Items
+    and sets grow apart, so neither keeps more than twice the room it uses."""
+    if status == NEED_SETS:
+        sets = len(c.set_start) * 2
+        if sets > MAX_CHART_ITEMS:
+            raise GrammarLimitError(f"the Earley chart needs more than {MAX_CHART_ITEMS:,} sets (MAX_CHART_ITEMS)")
+        return c._replace(set_start=_grown(c.set_start, sets, 0), set_chars=_grown(c.set_chars, sets, 0),
+                          set_pool=_grown(c.set_pool, sets, 1))
     needed = len(c.tbl_key) * 4 if status == NEED_TABLE else len(c.item_state) * 2
     if needed > MAX_CHART_ITEMS:
         raise GrammarLimitError(f"the Earley chart needs more than {MAX_CHART_ITEMS:,} "
@@ -129,31 +138,18 @@ def grown_chart(c: Chart, status: int) -> Chart:
                           tbl_cnt=np.zeros(needed, np.int64))
     if status != NEED_ITEMS:
         raise AssertionError(f"unexpected kernel status {status}")
-    cap, sets = len(c.item_state) * 2, len(c.set_start) * 2
-    item_state = np.zeros(cap, np.int32)
-    item_origin = np.zeros(cap, np.int32)
-    item_deadline = np.full(cap, NO_DEADLINE, np.int32)
-    item_char_deadline = np.full(cap, NO_DEADLINE, np.int32)
-    item_count = np.zeros(cap, np.int32)
-    item_leo = np.full(cap, LEO_UNKNOWN, np.int32)
-    set_start = np.zeros(sets, np.int64)
-    set_chars = np.zeros(sets, np.int32)
-    item_state[: len(c.item_state)] = c.item_state
-    item_origin[: len(c.item_origin)] = c.item_origin
-    item_deadline[: len(c.item_deadline)] = c.item_deadline
-    item_char_deadline[: len(c.item_char_deadline)] = c.item_char_deadline
-    item_count[: len(c.item_count)] = c.item_count
-    item_leo[: len(c.item_leo)] = c.item_leo
-    set_start[: len(c.set_start)] = c.set_start
-    set_chars[: len(c.set_chars)] = c.set_chars
-    pool_parent, pool_member = np.zeros(cap, np.int32), np.zeros(cap, np.int32)  # member sets (unordered rules)
-    pool_parent[: len(c.pool_parent)] = c.pool_parent
-    pool_member[: len(c.pool_member)] = c.pool_member
-    set_pool = np.ones(sets, np.int64)
-    set_pool[: len(c.set_pool)] = c.set_pool
-    return c._replace(item_state=item_state, item_origin=item_origin, item_deadline=item_deadline,
-                      item_char_deadline=item_char_deadline, item_count=item_count, item_leo=item_leo, set_start=set_start,
-                      set_chars=set_chars, pool_parent=pool_parent, pool_member=pool_member, set_pool=set_pool)
+    return c._replace(item_state=_grown(c.item_state, needed, 0), item_origin=_grown(c.item_origin, needed, 0),
+                      item_deadline=_grown(c.item_deadline, needed, NO_DEADLINE),
+                      item_char_deadline=_grown(c.item_char_deadline, needed, NO_DEADLINE),
+                      item_count=_grown(c.item_count, needed, 0), item_leo=_grown(c.item_leo, needed, LEO_UNKNOWN),
+                      pool_parent=_grown(c.pool_parent, needed, 0), pool_member=_grown(c.pool_member, needed, 0))
+
+
+def _grown(a: np.ndarray, size: int, fill: int) -> np.ndarray:
+    """`a` copied into a new array of `size`, the rest `fill`."""
+    out = np.full(size, fill, a.dtype)
+    out[:len(a)] = a
+    return out
 
 
 @njit(cache=True, _nrt=False)

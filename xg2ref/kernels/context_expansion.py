@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .earley import (DUPLICATE, EMPTY, FREE_BASE, META_GEN, META_N_SETS, META_POOL, NEED_ITEMS, NO_DEADLINE, OK,
+from .earley import (DUPLICATE, EMPTY, FREE_BASE, META_GEN, META_N_SETS, META_POOL, NEED_SETS, NO_DEADLINE, OK,
                      STRICT_BASE, add_item, advance_byte, close_set, item_may_end, seed_chart)
 
 # follow1[B, b] (ContextArrays): can byte b follow rule B?
@@ -139,7 +139,7 @@ def _seed_union(fsm, chart, context, rule):
     `src -rule-> dst` at once (origin 0 has no parent: such an item completing is a CLIMB).
     Returns a status code."""
     if chart.set_start.shape[0] < SEED_SETS + 1:
-        return NEED_ITEMS
+        return NEED_SETS
     chart.meta[META_GEN] += 1
     for q in range(SEED_SETS):
         chart.set_start[q] = 0

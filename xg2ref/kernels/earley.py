@@ -89,7 +89,7 @@ with `elements ::= value elements_rest` and `elements_rest ::= "," elements | ""
 ending at k ends the `elements_rest` begun before it, which ends the `elements` before that,
 one item per element read so far, at every byte of the last one. A *link* is an item
 q = [i, j, A -> s] of set j whose state has exactly one reference edge s -B-> t, with t final
-and without edges of any kind, i < j, and A a rule Leo items may pass (`rule_leo`: not a
+and without edges of any kind, 0 < i <= j, and A a rule Leo items may pass (`rule_leo`: not a
 counted repetition, not unordered, and the grammar has no captures or markers, whose events
 are completed items). Completing B at k through a link gives [i, k, A -> t], an item that does
 nothing but complete A in set i; when set i holds exactly one item waiting for A and it is a
@@ -104,12 +104,14 @@ link q', that is all it does, so it is skipped:
 Only the chain's last item enters set k; the items between would only have completed one
 another. TOP(q) reads sets before j only, so it is computed once, when first needed, and kept
 with the item (`Chart.item_leo`): it is rolled back with its set. Each step goes to an earlier
-set (i < j), so the walk ends, and an item begun at 0 is never left out (set 0 holds no link):
-`is_completed` and context expansion's CLIMB read those. With `rule_leo` all zero (the compiler's `leo_items=False`)
+set (i < j) or stays in set j through a rule that ends where it begins (`t ::= root | "b"`),
+going to the item that predicted it, which never cycles (`leo_top`). An item begun at 0 is
+never left out (no item of set 0 is a link): `is_completed` and context expansion's CLIMB read
+those. With `rule_leo` all zero (the compiler's `leo_items=False`)
 COMPLETE is the plain rule, for the ablation.
 
 Status codes: OK = 0, EMPTY = 1 (the byte is rejected: the new set would be empty),
-NEED_ITEMS = 2 and NEED_TABLE = 3 (the caller grows `Chart` and calls again; nothing was
+NEED_ITEMS = 2, NEED_TABLE = 3 and NEED_SETS = 4 (the caller grows `Chart` and calls again; nothing was
 committed).
 """
 
@@ -121,14 +123,14 @@ from numba import njit
 # the chart's storage (chart.py), re-exported: every kernel reads these names from here
 from .chart import (BEFORE_FIRST_TOKEN, DUPLICATE, EMPTY, FREE_BASE, GENERAL_STEP, LEO_UNKNOWN, MAX_CHART_ITEMS,
                     META_BUDGETS, META_CHAR_BUDGETS, META_ENFORCE, META_GEN, META_N_SETS, META_POOL, META_RAISED,
-                    META_TOKEN, NEED_ITEMS, NEED_TABLE, NO_DEADLINE, NOEXIT_BASE, OK, STRICT_BASE, Chart, add_item,
+                    META_TOKEN, NEED_ITEMS, NEED_SETS, NEED_TABLE, NO_DEADLINE, NOEXIT_BASE, OK, STRICT_BASE, Chart, add_item,
                     grown_chart, new_chart)
 
 __all__ = ["BEFORE_FIRST_TOKEN", "DUPLICATE", "EMPTY", "FREE_BASE", "GENERAL_STEP", "LEO_UNKNOWN", "MAX_CHART_ITEMS",
            "META_BUDGETS", "META_CHAR_BUDGETS", "META_ENFORCE", "META_GEN", "META_N_SETS", "META_POOL", "META_RAISED",
-           "META_TOKEN", "NEED_ITEMS", "NEED_TABLE", "NO_DEADLINE", "NOEXIT_BASE", "OK", "STRICT_BASE", "Chart",
+           "META_TOKEN", "NEED_ITEMS", "NEED_SETS", "NEED_TABLE", "NO_DEADLINE", "NOEXIT_BASE", "OK", "STRICT_BASE", "Chart",
            "add_item", "grown_chart", "new_chart", "expired", "item_may_end", "predict", "loop_counted", "leo_top",
-           "complete", "close_set", "seed_chart", "init_chart", "scan", "advance_byte", "char_enforced", "is_completed"]
+           "leo_link", "complete", "close_set", "seed_chart", "init_chart", "scan", "advance_byte", "char_enforced", "is_completed"]
 
 
 
@@ -310,12 +312,12 @@ def loop_counted(fsm, chart, k, begin, end, p):
 
 
 @njit(cache=True, _nrt=False)
-def _leo_link(fsm, chart, q, j):
+def leo_link(fsm, chart, q, j):
     """Whether item q of set j is a link (module docstring, "Leo items")."""
     s = chart.item_state[q]
     e = fsm.ref_indptr[s]
     i = chart.item_origin[q]
-    if fsm.ref_indptr[s + 1] != e + 1 or i >= j or fsm.rule_leo[fsm.state_rule[s]] == 0:
+    if fsm.ref_indptr[s + 1] != e + 1 or i == 0 or i > j or fsm.rule_leo[fsm.state_rule[s]] == 0:
         return False
     t = fsm.ref_dst[e]
     return (fsm.is_final[t] and fsm.ref_indptr[t] == fsm.ref_indptr[t + 1]
@@ -336,7 +338,7 @@ def _next_link(fsm, chart, q):
                 if found >= 0:
                     return -1
                 found = x
-    if found < 0 or not _leo_link(fsm, chart, found, i):
+    if found < 0 or not leo_link(fsm, chart, found, i):
         return -1
     return found
 
@@ -348,8 +350,15 @@ def _next_link(fsm, chart, q):
 @njit(cache=True, _nrt=False)
 def leo_top(fsm, chart, q):
     """TOP(q) for a link q: the item whose completion ends the chain that q's completion
-    starts. Walks to the first item whose TOP is known, then writes it along the walk."""
+    starts. Walks to the first item whose TOP is known, then writes it along the walk.
+
+    A step that stays in one set goes from an item to the one item that predicted its rule
+    there; such steps cannot cycle, since the first rule predicted in a set i > 0 has a
+    predictor begun before i, which waits for it too. The count of steps that stay is a
+    safety net all the same: past the number of rules, TOP(q) = q (the chain not shortened,
+    always exact)."""
     x = q
+    stay = 0
     while True:
         if chart.item_leo[x] != LEO_UNKNOWN:
             top = chart.item_leo[x]
@@ -358,6 +367,13 @@ def leo_top(fsm, chart, q):
         if following < 0:
             top = x
             break
+        if chart.item_origin[following] == chart.item_origin[x]:
+            stay += 1
+            if stay > fsm.rule_leo.shape[0]:
+                chart.item_leo[q] = q
+                return q
+        else:
+            stay = 0
         x = following
     x = q
     while chart.item_leo[x] == LEO_UNKNOWN:
@@ -398,7 +414,7 @@ def complete(fsm, chart, k, begin, end, p):
                     if c2 < 0:
                         return -c2, end
                 t, src = fsm.ref_dst[e], q
-                if _leo_link(fsm, chart, q, j):  # LEO (c2 is the count of q, a rule neither counted nor unordered)
+                if leo_link(fsm, chart, q, j):  # LEO (c2 is the count of q, a rule neither counted nor unordered)
                     src = leo_top(fsm, chart, q)
                     t = fsm.ref_dst[fsm.ref_indptr[chart.item_state[src]]]
                     c2 = chart.item_count[src]
@@ -444,7 +460,7 @@ def seed_chart(fsm, chart, k, state, deadline, char_deadline, count):
     """Sets 0..k-1 empty, set k = the closure of the single item (state, origin 0, count) with
     `deadline` and `char_deadline`; set k becomes the current set. Returns a status code."""
     if chart.set_start.shape[0] < k + 2:
-        return NEED_ITEMS
+        return NEED_SETS
     chart.meta[META_GEN] += 1
     for q in range(k + 1):
         chart.set_start[q] = 0
@@ -562,7 +578,7 @@ def advance_byte(fsm, chart, byte):
     """
     k = chart.meta[META_N_SETS] - 1
     if chart.set_start.shape[0] < k + 3:
-        return NEED_ITEMS
+        return NEED_SETS
     begin = chart.set_start[k + 1]
     if chart.set_start[k + 1] - chart.set_start[k] == 1 and begin < chart.item_state.shape[0]:
         status = _dfa_step(fsm, chart, k, byte)

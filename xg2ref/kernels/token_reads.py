@@ -21,7 +21,7 @@ from numba import njit
 
 from .trie_walk import NO_FAIL, reuse_sets, shared_with_previous, under_rejected_prefix
 
-from .earley import (DUPLICATE, EMPTY, META_CHAR_BUDGETS, META_GEN, META_N_SETS, META_POOL, NEED_ITEMS, OK, add_item,
+from .earley import (DUPLICATE, EMPTY, META_CHAR_BUDGETS, META_GEN, META_N_SETS, META_POOL, NEED_SETS, OK, add_item,
                      advance_byte, char_enforced, close_set, expired)
 
 
@@ -101,7 +101,7 @@ def join_token_items(fsm, chart, k0, length, nchars, items, n_items, fresh):
     """
     target = k0 + length
     if chart.set_start.shape[0] < target + 2:
-        return NEED_ITEMS
+        return NEED_SETS
     chart.meta[META_GEN] += 1
     if fresh:
         for q in range(k0 + 1, target + 1):

@@ -513,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
     p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
                                     "kernels", "maskbench", "xg1-ablation", "earley-vs-pda", "formats", "schema-suite",
-                                    "token-classes", "wgrammar", "concurrency"),
+                                    "token-classes", "wgrammar", "concurrency", "long"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: the default path's time to first mask and "
@@ -535,9 +535,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "components on json-mode-eval and two synthetic workloads (--requests each), templates and "
                         "the online path beside xg2ref, xgrammar, llguidance and the pushdown automaton (qwen3); "
                         "concurrency: the thread-safety contract under load (shared grammars, compiles, batches), "
-                        "every mask against a serial run, beside xgrammar")
+                        "every mask against a serial run, beside xgrammar; long: 100,000-token generations (JSON, "
+                        "a JSON Schema, GBNF and Lark lists) token by token, p50 over the first and last 10%%, "
+                        "memory, rollback, beside xgrammar, with a plot of time per token against position")
     p.add_argument("--threads", type=int, default=8, help="concurrency: threads (default 8)")
-    p.add_argument("--seconds", type=float, default=10.0, help="concurrency: seconds per pattern and engine")
+    p.add_argument("--seconds", type=float, default=10.0, help="concurrency: seconds per pattern and engine "
+                                                              "(default 10); long: an engine's time budget per "
+                                                              "workload (default 300)")
     p.add_argument("--mask", action="store_true", help="token-classes: also per-token time with and without classes")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),
@@ -588,7 +592,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="schema-suite: record xg2ref's right answers as the ratchet the tests hold (when none is lost)")
     p.add_argument("--table", metavar="PATH", help="schema-suite: also write the table there (Markdown)")
     add_approximate_argument(p)
-    p.add_argument("--tokens", type=int, default=40, help="ablation: tokens replayed per schema (default 40)")
+    p.add_argument("--tokens", type=int, help="ablation: tokens replayed per schema (default 40); long: tokens "
+                                              "per generation (default 100,000)")
     p.add_argument("--slow-texts", type=int, default=10, metavar="N",
                    help="xg1-ablation: completions for the two rows without a cache (default 10)")
     p.add_argument("--slow-steps", type=int, default=64, metavar="N",

@@ -47,7 +47,7 @@ def run_bench(args) -> int:
         from .ablation import bench_ablation
 
         return bench_ablation(args.data, vocab=args.vocab, sample=_sample_size(args.sample, 3), subsets=args.subsets,
-                              max_tokens=args.tokens, timeout=args.timeout)
+                              max_tokens=args.tokens or 40, timeout=args.timeout)
     if args.what == "earley-vs-pda":
         from .earley_vs_pda import bench_earley_vs_pda
 
@@ -93,6 +93,12 @@ def run_bench(args) -> int:
 
         return bench_concurrency(args.data, vocab=args.vocab, threads=args.threads, seconds=args.seconds,
                                  limit=args.limit or 12)
+    if args.what == "long":
+        from .long import DEFAULT_PLOT, bench_long
+
+        return bench_long(vocab=args.vocab, tokens=args.tokens or 100_000, cases=args.cases,
+                          plot_path=args.plot if args.plot != DYNAMIC_PLOT else DEFAULT_PLOT,
+                          budget=args.seconds if args.seconds != 10.0 else 300.0, progress=not args.no_progress)
     if args.what == "token-classes":
         from .token_classes import GRAMMARS, bench_token_classes
 

@@ -15,6 +15,7 @@ from ...earley import EarleyParser, Item, ItemPrinter
 from ...tools.explain import user_parser
 from ...fsm.build import build_grammar_fsms
 from ...kernels import classify as KC
+from ...kernels import earley as KE
 from ...mask.classifier import Classifier
 from ...mask.entries import KIND_BITSET, KIND_NAMES, UNBUILT
 from ...matcher import GrammarMatcher
@@ -68,23 +69,54 @@ def _justify(parser: EarleyParser, printer: ItemPrinter, data: bytes, k: int, it
             for e in range(a.ref_indptr[p.state], a.ref_indptr[p.state + 1]):
                 if a.ref_rule[e] == f.rule and a.ref_dst[e] == s:
                     out.append(("complete", f"{printer.format(f)} ends; {printer.format(p)} in set {f.origin}"))
+    out += _justify_leo(parser, printer, k, item, finals_at)
     return out
 
 
-def _parser(grammar, inline: bool) -> EarleyParser:
-    if inline:
-        return EarleyParser(build_grammar_fsms(_ir(grammar, True)))
-    return user_parser(_grammar(grammar))
+def _justify_leo(parser: EarleyParser, printer: ItemPrinter, k: int, item: Item, finals_at: dict) -> list:
+    """LEO (kernels/earley.py): `item` is the last item of a completion chain that a final item
+    of set k set off through a link waiting in its origin's set."""
+    a, c = parser.arrays, parser.chart
+    out = []
+    for f in finals_at.get(k, []):
+        if f.origin >= k:
+            continue
+        for q in range(int(c.set_start[f.origin]), int(c.set_start[f.origin + 1])):
+            sq = int(c.item_state[q])
+            if not any(a.ref_rule[e] == f.rule for e in range(a.ref_indptr[sq], a.ref_indptr[sq + 1])):
+                continue
+            if not KE.leo_link(a, c, q, f.origin):
+                continue
+            top = int(KE.leo_top(a, c, q))
+            st = int(c.item_state[top])
+            if top != q and int(c.item_origin[top]) == item.origin and int(a.ref_dst[a.ref_indptr[st]]) == item.state:
+                out.append(("leo", f"{printer.format(f)} ends; {_item_text(parser, printer, q)} in set {f.origin} "
+                                   f"is a link; its chain ends at {_item_text(parser, printer, top)}"))
+    return out
 
 
-def earley_trace(grammar, data, inline: bool = False) -> list[dict]:
+def _item_text(parser: EarleyParser, printer: ItemPrinter, p: int) -> str:
+    s = int(parser.chart.item_state[p])
+    rule = int(parser.arrays.state_rule[s])
+    return printer.format(Item(rule, s, s - int(parser.fsms.state_offsets()[rule]), int(parser.chart.item_origin[p])))
+
+
+def _parser(grammar, inline: bool, leo: bool = True) -> EarleyParser:
+    parser = EarleyParser(build_grammar_fsms(_ir(grammar, True))) if inline else user_parser(_grammar(grammar))
+    if not leo:
+        parser = EarleyParser(parser.fsms, parser.arrays._replace(rule_leo=np.zeros_like(parser.arrays.rule_leo)))
+    return parser
+
+
+def earley_trace(grammar, data, inline: bool = False, leo: bool = True) -> list[dict]:
     """The Earley chart after reading `data` byte by byte, one row per item, each with the
     rules of Table 6 (left half) that put it there and their premises.
 
     Row keys: set (k), item (dotted rule, `@origin`), rule, origin, final (the rule may end
     here), how (the rules that derive it: "init", "scan", "predict", "predict (nullable)" for
-    the Aycock-Horspool advance over a nullable rule, "complete"; "other" for items of
-    counted or unordered rules), premises (one line per derivation), next_bytes (the bytes the
+    the Aycock-Horspool advance over a nullable rule, "complete", "leo" for the last item of a
+    completion chain completed in one step (kernels/earley.py, "Leo items"; `leo=False`: the
+    plain COMPLETE, every item of the chain); "other" for items of counted or unordered rules), premises (one line per derivation), next_bytes (the bytes the
     item may scan next). Stops at the first byte the grammar rejects (the rows then end with
     the last set reached).
 
@@ -92,7 +124,7 @@ def earley_trace(grammar, data, inline: bool = False) -> list[dict]:
              == [["scan"], ["predict"]]
     """
     data = data.encode() if isinstance(data, str) else bytes(data)
-    parser = _parser(grammar, inline)
+    parser = _parser(grammar, inline, leo)
     printer = ItemPrinter(parser.fsms)
     read = 0
     for b in data:
@@ -108,7 +140,7 @@ def earley_trace(grammar, data, inline: bool = False) -> list[dict]:
         for it in _set_items(parser, k):
             why = _justify(parser, printer, data, k, it, finals_at)
             how = sorted({w for w, _ in why}, key=["init", "scan", "predict", "predict (nullable)",
-                                                    "complete"].index) or ["other"]
+                                                    "complete", "leo"].index) or ["other"]
             reads = sorted({b for e in range(a.byte_indptr[it.state], a.byte_indptr[it.state + 1])
                             for b in range(int(a.byte_lo[e]), int(a.byte_hi[e]) + 1)})
             rows.append({"set": k, "item": printer.format(it), "rule": names[it.rule], "origin": it.origin,
