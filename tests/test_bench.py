@@ -537,3 +537,32 @@ def test_wgrammar_bench_checks_then_tables(tmp_path, capsys):
     assert sum(r["hits"] + r["misses"] for r in record["runs"] if r["engine"] == "wgrammar") > 0
     assert record["price"]["lookup"]["instances"] == 2 and plot.stat().st_size > 0
     assert "WGrammar Fig. 6" in out and "| outline | wgrammar |" in out
+
+
+@pytest.mark.jit_only
+@pytest.mark.xgrammar
+def test_long_bench_reads_whole_documents_in_both_engines_and_rolls_back(tmp_path):
+    """`xg2ref bench long` on small documents: every mask equal in both engines, every token
+    accepted, the rollback's replayed masks equal to the first pass's, memory measured, the plot
+    and its numbers written."""
+    pytest.importorskip("xgrammar")
+    pytest.importorskip("matplotlib")
+    from xg2ref.tools.bench.long import WORKLOADS, bench_long, document
+    from xg2ref.tools.diff.checks import quicktok_encoder
+
+    text, ids = document("gbnf-mutual", quicktok_encoder("llama3"), 400)
+    assert len(ids) >= 400 and text.startswith("[") and text.endswith("]")
+    lines = []
+    plot = tmp_path / "long.png"
+    status = bench_long(tokens=400, cases=["json-nested", "gbnf-mutual", "lark-list"], plot_path=str(plot),
+                        progress=False, out=lines.append)
+    text = "\n".join(lines)
+    assert status == 0, text
+    for name in ("json-nested", "gbnf-mutual", "lark-list"):
+        row = next(line for line in text.splitlines() if line.startswith(name))
+        assert "FAILED" not in row, row
+    assert plot.exists() and (tmp_path / "long.json").exists()
+    assert set(WORKLOADS) >= {"json-numbers", "json-strings", "json-arrays", "json-object", "json-nested",
+                              "schema-objects", "gbnf-list", "lark-list"}
+    with pytest.raises(ValueError, match="unknown workload"):
+        bench_long(tokens=10, cases=["nope"], out=lines.append)

@@ -261,3 +261,16 @@ def test_the_bundled_suite_reads_alike_with_and_without_leo_items(case):
             assert leo.accept_token(t) and plain.accept_token(t)
             at += len(vocab[t])
         assert leo.is_terminated() == plain.is_terminated()
+
+
+def test_the_chart_keeps_at_most_twice_the_room_it_uses():
+    """Items and sets grow apart (kernels/chart.py `grown_chart`): after a 20,000-byte list each
+    holds at most twice what the parse uses (and the first allocation)."""
+    compiled = compile_ir_grammar(Grammar.from_ir(parse_ebnf(LIST)), xgr.TokenizerInfo([]))
+    parser = EarleyParser(compiled.fsms, compiled.arrays)
+    text = ("[" + ",".join(str(n % 997) for n in range(5000)) + "]").encode()
+    assert parser.advance(text) and parser.is_completed()
+    c = parser.chart
+    sets, items = parser.position + 1, int(c.set_start[parser.position + 1])
+    assert len(c.set_start) <= max(2 * (sets + 2), 1025)
+    assert len(c.item_state) <= max(2 * items, 4096)
