@@ -105,6 +105,7 @@ class EarleyParser:
         self._global_to_local = fsms.state_offsets()
         self.chart = K.new_chart()
         self._advance_bytes = None  # advance_bytes' compiled entry, bound on first use (util.bound_kernel)
+        self._advance_span = None  # ... and advance_span's
         self.reset()
 
     # ---- chart management ---------------------------------------------------------------
@@ -129,7 +130,7 @@ class EarleyParser:
         """An independent parser in the same state (for `GrammarMatcher.fork`)."""
         other = object.__new__(EarleyParser)
         other.fsms, other.arrays, other._global_to_local = self.fsms, self.arrays, self._global_to_local
-        other._advance_bytes = self._advance_bytes
+        other._advance_bytes, other._advance_span = self._advance_bytes, self._advance_span
         other.chart = K.Chart(*(a.copy() for a in self.chart))
         return other
 
@@ -167,6 +168,25 @@ class EarleyParser:
                 self.chart.meta[K.META_N_SETS] = start
                 raise
         return True
+
+    def read_span(self, data: np.ndarray, begin: int, end: int) -> bool:
+        """`read` of data[begin:end] (a token in the vocabulary's bytes), without a slice."""
+        if self._advance_span is None:
+            self._advance_span = bound_kernel(T.advance_span, self.arrays, self.chart, data, begin, end)
+        done = 0
+        while True:
+            status, n = self._advance_span(self.arrays, self.chart, data, begin + done, end)
+            done += n
+            if status == K.OK:
+                return True
+            if status == K.EMPTY:
+                self.chart.meta[K.META_N_SETS] -= done
+                return False
+            try:
+                self.grow(status)
+            except GrammarLimitError:  # all or nothing: the sets read so far are dropped
+                self.chart.meta[K.META_N_SETS] -= done
+                raise
 
     def advance_token(self, data: bytes, member: np.ndarray) -> bool:
         """Read one whole token: its bytes, and at the same time every token edge of the

@@ -110,6 +110,7 @@ class GrammarMatcher:
         self._stop_token_ids = stops
         self._is_stop = np.zeros(self._vocab_size, dtype=np.bool_)
         self._is_stop[stops] = True
+        self._stop_set = frozenset(stops)
         self._terminate_without_stop_token = terminate_without_stop_token
         self._default_temperature = _float32_temperature(default_temperature)
         if max_rollback_tokens != -1:  # as in xgrammar 0.2.8: accepted, ignored, reported as -1
@@ -117,6 +118,7 @@ class GrammarMatcher:
                           DeprecationWarning, stacklevel=2)
         self._max_rollback_tokens = -1
         self._vocab = info.vocab_arrays()
+        self._offsets = info.token_offsets_list()  # (shared by the tokenizer's matchers)
         if override_stop_tokens is None:
             self._regular, self._regular_lcp = self._vocab.sorted_ids, self._vocab.sorted_lcp
         else:
@@ -225,12 +227,12 @@ class GrammarMatcher:
         if self._stop_accepted or not 0 <= token_id < self._vocab_size:
             return False
         token_id = int(token_id)
-        if self._plain and not self._is_stop[token_id]:  # the common case, in few steps
-            v = self._vocab
-            begin, end = v.token_offsets[token_id], v.token_offsets[token_id + 1]
-            if begin == end or not self._parser.read(v.token_bytes[begin:end]):
+        if self._plain and token_id not in self._stop_set:  # the common case, in few steps
+            offsets = self._offsets
+            begin, end = offsets[token_id], offsets[token_id + 1]
+            if begin == end or not self._parser.read_span(self._vocab.token_bytes, begin, end):
                 return False  # a special token, or one the grammar rejects
-            self._history.append(int(end - begin))
+            self._history.append(end - begin)
             self._enforce_pending = False
             self._mask_cache.after_token(self._parser.chart)
             return True

@@ -319,6 +319,14 @@ class TokenizerInfo:
             self._arrays = self._build_arrays()
         return self._arrays
 
+    def token_offsets_list(self) -> list:
+        """`vocab_arrays().token_offsets` as a list of Python ints (computed once, shared): the
+        matcher's accept reads two of them per token, faster from a list than from numpy."""
+        offsets = getattr(self, "_offsets_list", None)
+        if offsets is None:
+            offsets = self._offsets_list = self.vocab_arrays().token_offsets.tolist()
+        return offsets
+
     def _build_arrays(self) -> VocabArrays:
         n, decoded = self._vocab_size, self._decoded
         lens = np.zeros(n, dtype=np.int64)

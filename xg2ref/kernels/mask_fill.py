@@ -173,20 +173,27 @@ def gather_cached_mask(fsm, chart, cache, sorted_ids, scratch, words):
             continue
         entry_mark[e] = gen
         kind = entry_kind[e]
-        # the first entry writes `words`, the others are OR-ed in (through `scratch`)
-        acc = words if n_entries == 0 else scratch.or_words
+        # the first entry writes `words`; the others are OR-ed in: an accepted list or a bitset
+        # straight into it, a rejected list through `scratch` (its complement needs a row of its own)
+        first = n_entries == 0
         n_entries += 1
         if kind == KIND_BITSET:
             off = cache.bitset_offset[e]
-            for w in range(acc.shape[0]):
-                acc[w] = cache.bitset_words[off + w]
+            if first:
+                for w in range(words.shape[0]):
+                    words[w] = cache.bitset_words[off + w]
+            else:
+                for w in range(words.shape[0]):
+                    words[w] |= cache.bitset_words[off + w]
         elif kind == KIND_ACCEPTED:
-            for w in range(acc.shape[0]):
-                acc[w] = 0
+            if first:
+                for w in range(words.shape[0]):
+                    words[w] = 0
             for q in range(list_indptr[e], list_indptr[e + 1]):
                 t = list_ids[q]
-                acc[t >> 5] |= np.int32(1) << np.int32(t & 31)
+                words[t >> 5] |= np.int32(1) << np.int32(t & 31)
         else:  # KIND_REJECTED: accepted = regular - rejected - uncertain
+            acc = words if first else scratch.or_words
             for w in range(acc.shape[0]):
                 acc[w] = cache.regular_words[w]
             for q in range(list_indptr[e], list_indptr[e + 1]):
@@ -195,9 +202,9 @@ def gather_cached_mask(fsm, chart, cache, sorted_ids, scratch, words):
             for q in range(unc_indptr[e], unc_indptr[e + 1]):
                 t = sorted_ids[unc_sorted[q]]
                 acc[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
-        if n_entries > 1:
-            for w in range(words.shape[0]):
-                words[w] |= scratch.or_words[w]
+            if not first:
+                for w in range(words.shape[0]):
+                    words[w] |= acc[w]
         mid = n_cand
         for q in range(unc_indptr[e], unc_indptr[e + 1]):
             cand[n_cand] = unc_sorted[q]

@@ -39,6 +39,21 @@ def advance_bytes(fsm, chart, data):
     return OK, data.shape[0]
 
 
+@njit(cache=True, _nrt=False)
+def advance_span(fsm, chart, data, begin, end):
+    """`advance_bytes` over data[begin:end] (a token inside the vocabulary's bytes, no slice
+    made). Returns (status, bytes consumed); EMPTY at once when the current set is empty (only an
+    empty language gets there)."""
+    k = chart.meta[META_N_SETS] - 1
+    if chart.set_start[k + 1] == chart.set_start[k]:
+        return EMPTY, 0
+    for n in range(begin, end):
+        status = advance_byte(fsm, chart, data[n])
+        if status != OK:
+            return status, n - begin
+    return OK, end - begin
+
+
 class TokenItems(NamedTuple):
     """Items reached through token edges (`token_successors`), one per index.
 

@@ -339,12 +339,19 @@ def plot(rows: list, path: str) -> None:
                              squeeze=False)
     for ax, r in zip(axes.flat, good):
         for side, label in ((r.ours, "xg2ref"), (r.theirs, "xgrammar 0.2.8")):
-            xs = np.linspace(0, r.tokens, len(side.curve), endpoint=False)
-            ax.plot(xs, side.curve, label=label)
+            reached = side.stopped_at if side.stopped_at >= 0 else r.tokens
+            xs = np.linspace(0, reached, len(side.curve), endpoint=False)
+            ax.plot(xs, side.curve, label=label + (" (stopped)" if side.stopped_at >= 0 else ""))
         ax.set_title(r.name, fontsize=9)
         ax.set_xlabel("token position", fontsize=8)
         ax.set_ylabel("us per token", fontsize=8)
-        ax.set_ylim(bottom=0)
+        ax.set_xlim(0, r.tokens)
+        values = [v for v in r.ours.curve + r.theirs.curve if v > 0]
+        if values and max(values) > 50 * min(values):  # (one engine far above the other: a log scale)
+            ax.set_yscale("log")
+            ax.legend(fontsize=7)
+        else:
+            ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(good):]:
         ax.axis("off")
