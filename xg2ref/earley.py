@@ -28,6 +28,7 @@ from .exceptions import GrammarLimitError
 from .fsm.build import TOKEN_SYMBOL_BASE, FSMArrays, GrammarFSMs
 from .fsm.fsm import format_byte_range
 from .kernels import earley as K
+from .kernels import handles as H
 from .kernels import token_reads as T
 from .util import bound_kernel
 
@@ -106,6 +107,11 @@ class EarleyParser:
         self.chart = K.new_chart()
         self._advance_bytes = None  # advance_bytes' compiled entry, bound on first use (util.bound_kernel)
         self._advance_span = None  # ... and advance_span's
+        # handles of the NamedTuples the per-token kernels read (kernels/handles.py)
+        self._handle_fsm: Optional[np.ndarray] = None
+        self._handle_chart = self._hc = None
+        self._held: tuple = (None, None, None)  # the entries, vocabulary and scratch of _held_handles
+        self._held_handles: tuple = ()
         self.reset()
 
     # ---- chart management ---------------------------------------------------------------
@@ -131,6 +137,8 @@ class EarleyParser:
         other = object.__new__(EarleyParser)
         other.fsms, other.arrays, other._global_to_local = self.fsms, self.arrays, self._global_to_local
         other._advance_bytes, other._advance_span = self._advance_bytes, self._advance_span
+        other._handle_fsm, other._handle_chart, other._hc = self._handle_fsm, None, None
+        other._held, other._held_handles = (None, None, None), ()
         other.chart = K.Chart(*(a.copy() for a in self.chart))
         return other
 
@@ -169,16 +177,44 @@ class EarleyParser:
                 raise
         return True
 
+    def handles(self) -> tuple:
+        """(machines, chart) as handles (kernels/handles.py), the chart's made again when it has
+        grown; the parser holds both NamedTuples while it holds their handles."""
+        chart = self.chart
+        if self._handle_chart is not chart:
+            if self._handle_fsm is None:
+                self._handle_fsm = H.handle(self.arrays)
+            self._handle_chart, self._hc = chart, H.handle(chart)
+        return self._handle_fsm, self._hc
+
+    def fill_handles(self, entries: tuple, vocab: tuple, scratch: tuple) -> tuple:
+        """The handles (kernels/handles.py) of the machines, the chart, the mask cache's `entries`,
+        the `vocab` and a fill's `scratch`, each made again when its NamedTuple is not the one
+        it was made of; the parser holds those NamedTuples while it holds their handles."""
+        held = self._held
+        if held[0] is not entries or held[1] is not vocab or held[2] is not scratch:
+            self._held = (entries, vocab, scratch)
+            self._held_handles = (H.handle(entries), H.handle(vocab), H.handle(scratch))
+        return self.handles() + self._held_handles
+
     def read_span(self, data: np.ndarray, begin: int, end: int) -> bool:
         """`read` of data[begin:end] (a token in the vocabulary's bytes), without a slice."""
-        if self._advance_span is None:
-            self._advance_span = bound_kernel(T.advance_span, self.arrays, self.chart, data, begin, end)
+        entry = self._advance_span
+        if entry is None:
+            entry = self._advance_span = (bound_kernel(H.advance_span_h, *self.handles(), data, begin, end)
+                                          if H.ENABLED else
+                                          bound_kernel(T.advance_span, self.arrays, self.chart, data, begin, end))
         done = 0
         while True:
-            status, n = self._advance_span(self.arrays, self.chart, data, begin + done, end)
-            done += n
+            if H.ENABLED:  # (the parser holds the chart whose handle the kernel reads)
+                if self._handle_chart is not self.chart:
+                    self.handles()
+                status, n = entry(self._handle_fsm, self._hc, data, begin + done, end)
+            else:
+                status, n = entry(self.arrays, self.chart, data, begin + done, end)
             if status == K.OK:
                 return True
+            done += n
             if status == K.EMPTY:
                 self.chart.meta[K.META_N_SETS] -= done
                 return False

@@ -222,11 +222,12 @@ class GrammarMatcher:
         """Accept one token. False (state unchanged) when the grammar rejects it, when it is
         out of range, a special token, or the matcher has already accepted a stop token.
         A token id that is not an integer raises TypeError."""
-        if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
-            raise TypeError(f"token_id must be an integer, got {type(token_id).__name__}")
+        if type(token_id) is not int:  # (a plain int, the common case, is checked in one step)
+            if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
+                raise TypeError(f"token_id must be an integer, got {type(token_id).__name__}")
+            token_id = int(token_id)
         if self._stop_accepted or not 0 <= token_id < self._vocab_size:
             return False
-        token_id = int(token_id)
         if self._plain and token_id not in self._stop_set:  # the common case, in few steps
             offsets = self._offsets
             begin, end = offsets[token_id], offsets[token_id + 1]
@@ -358,9 +359,13 @@ class GrammarMatcher:
         every step): a tensor's memory is its data pointer; a numpy array held here keeps its
         buffer (numpy refuses to resize an array others refer to), so its shape, strides, dtype
         and writeable flag are what can change."""
+        last = self._row_key
+        if last is not None and last[0] is bitmask and last[1] == index and len(last) == 4 \
+                and last[2] == bitmask.data_ptr() and last[3] == bitmask.shape:
+            return self._row  # (the same tensor, its memory and shape unchanged: the common case, first)
         torch_like = hasattr(bitmask, "data_ptr")
         if torch_like:
-            key = (bitmask, index, bitmask.data_ptr(), tuple(bitmask.shape))
+            key = (bitmask, index, bitmask.data_ptr(), bitmask.shape)
         elif isinstance(bitmask, np.ndarray):
             key = (bitmask, index, bitmask.shape, bitmask.strides, bitmask.dtype, bitmask.flags.writeable)
         else:

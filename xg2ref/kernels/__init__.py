@@ -12,6 +12,8 @@
 - `classify`: ACCEPT / REJECT / UNCERTAIN for every token of a state: building a mask-cache
   entry (XGrammar §3.1, XGrammar-2 §3.4).
 - `mask_fill`: the mask from the entries at run time (XGrammar Alg. 1, Table 6 right half).
+- `handles`: the per-token kernels (fill, accept) called with one int64 array per group of
+  arrays instead of every array (Numba unboxes each argument array on each call).
 - `slices`: vocabulary slices a state reads whole (the JSON-string slice), decided on the
   product automaton instead of token by token.
 - `cross_grammar`: XGrammar-2 §3.3 inside the entry kernel: a hit's acc0 merged, a miss's record.

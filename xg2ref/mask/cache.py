@@ -59,6 +59,7 @@ from ..fsm.build import FSMArrays
 from ..kernels import earley as K
 from ..kernels import cross_grammar as KX
 from ..kernels import entry_build as EB
+from ..kernels import handles as H
 from ..kernels import mask_fill as MF
 from ..lookahead import LookaheadArrays
 from ..tokenizer_info import VocabArrays
@@ -482,9 +483,13 @@ class AdaptiveTokenMaskCache:
         """
         if self._ahead is not None and self._ahead.pending:
             background.note_activity()
-        args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
-                stop_ids, words)
-        status, j, n_cand, full = self._kernel(MF.fill_mask, *args)(*args)
+        if H.ENABLED:  # (the parser holds every NamedTuple whose handle the kernel reads)
+            args = parser.fill_handles(self._store.kernel_arrays, self.vocab, scratch) + (not_regular, stop_ids, words)
+            status, j, n_cand, full = self._kernel(H.fill_mask_h, *args)(*args)
+        else:
+            args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
+                    stop_ids, words)
+            status, j, n_cand, full = self._kernel(MF.fill_mask, *args)(*args)
         if status == MF.NEED_ENTRY:  # JIT (§3.5): the building fill (its builder costs a step nothing otherwise)
             status, j, n_cand, full, scratch = self._fill_building(parser, words, not_regular, stop_ids, scratch)
         if status != K.OK:

@@ -1,0 +1,234 @@
+"""XGrammar Algorithm 1 at run time (XGrammar-2 §3.5): the per-token kernels called with one
+small array per group of arrays, not with every array.
+
+Numba unboxes each array of each argument on every call, about 30 ns apiece: the fill of a mask
+takes 69 arrays (the grammar's machines, the chart, the mask-cache entries, the vocabulary, the
+fill's scratch), about 2.3 µs before any work, and the accept of a token 38. A *handle* is an
+int64 array of (data address, length, second length) per array of a NamedTuple; the kernel
+entry rebuilds the NamedTuple as views of the same memory (`carray`), one unboxing instead of
+dozens.
+
+What keeps it safe: `handle` checks every array's dtype, rank and contiguity against the
+NamedTuple's spec; a handle is kept beside the NamedTuple it was made of and used only while
+the caller holds that NamedTuple (so its arrays are alive: a chart that grows, a scratch that is
+refitted, entries another thread republishes each make a new NamedTuple and a new handle); the
+views have the arrays' lengths, so NUMBA_BOUNDSCHECK checks them as before. Under
+NUMBA_DISABLE_JIT the callers pass the NamedTuples themselves.
+
+The grammar's machines (fsm/build.py `FSMArrays`) and the entries (mask/entries.py
+`MaskCacheArrays`) are defined above the kernels; the views here are NamedTuples of the same
+fields, which the kernels read by name (tests/test_handles.py holds the two lists equal).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import carray, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from numba import config
+
+from .chart import Chart
+from .mask_fill import FillScratch, fill_mask
+from .token_reads import advance_span
+
+# the fields of fsm/build.py FSMArrays, mask/entries.py MaskCacheArrays, tokenizer_info.py VocabArrays
+class FSMView(NamedTuple):
+    state_rule: np.ndarray
+    rule_start: np.ndarray
+    is_final: np.ndarray
+    byte_indptr: np.ndarray
+    byte_lo: np.ndarray
+    byte_hi: np.ndarray
+    byte_dst: np.ndarray
+    ref_indptr: np.ndarray
+    ref_rule: np.ndarray
+    ref_dst: np.ndarray
+    rule_nullable: np.ndarray
+    root_rule: np.ndarray
+    tok_indptr: np.ndarray
+    tok_set: np.ndarray
+    tok_dst: np.ndarray
+    rule_budget: np.ndarray
+    rule_char_budget: np.ndarray
+    rule_rep_lo: np.ndarray
+    rule_rep_hi: np.ndarray
+    rule_required: np.ndarray
+    rule_member: np.ndarray
+    rule_leo: np.ndarray
+
+
+class CacheView(NamedTuple):
+    state_entry: np.ndarray
+    entry_state: np.ndarray
+    entry_kind: np.ndarray
+    list_indptr: np.ndarray
+    list_ids: np.ndarray
+    bitset_offset: np.ndarray
+    bitset_words: np.ndarray
+    unc_indptr: np.ndarray
+    unc_sorted: np.ndarray
+    regular_words: np.ndarray
+    counts: np.ndarray
+    noexit_entry: np.ndarray
+    ex_key: np.ndarray
+    ex_entry: np.ndarray
+    count_slack: np.ndarray
+    sizes: np.ndarray
+
+
+class VocabView(NamedTuple):
+    token_bytes: np.ndarray
+    token_offsets: np.ndarray
+    sorted_ids: np.ndarray
+    sorted_lcp: np.ndarray
+    is_special: np.ndarray
+    is_stop: np.ndarray
+    sorted_bytes: np.ndarray
+    sorted_offsets: np.ndarray
+
+
+# handles are used where kernels are compiled (under NUMBA_DISABLE_JIT there is nothing to unbox)
+ENABLED = not config.DISABLE_JIT
+
+
+@intrinsic
+def _address(typingctx, src):
+    """The int64 `src` as a pointer (`carray`'s first argument)."""
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+    return types.voidptr(src), codegen
+
+
+def handle(arrays: tuple) -> np.ndarray:
+    """int64[3 * fields]: per array of NamedTuple `arrays` its address and its one or two
+    lengths. Refuses an array that is not C-contiguous or of rank above 2 (the views would read
+    other memory). The caller keeps `arrays` alive while a kernel uses the handle."""
+    out = np.zeros(3 * len(arrays), dtype=np.int64)
+    for i, a in enumerate(arrays):
+        if not isinstance(a, np.ndarray) or not a.flags.c_contiguous or a.ndim > 2:
+            raise ValueError(f"field {arrays._fields[i]} of {type(arrays).__name__} cannot be handed over "
+                             "(a C-contiguous array of rank 1 or 2 is needed)")
+        out[3 * i] = a.ctypes.data
+        out[3 * i + 1] = a.shape[0]
+        out[3 * i + 2] = a.shape[1] if a.ndim == 2 else 0
+    return out
+
+
+@njit(cache=True, nogil=True)
+def unpack_fsm(h):
+    """The FSMArrays (as FSMView) of handle `h` (`handle`)."""
+    return FSMView(
+        state_rule=carray(_address(h[0]), (h[1],), np.int32),
+        rule_start=carray(_address(h[3]), (h[4],), np.int32),
+        is_final=carray(_address(h[6]), (h[7],), np.bool_),
+        byte_indptr=carray(_address(h[9]), (h[10],), np.int32),
+        byte_lo=carray(_address(h[12]), (h[13],), np.int32),
+        byte_hi=carray(_address(h[15]), (h[16],), np.int32),
+        byte_dst=carray(_address(h[18]), (h[19],), np.int32),
+        ref_indptr=carray(_address(h[21]), (h[22],), np.int32),
+        ref_rule=carray(_address(h[24]), (h[25],), np.int32),
+        ref_dst=carray(_address(h[27]), (h[28],), np.int32),
+        rule_nullable=carray(_address(h[30]), (h[31],), np.bool_),
+        root_rule=carray(_address(h[33]), (h[34],), np.int32),
+        tok_indptr=carray(_address(h[36]), (h[37],), np.int32),
+        tok_set=carray(_address(h[39]), (h[40],), np.int32),
+        tok_dst=carray(_address(h[42]), (h[43],), np.int32),
+        rule_budget=carray(_address(h[45]), (h[46],), np.int32),
+        rule_char_budget=carray(_address(h[48]), (h[49],), np.int32),
+        rule_rep_lo=carray(_address(h[51]), (h[52],), np.int32),
+        rule_rep_hi=carray(_address(h[54]), (h[55],), np.int32),
+        rule_required=carray(_address(h[57]), (h[58],), np.int32),
+        rule_member=carray(_address(h[60]), (h[61],), np.int32),
+        rule_leo=carray(_address(h[63]), (h[64],), np.uint8),
+    )
+
+
+@njit(cache=True, nogil=True)
+def unpack_chart(h):
+    """The Chart of handle `h` (`handle`)."""
+    return Chart(
+        item_state=carray(_address(h[0]), (h[1],), np.int32),
+        item_origin=carray(_address(h[3]), (h[4],), np.int32),
+        item_deadline=carray(_address(h[6]), (h[7],), np.int32),
+        item_char_deadline=carray(_address(h[9]), (h[10],), np.int32),
+        item_count=carray(_address(h[12]), (h[13],), np.int32),
+        item_leo=carray(_address(h[15]), (h[16],), np.int32),
+        set_start=carray(_address(h[18]), (h[19],), np.int64),
+        set_chars=carray(_address(h[21]), (h[22],), np.int32),
+        tbl_key=carray(_address(h[24]), (h[25],), np.int64),
+        tbl_gen=carray(_address(h[27]), (h[28],), np.int64),
+        tbl_cnt=carray(_address(h[30]), (h[31],), np.int64),
+        meta=carray(_address(h[33]), (h[34],), np.int64),
+        pool_parent=carray(_address(h[36]), (h[37],), np.int32),
+        pool_member=carray(_address(h[39]), (h[40],), np.int32),
+        set_pool=carray(_address(h[42]), (h[43],), np.int64),
+    )
+
+
+@njit(cache=True, nogil=True)
+def unpack_cache(h):
+    """The MaskCacheArrays (as CacheView) of handle `h` (`handle`)."""
+    return CacheView(
+        state_entry=carray(_address(h[0]), (h[1],), np.int32),
+        entry_state=carray(_address(h[3]), (h[4],), np.int32),
+        entry_kind=carray(_address(h[6]), (h[7],), np.int8),
+        list_indptr=carray(_address(h[9]), (h[10],), np.int64),
+        list_ids=carray(_address(h[12]), (h[13],), np.int32),
+        bitset_offset=carray(_address(h[15]), (h[16],), np.int64),
+        bitset_words=carray(_address(h[18]), (h[19],), np.int32),
+        unc_indptr=carray(_address(h[21]), (h[22],), np.int64),
+        unc_sorted=carray(_address(h[24]), (h[25],), np.int32),
+        regular_words=carray(_address(h[27]), (h[28],), np.int32),
+        counts=carray(_address(h[30]), (h[31], h[32]), np.int64),
+        noexit_entry=carray(_address(h[33]), (h[34],), np.int32),
+        ex_key=carray(_address(h[36]), (h[37],), np.int64),
+        ex_entry=carray(_address(h[39]), (h[40],), np.int32),
+        count_slack=carray(_address(h[42]), (h[43],), np.int64),
+        sizes=carray(_address(h[45]), (h[46],), np.int64),
+    )
+
+
+@njit(cache=True, nogil=True)
+def unpack_vocab(h):
+    """The VocabArrays (as VocabView) of handle `h` (`handle`)."""
+    return VocabView(
+        token_bytes=carray(_address(h[0]), (h[1],), np.uint8),
+        token_offsets=carray(_address(h[3]), (h[4],), np.int64),
+        sorted_ids=carray(_address(h[6]), (h[7],), np.int32),
+        sorted_lcp=carray(_address(h[9]), (h[10],), np.int32),
+        is_special=carray(_address(h[12]), (h[13],), np.bool_),
+        is_stop=carray(_address(h[15]), (h[16],), np.bool_),
+        sorted_bytes=carray(_address(h[18]), (h[19],), np.uint8),
+        sorted_offsets=carray(_address(h[21]), (h[22],), np.int64),
+    )
+
+
+@njit(cache=True, nogil=True)
+def unpack_scratch(h):
+    """The FillScratch of handle `h` (`handle`)."""
+    return FillScratch(
+        entry_mark=carray(_address(h[0]), (h[1],), np.int64),
+        or_words=carray(_address(h[3]), (h[4],), np.int32),
+        cand=carray(_address(h[6]), (h[7],), np.int32),
+        cand_tmp=carray(_address(h[9]), (h[10],), np.int32),
+        sized=carray(_address(h[12]), (h[13],), np.int64),
+    )
+
+
+
+@njit(cache=True, nogil=True)
+def advance_span_h(hf, hc, data, begin, end):
+    """`token_reads.advance_span` with the machines and the chart as handles."""
+    return advance_span(unpack_fsm(hf), unpack_chart(hc), data, begin, end)
+
+
+@njit(cache=True, nogil=True)
+def fill_mask_h(hf, hc, hk, hv, hs, not_regular, stop_ids, words):
+    """`mask_fill.fill_mask` with the machines, the chart, the entries, the vocabulary and the
+    scratch as handles."""
+    return fill_mask(unpack_fsm(hf), unpack_chart(hc), unpack_cache(hk), unpack_vocab(hv), unpack_scratch(hs),
+                     not_regular, stop_ids, words)
