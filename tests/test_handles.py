@@ -62,3 +62,17 @@ def _encode(text: str) -> list:
     from xg2ref.tools.diff.checks import quicktok_encoder
 
     return quicktok_encoder("llama3")(text.encode())
+
+
+def test_a_deep_copy_of_a_parser_reads_its_own_chart():
+    """A copied parser keeps no handle of the original's arrays: reading on in the copy leaves
+    the original as it was."""
+    import copy
+
+    compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([b"a"])).compile_grammar('root ::= "[" [0-9]* "]"')
+    parser = xgr.GrammarMatcher(compiled)._parser
+    data = np.frombuffer(b"[12", dtype=np.uint8)
+    assert parser.read_span(data, 0, 3)
+    twin = copy.deepcopy(parser)
+    assert twin._hc is None and twin.read_span(np.frombuffer(b"3]", dtype=np.uint8), 0, 2) and twin.is_completed()
+    assert parser.position == 3 and not parser.is_completed() and twin.position == 5

@@ -142,6 +142,14 @@ class EarleyParser:
         other.chart = K.Chart(*(a.copy() for a in self.chart))
         return other
 
+    def __getstate__(self) -> dict:
+        """A copy (`copy.deepcopy`, pickle) keeps no handle: a handle holds the addresses of the
+        original's arrays, and the copy's are elsewhere (nor the bound entries, made again)."""
+        state = self.__dict__.copy()
+        state.update(_handle_fsm=None, _handle_chart=None, _hc=None, _held=(None, None, None), _held_handles=(),
+                     _advance_bytes=None, _advance_span=None)
+        return state
+
     @property
     def position(self) -> int:
         """Number of bytes read (the index of the current Earley set)."""
