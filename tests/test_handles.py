@@ -10,13 +10,11 @@ from xg2ref.fsm.build import FSMArrays
 from xg2ref.kernels import handles as H
 from xg2ref.kernels import mask_fill as MF
 from xg2ref.mask.entries import MaskCacheArrays
-from xg2ref.tokenizer_info import VocabArrays
 
 
 def test_the_views_have_the_fields_of_the_namedtuples_they_stand_for():
     assert H.FSMView._fields == FSMArrays._fields
     assert H.CacheView._fields == MaskCacheArrays._fields
-    assert H.VocabView._fields == VocabArrays._fields
 
 
 def test_a_handle_holds_each_arrays_address_and_lengths_and_refuses_what_a_view_cannot_read():

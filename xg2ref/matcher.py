@@ -370,7 +370,6 @@ class GrammarMatcher:
             key = (bitmask, index, bitmask.shape, bitmask.strides, bitmask.dtype, bitmask.flags.writeable)
         else:
             key = None
-        last = self._row_key
         if key is not None and last is not None and last[0] is bitmask and last[1:] == key[1:]:
             return self._row
         row = bitmask_row_view(bitmask, index, self._vocab_size)

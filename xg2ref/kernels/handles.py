@@ -16,8 +16,9 @@ views have the arrays' lengths, so NUMBA_BOUNDSCHECK checks them as before. Unde
 NUMBA_DISABLE_JIT the callers pass the NamedTuples themselves.
 
 The grammar's machines (fsm/build.py `FSMArrays`) and the entries (mask/entries.py
-`MaskCacheArrays`) are defined above the kernels; the views here are NamedTuples of the same
-fields, which the kernels read by name (tests/test_handles.py holds the two lists equal).
+`MaskCacheArrays`) are defined in modules the kernels may not import; the views here are
+NamedTuples of the same fields, which the kernels read by name (tests/test_handles.py holds
+the lists equal). The vocabulary is rebuilt as tokenizer_info.py's `VocabArrays` itself.
 """
 
 from __future__ import annotations
@@ -27,15 +28,15 @@ from typing import NamedTuple
 import numpy as np
 from numba import carray, njit, types
 from numba.core import cgutils
+from numba import config
 from numba.extending import intrinsic
 
-from numba import config
-
+from ..tokenizer_info import VocabArrays
 from .chart import Chart
 from .mask_fill import FillScratch, fill_mask
 from .token_reads import advance_span
 
-# the fields of fsm/build.py FSMArrays, mask/entries.py MaskCacheArrays, tokenizer_info.py VocabArrays
+# the fields of fsm/build.py FSMArrays and mask/entries.py MaskCacheArrays (modules the kernels may not import)
 class FSMView(NamedTuple):
     state_rule: np.ndarray
     rule_start: np.ndarray
@@ -78,17 +79,6 @@ class CacheView(NamedTuple):
     ex_entry: np.ndarray
     count_slack: np.ndarray
     sizes: np.ndarray
-
-
-class VocabView(NamedTuple):
-    token_bytes: np.ndarray
-    token_offsets: np.ndarray
-    sorted_ids: np.ndarray
-    sorted_lcp: np.ndarray
-    is_special: np.ndarray
-    is_stop: np.ndarray
-    sorted_bytes: np.ndarray
-    sorted_offsets: np.ndarray
 
 
 # handles are used where kernels are compiled (under NUMBA_DISABLE_JIT there is nothing to unbox)
@@ -194,8 +184,8 @@ def unpack_cache(h):
 
 @njit(cache=True, nogil=True)
 def unpack_vocab(h):
-    """The VocabArrays (as VocabView) of handle `h` (`handle`)."""
-    return VocabView(
+    """The VocabArrays of handle `h` (`handle`)."""
+    return VocabArrays(
         token_bytes=carray(_address(h[0]), (h[1],), np.uint8),
         token_offsets=carray(_address(h[3]), (h[4],), np.int64),
         sorted_ids=carray(_address(h[6]), (h[7],), np.int32),

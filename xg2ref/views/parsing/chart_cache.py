@@ -98,7 +98,7 @@ def _justify_leo(parser: EarleyParser, printer: ItemPrinter, k: int, item: Item,
 def _item_text(parser: EarleyParser, printer: ItemPrinter, p: int) -> str:
     s = int(parser.chart.item_state[p])
     rule = int(parser.arrays.state_rule[s])
-    return printer.format(Item(rule, s, s - int(parser.fsms.state_offsets()[rule]), int(parser.chart.item_origin[p])))
+    return printer.format(Item(rule, s, s - int(parser._global_to_local[rule]), int(parser.chart.item_origin[p])))
 
 
 def _parser(grammar, inline: bool, leo: bool = True) -> EarleyParser:
