@@ -112,6 +112,7 @@ class EarleyParser:
         self._handle_chart = self._hc = None
         self._held: tuple = (None, None, None)  # the entries, vocabulary and scratch of _held_handles
         self._held_handles: tuple = ()
+        self.fill_memo: Optional[tuple] = None  # the mask fill's bound entry and arguments (mask/cache.py)
         self.reset()
 
     # ---- chart management ---------------------------------------------------------------
@@ -138,7 +139,7 @@ class EarleyParser:
         other.fsms, other.arrays, other._global_to_local = self.fsms, self.arrays, self._global_to_local
         other._advance_bytes, other._advance_span = self._advance_bytes, self._advance_span
         other._handle_fsm, other._handle_chart, other._hc = self._handle_fsm, None, None
-        other._held, other._held_handles = (None, None, None), ()
+        other._held, other._held_handles, other.fill_memo = (None, None, None), (), None
         other.chart = K.Chart(*(a.copy() for a in self.chart))
         return other
 
@@ -147,7 +148,7 @@ class EarleyParser:
         original's arrays, and the copy's are elsewhere (nor the bound entries, made again)."""
         state = self.__dict__.copy()
         state.update(_handle_fsm=None, _handle_chart=None, _hc=None, _held=(None, None, None), _held_handles=(),
-                     _advance_bytes=None, _advance_span=None)
+                     fill_memo=None, _advance_bytes=None, _advance_span=None)
         return state
 
     @property

@@ -353,8 +353,9 @@ class GrammarMatcher:
         return full
 
     def _row_view(self, bitmask, index: int) -> tuple:
-        """`bitmask_row_view`, and its first ceil(vocab_size / 32) words when the fill kernel
-        may write them in place (the layout of `self._words`; else None). Remembered for the last
+        """`bitmask_row_view`, its first ceil(vocab_size / 32) words when the fill kernel may
+        write them in place (the layout of `self._words`; else None), and whether the row has
+        words past those (cleared after a fill). Remembered for the last
         bitmask while it keeps its memory, shape and type (a decoding loop passes the same one at
         every step): a tensor's memory is its data pointer; a numpy array held here keeps its
         buffer (numpy refuses to resize an array others refer to), so its shape, strides, dtype
@@ -375,8 +376,9 @@ class GrammarMatcher:
         row = bitmask_row_view(bitmask, index, self._vocab_size)
         head = row[:len(self._words)]
         direct = head if layout_key(head) == layout_key(self._words) else None
-        self._row_key, self._row = key, ((row, direct) if key is not None else None)
-        return row, direct
+        view = (row, direct, len(row) > len(self._words))  # (the words past the vocabulary's are cleared)
+        self._row_key, self._row = key, (view if key is not None else None)
+        return view
 
     def compute_bool_mask(self) -> np.ndarray:
         """bool[vocab_size]: the allowed tokens now (a fresh array)."""
@@ -415,16 +417,19 @@ class GrammarMatcher:
 
         Returns True when some token is masked out (the bitmask must be applied).
         """
-        row, direct = self._row_view(bitmask, index)
+        row, direct, tail = self._row_view(bitmask, index)
         self._check_terminated()
-        n = len(self._words)
         if direct is not None:  # the kernel writes the row itself: no copy
-            full = self._fill_words(direct)
+            if self._plain:  # (the common case, without a layer)
+                _, full, self._scratch = self._mask_cache.fill(self._parser, direct, self._not_regular,
+                                                               self._stop_array, self._scratch)
+            else:
+                full = self._fill_words(direct)
         else:
             full = self._fill_words()
-            row[:n] = self._words
-        if len(row) > n:
-            row[n:] = 0
+            row[:len(self._words)] = self._words
+        if tail:
+            row[len(self._words):] = 0
         return not full
 
     def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens, token_bitmask,

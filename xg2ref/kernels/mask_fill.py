@@ -9,7 +9,9 @@ states, plus those of their uncertain tokens that the full chart accepts:
     otherwise                                                  |-  t masked out
 
 The first entry is written into the mask, the others OR-ed in (lists of ids set bits, a
-bitset is OR-ed word by word, a rejected list is a full row less its ids). Their uncertain
+bitset is OR-ed word by word, a rejected list is a full row less its ids). A token id's word is
+indexed as an unsigned number (`np.uint32(t) >> 5`): with a signed index Numba adds the check
+for a negative one, and setting a list's bits takes twice as long. Their uncertain
 lists (sorted indices into the byte-sorted vocabulary) are merged, deduplicated and stripped
 of tokens already allowed; the rest are checked in byte order, each reusing the Earley sets
 of the prefix it shares with the last one checked (XGrammar §3.3's rollback), and skipping
@@ -191,17 +193,17 @@ def gather_cached_mask(fsm, chart, cache, sorted_ids, scratch, words):
                     words[w] = 0
             for q in range(list_indptr[e], list_indptr[e + 1]):
                 t = list_ids[q]
-                words[t >> 5] |= np.int32(1) << np.int32(t & 31)
+                words[np.uint32(t) >> 5] |= np.int32(1) << np.int32(t & 31)
         else:  # KIND_REJECTED: accepted = regular - rejected - uncertain
             acc = words if first else scratch.or_words
             for w in range(acc.shape[0]):
                 acc[w] = cache.regular_words[w]
             for q in range(list_indptr[e], list_indptr[e + 1]):
                 t = list_ids[q]
-                acc[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+                acc[np.uint32(t) >> 5] &= ~(np.int32(1) << np.int32(t & 31))
             for q in range(unc_indptr[e], unc_indptr[e + 1]):
                 t = sorted_ids[unc_sorted[q]]
-                acc[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+                acc[np.uint32(t) >> 5] &= ~(np.int32(1) << np.int32(t & 31))
             if not first:
                 for w in range(words.shape[0]):
                     words[w] |= acc[w]
@@ -222,7 +224,7 @@ def gather_cached_mask(fsm, chart, cache, sorted_ids, scratch, words):
             continue
         prev = c
         t = sorted_ids[c]
-        if (words[t >> 5] >> np.int32(t & 31)) & 1:
+        if (words[np.uint32(t) >> 5] >> np.int32(t & 31)) & 1:
             continue
         cand[out] = c
         out += 1
@@ -251,7 +253,7 @@ def check_candidates(fsm, chart, token_bytes, token_offsets, sorted_ids, cand, n
         if status != OK:
             return status, j
         if fail_len == NO_FAIL:
-            words[tid >> 5] |= np.int32(1) << np.int32(tid & 31)
+            words[np.uint32(tid) >> 5] |= np.int32(1) << np.int32(tid & 31)
     chart.meta[META_N_SETS] = n_sets0
     return OK, n_cand
 
@@ -262,10 +264,10 @@ def finish_mask(fsm, chart, not_regular, stop_ids, words):
     allowed: overriding stop tokens), then set those of `stop_ids` when the input so far is a
     sentence."""
     for t in not_regular:
-        words[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+        words[np.uint32(t) >> 5] &= ~(np.int32(1) << np.int32(t & 31))
     if is_completed(fsm, chart):
         for t in stop_ids:
-            words[t >> 5] |= np.int32(1) << np.int32(t & 31)
+            words[np.uint32(t) >> 5] |= np.int32(1) << np.int32(t & 31)
 
 
 @njit(cache=True, nogil=True, _nrt=False)

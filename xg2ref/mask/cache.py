@@ -484,8 +484,16 @@ class AdaptiveTokenMaskCache:
         if self._ahead is not None and self._ahead.pending:
             background.note_activity()
         if H.ENABLED:  # (the parser holds every NamedTuple whose handle the kernel reads)
-            args = parser.fill_handles(self._store.kernel_arrays, self.vocab, scratch) + (not_regular, stop_ids, words)
-            status, j, n_cand, full = self._kernel(H.fill_mask_h, *args)(*args)
+            # the kernel's entry and arguments, kept on the parser while they stay the same objects
+            # (a decoding loop passes the same ones at every step; a grown chart is a new one)
+            entries, memo = self._store.kernel_arrays, parser.fill_memo
+            if memo is None or memo[0] is not self or memo[1] is not parser.chart or memo[2] is not entries \
+                    or memo[3] is not scratch or memo[4] is not words or memo[5] is not not_regular \
+                    or memo[6] is not stop_ids:
+                args = parser.fill_handles(entries, self.vocab, scratch) + (not_regular, stop_ids, words)
+                memo = parser.fill_memo = (self, parser.chart, entries, scratch, words, not_regular, stop_ids,
+                                           self._kernel(H.fill_mask_h, *args), args)
+            status, j, n_cand, full = memo[7](*memo[8])
         else:
             args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
                     stop_ids, words)
