@@ -113,3 +113,31 @@ def test_sizes_are_checked_before_any_matcher_moves(call, error, message):
     assert str(err.value) == message
     assert error is TypeError or isinstance(err.value, RuntimeError)  # what xgrammar's C++ raises
     assert [len(m._history) for m in matchers] == [1, 1]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_fills_in_one_kernel_call_give_each_matchers_own_mask(threads):
+    """The batch's plain fills run in one kernel call per thread (mask/cache.py `fill_many`):
+    entries not built yet (a fresh compiler), a matcher given two rows, a bitmask wider than the
+    vocabulary (its extra words cleared) and matchers at every step of their inputs all give the
+    rows a matcher alone gives. (No builder thread: the fills build the entries.)"""
+    compiled = [xgr.GrammarCompiler(INFO, background_builds=False).compile_grammar(g) for g in GRAMMARS]
+    texts = ['{"ab":12,"a":true,"b":null}', "abba1", '"abab"']
+    words = (INFO.vocab_size + 31) // 32
+    for step in range(max(len(t) for t in texts) + 1):
+        batch, alone = [], []
+        for c, text in zip(compiled, texts):
+            if step <= len(text):
+                batch.append(xgr.GrammarMatcher(c))
+                batch[-1].accept_string(text[:step])
+                alone.append(xgr.GrammarMatcher(c))
+                alone[-1].accept_string(text[:step])
+        listed = batch + batch[:1]  # the first matcher fills two rows
+        mask = np.full((len(listed) + 1, words + 2), -1, dtype=np.int32)
+        rows = list(range(len(listed)))[::-1]
+        xgr.BatchGrammarMatcher(threads).batch_fill_next_token_bitmask(listed, mask, rows)
+        for m, row in zip(alone + alone[:1], rows):
+            want = np.full((1, words + 2), -1, dtype=np.int32)
+            m.fill_next_token_bitmask(want)
+            assert np.array_equal(mask[row], want[0]), (step, row)
+        assert (mask[len(listed)] == -1).all()

@@ -112,7 +112,7 @@ class EarleyParser:
         self._handle_chart = self._hc = None
         self._held: tuple = (None, None, None)  # the entries, vocabulary and scratch of _held_handles
         self._held_handles: tuple = ()
-        self.fill_memo: Optional[tuple] = None  # the mask fill's bound entry and arguments (mask/cache.py)
+        self.fill_memo: Optional[list] = None  # the mask fill's bound entry and arguments (mask/cache.py)
         self.reset()
 
     # ---- chart management ---------------------------------------------------------------

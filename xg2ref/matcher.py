@@ -76,7 +76,10 @@ from .bitmask import bitmask_row_view, pack_bool_mask, unpack_bitmask
 from .compiler import CompiledGrammar
 from .earley import EarleyParser
 from .exceptions import BitmaskError, MatcherError
+from .intrinsics.token_sets import token_set_tables
+from .kernels import handles as H
 from .kernels import mask_fill as MF
+from .mask.cache import fill_many
 from .rule_options import RuleOptionTables, active_temperature, captures
 from .tokenizer_info import sorted_regular_tokens, stop_token_list
 from .util import layout_key
@@ -135,7 +138,7 @@ class GrammarMatcher:
             self._extra_regular = np.flatnonzero(base_stop & ~self._is_stop & (lengths > 0))
             self._not_regular = np.flatnonzero(self._is_stop & ~base_stop)
         self._stop_array = np.array(stops, dtype=np.int64)
-        self._token_member, self._token_words = _token_set_tables(
+        self._token_member, self._token_words = token_set_tables(
             compiled_grammar.fsms.token_sets, self._vocab, self._is_stop, self._vocab_size)
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
         self._mask_cache = compiled_grammar.mask_cache
@@ -499,29 +502,6 @@ def _single_forced_byte(parser: EarleyParser) -> Optional[int]:
     return forced
 
 
-def _token_set_tables(token_sets, vocab, is_stop: np.ndarray, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """member[g, t]: regular token t is in token set g; words[g]: the same as bitmask rows.
-    Regular = non-empty bytes, neither special nor a stop token (of this matcher)."""
-    words = (vocab_size + 31) // 32
-    if not token_sets:
-        return np.zeros((0, vocab_size), np.bool_), np.zeros((0, words), np.int32)
-    regular = np.zeros(vocab_size, np.bool_)
-    n = len(vocab.token_offsets) - 1
-    regular[:n] = (np.diff(vocab.token_offsets) > 0) & ~vocab.is_special[:n]
-    regular &= ~is_stop
-    member = np.zeros((len(token_sets), vocab_size), np.bool_)
-    for g, ts in enumerate(token_sets):
-        ids = np.array([t for t in ts.ids if 0 <= t < vocab_size], dtype=np.int64)
-        member[g, ids] = True
-        if ts.exclude:
-            member[g] = ~member[g]
-        member[g] &= regular
-    out = np.zeros((len(token_sets), words), np.int32)
-    for g in range(len(token_sets)):
-        pack_bool_mask(member[g], out[g])
-    return member, out
-
-
 # ---- BatchGrammarMatcher ----------------------------------------------------------------------
 
 def _check_matchers(matchers) -> list:
@@ -598,10 +578,18 @@ class BatchGrammarMatcher:
         for m, row in zip(matchers, rows):
             groups.setdefault(id(m), (m, []))[1].append(row)
 
-        def fill(chunk) -> None:
+        def fill(chunk) -> None:  # the plain fills of the chunk in one kernel call (mask/cache.py `fill_many`)
+            jobs, rows_of_jobs = [], []
             for m, rows_of_m in chunk:
-                for row in rows_of_m:
+                view = m._row_view(bitmask, rows_of_m[0]) if m._plain and H.ENABLED else (None, None, False)
+                if view[1] is not None:  # (a matcher's other rows, if any, after its first)
+                    jobs.append((m._mask_cache, m._parser, view[1], m._not_regular, m._stop_array, m._scratch))
+                    rows_of_jobs.append((m, view))
+                for row in rows_of_m[1:] if view[1] is not None else rows_of_m:
                     m.fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
+            for (m, (row, _, tail)), (_, m._scratch) in zip(rows_of_jobs, fill_many(jobs)):
+                if tail:
+                    row[len(m._words):] = 0
 
         threads = (os.cpu_count() or 1) if self.max_threads == "auto" else self.max_threads
         work = list(groups.values())

@@ -25,6 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import AbstractSet, Callable
 
+import numpy as np
+
+from ..bitmask import pack_bool_mask
 from ..grammar.intrinsic import Call, Intrinsic, Macro, Value, register
 from ..grammar.ir import Choice, Expr, Repeat, RuleRef, Sequence
 
@@ -160,3 +163,26 @@ def token_dispatch_expr(tags: list, loop: bool, excludes: list) -> Expr:
     if dispatch:
         body = Sequence((body, Repeat(dispatch[0] if len(dispatch) == 1 else Choice(tuple(dispatch)), 0, 1)))
     return body
+
+
+def token_set_tables(token_sets, vocab, is_stop: np.ndarray, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """member[g, t]: regular token t is in token set g; words[g]: the same as bitmask rows.
+    Regular = non-empty bytes, neither special nor a stop token (of this matcher)."""
+    words = (vocab_size + 31) // 32
+    if not token_sets:
+        return np.zeros((0, vocab_size), np.bool_), np.zeros((0, words), np.int32)
+    regular = np.zeros(vocab_size, np.bool_)
+    n = len(vocab.token_offsets) - 1
+    regular[:n] = (np.diff(vocab.token_offsets) > 0) & ~vocab.is_special[:n]
+    regular &= ~is_stop
+    member = np.zeros((len(token_sets), vocab_size), np.bool_)
+    for g, ts in enumerate(token_sets):
+        ids = np.array([t for t in ts.ids if 0 <= t < vocab_size], dtype=np.int64)
+        member[g, ids] = True
+        if ts.exclude:
+            member[g] = ~member[g]
+        member[g] &= regular
+    out = np.zeros((len(token_sets), words), np.int32)
+    for g in range(len(token_sets)):
+        pack_bool_mask(member[g], out[g])
+    return member, out

@@ -481,23 +481,45 @@ class AdaptiveTokenMaskCache:
         the others here. Returns the number of uncertain tokens checked against the full chart,
         whether every id is allowed, and the scratch.
         """
-        if self._ahead is not None and self._ahead.pending:
-            background.note_activity()
         if H.ENABLED:  # (the parser holds every NamedTuple whose handle the kernel reads)
-            # the kernel's entry and arguments, kept on the parser while they stay the same objects
-            # (a decoding loop passes the same ones at every step; a grown chart is a new one)
-            entries, memo = self._store.kernel_arrays, parser.fill_memo
-            if memo is None or memo[0] is not self or memo[1] is not parser.chart or memo[2] is not entries \
-                    or memo[3] is not scratch or memo[4] is not words or memo[5] is not not_regular \
-                    or memo[6] is not stop_ids:
-                args = parser.fill_handles(entries, self.vocab, scratch) + (not_regular, stop_ids, words)
-                memo = parser.fill_memo = (self, parser.chart, entries, scratch, words, not_regular, stop_ids,
-                                           self._kernel(H.fill_mask_h, *args), args)
+            memo = self.bind_fill(parser, words, not_regular, stop_ids, scratch)
             status, j, n_cand, full = memo[7](*memo[8])
         else:
+            if self._ahead is not None and self._ahead.pending:
+                background.note_activity()
             args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
                     stop_ids, words)
             status, j, n_cand, full = self._kernel(MF.fill_mask, *args)(*args)
+        return self.finish_fill(parser, words, not_regular, stop_ids, scratch, status, j, n_cand, full)
+
+    def bind_fill(self, parser, words, not_regular, stop_ids, scratch) -> tuple:
+        """`fill`'s kernel entry and arguments (handles), kept on the parser while they stay the
+        same objects (a decoding loop passes the same ones at every step; a grown chart is a new
+        one): (self, chart, entries, scratch, words, not_regular, stop_ids, entry, args, row
+        handle or None: kernels/handles.py `row_handle`, made by `row_handle` below)."""
+        if self._ahead is not None and self._ahead.pending:
+            background.note_activity()
+        entries, memo = self._store.kernel_arrays, parser.fill_memo
+        if memo is None or memo[0] is not self or memo[1] is not parser.chart or memo[2] is not entries \
+                or memo[3] is not scratch or memo[4] is not words or memo[5] is not not_regular \
+                or memo[6] is not stop_ids:
+            args = parser.fill_handles(entries, self.vocab, scratch) + (not_regular, stop_ids, words)
+            memo = parser.fill_memo = [self, parser.chart, entries, scratch, words, not_regular, stop_ids,
+                                       self._kernel(H.fill_mask_h, *args), args, None]
+        return memo
+
+    @staticmethod
+    def row_handle(memo: list) -> int:
+        """The address of the row handle of a `bind_fill` memo (made once per memo), for
+        kernels/handles.py `fill_rows_h`; the memo keeps it and what it points to alive."""
+        if memo[9] is None:
+            memo[9] = H.row_handle(memo[8])
+        return memo[9].ctypes.data
+
+    def finish_fill(self, parser, words, not_regular, stop_ids, scratch, status: int, j: int, n_cand: int,
+                    full) -> tuple[int, bool, MF.FillScratch]:
+        """`fill` after its kernel returned (status, j, n_cand, full): the entries a NEED_ENTRY
+        asks for are built, a NEED_* status grows the chart and the check goes on."""
         if status == MF.NEED_ENTRY:  # JIT (§3.5): the building fill (its builder costs a step nothing otherwise)
             status, j, n_cand, full, scratch = self._fill_building(parser, words, not_regular, stop_ids, scratch)
         if status != K.OK:
@@ -509,6 +531,34 @@ class AdaptiveTokenMaskCache:
             MF.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)
             full = MF.all_allowed(words, self.vocab_size)
         return n_cand, bool(full), scratch
+
+
+_FILL_ROWS: list = []  # fill_rows_h's compiled entry, bound on first use
+
+
+def fill_many(jobs: list) -> list:
+    """`MaskCache.fill` of each job, (cache, parser, words, not_regular, stop_ids, scratch), in
+    one kernel call without the GIL (kernels/handles.py `fill_rows_h`; the batch's threads each
+    make one), then `finish_fill` in Python for a row whose kernel asked for more. The parsers
+    must be distinct. Returns each job's (full, scratch), as `fill` does."""
+    if not jobs:
+        return []
+    memos = [cache.bind_fill(parser, words, not_regular, stop_ids, scratch)
+             for cache, parser, words, not_regular, stop_ids, scratch in jobs]
+    rows = np.array([AdaptiveTokenMaskCache.row_handle(memo) for memo in memos], dtype=np.int64)
+    out = np.zeros((len(jobs), 4), dtype=np.int64)
+    if not _FILL_ROWS:
+        _FILL_ROWS.append(bound_kernel(H.fill_rows_h, rows, out))
+    _FILL_ROWS[0](rows, out)  # (the memos hold every array the row handles point to)
+    done = []
+    for (cache, parser, words, not_regular, stop_ids, scratch), (status, j, n_cand, full) in zip(jobs, out.tolist()):
+        if status == K.OK:
+            done.append((bool(full), scratch))
+        else:
+            _, full, scratch = cache.finish_fill(parser, words, not_regular, stop_ids, scratch, status, j, n_cand,
+                                                 full)
+            done.append((full, scratch))
+    return done
 
 
 def _no_hits(n_classes: int) -> KX.PoolHits:

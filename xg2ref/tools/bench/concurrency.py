@@ -17,7 +17,12 @@ gold completions (a real vocabulary, `--vocab`):
 Every mask is compared with a serial walk of the same engine (computed first, one thread, a
 compiler of its own), so a wrong mask, an exception or a crash is counted, not hidden. The table
 gives masks per second, masks checked, wrong masks and exceptions per pattern and engine, and the
-scaling of `shared`: masks per second with `--threads` threads over one thread.
+scaling of `shared`: masks per second with `--threads` threads over one thread. Those rates
+include each walk's own work (a copy and a comparison of every mask, under the GIL).
+
+Then SCALING, the parallel speed of the fills themselves: a batch of 64 matchers with their
+entries built, filled by `BatchGrammarMatcher(1)` and by `BatchGrammarMatcher(--threads)`, only
+the fills timed (`fill_rate`), beside xgrammar's in the same run.
 
 What it leaves out: processes (a crash ends the run; rerun a pattern alone to see which).
 """
@@ -189,6 +194,46 @@ def run_batch(engine: Engine, threads: int, seconds: float) -> Row:
 RUNNERS = {"shared": run_shared, "compiles": run_compiles, "batch": run_batch}
 
 
+def fill_rate(engine: Engine, threads: int, seconds: float, batch: int = 64) -> tuple[float, int]:
+    """SCALING (module docstring): masks per second of `BatchGrammarMatcher(threads)` filling a
+    batch of `batch` matchers (the docs' grammars, staggered starts) with their entries built
+    (each doc walked once first), only the fills timed; each matcher then takes its next gold
+    token (starting over at its end). Returns (masks per second, wrong masks): every mask of
+    the first `batch` rounds is compared with the serial walk."""
+    mod = engine.module
+    compiled = engine.fresh_grammars()
+    for i, c in enumerate(compiled):
+        engine.walk(c, engine.docs[i][1])  # (entries built: the walk's masks are the serial ones)
+    slots = [(k % len(engine.docs), k % 11) for k in range(batch)]
+    matchers, where = [], []
+    for i, lead in slots:
+        m, lead = mod.GrammarMatcher(compiled[i]), min(lead, len(engine.docs[i][1]))
+        for t in engine.docs[i][1][:lead]:
+            m.accept_token(t)
+        matchers.append(m)
+        where.append(lead)
+    filler = mod.BatchGrammarMatcher(threads)
+    bitmask = mod.allocate_token_bitmask(batch, engine.vocab_size)
+    spent, masks, wrong, rounds = 0.0, 0, 0, 0
+    while spent < seconds:
+        start = time.perf_counter()
+        filler.batch_fill_next_token_bitmask(matchers, bitmask)
+        spent += time.perf_counter() - start
+        masks += batch
+        rows = np.asarray(bitmask) if rounds < batch else None
+        rounds += 1
+        for s, (i, _) in enumerate(slots):
+            if rows is not None:
+                wrong += not np.array_equal(rows[s], engine.serial[i][where[s]])
+            tokens = engine.docs[i][1]
+            if where[s] < len(tokens) and matchers[s].accept_token(tokens[where[s]]):
+                where[s] += 1
+            else:
+                matchers[s].reset()
+                where[s] = 0
+    return masks / spent, wrong
+
+
 def load_docs(data_dir: str, info: TokenizerInfo, vocab: str, limit: int) -> list:
     """(schema text, gold token ids) of json-mode-eval items whose completion the schema takes."""
     from ..diff.checks import quicktok_encoder
@@ -208,7 +253,7 @@ def load_docs(data_dir: str, info: TokenizerInfo, vocab: str, limit: int) -> lis
 
 
 def bench_concurrency(data_dir: str, vocab: str = "llama3", threads: int = 8, seconds: float = 10.0,
-                      limit: int = 12, patterns=PATTERNS) -> int:
+                      limit: int = 12, patterns=PATTERNS, scaling: bool = True, batch: int = 64) -> int:
     """Run the patterns (module docstring) for xg2ref and xgrammar; print the table. Exit 1 if any
     engine gave a wrong mask or raised."""
     import xg2ref
@@ -239,5 +284,14 @@ def bench_concurrency(data_dir: str, vocab: str = "llama3", threads: int = 8, se
         one = next(r for r in rows if r.pattern == "shared" and r.engine == engine.name and r.threads == 1)
         if one.rate:
             print(f"scaling, {engine.name}: {threads} threads give {many.rate / one.rate:.2f}x the masks/s of one")
-    return 1 if any(r.wrong or r.errors for r in rows) else 0
+    wrong = 0
+    if scaling:
+        print(f"fills with entries built, a batch of {batch} matchers, only the fills timed ({seconds:g} s each):")
+        print(f"{'engine':<9} {'1 thread':>12} {f'{threads} threads':>12} {'scaling':>8}")
+        for engine in engines:
+            (one, w1), (many, w2) = fill_rate(engine, 1, seconds, batch), fill_rate(engine, threads, seconds, batch)
+            wrong += w1 + w2
+            print(f"{engine.name:<9} {one:>12,.0f} {many:>12,.0f} {many / one:>7.2f}x"
+                  + (f"  {w1 + w2} wrong masks" if w1 + w2 else ""))
+    return 1 if wrong or any(r.wrong or r.errors for r in rows) else 0
 
