@@ -308,15 +308,17 @@ class GrammarCompiler:
         """The grammar of the strings `regex` matches as a whole (`Grammar.from_regex`)."""
         return self.compile_grammar(Grammar.from_regex(regex))
 
-    def compile_lark(self, lark_string: str, *, named_grammars=None) -> CompiledGrammar:
+    def compile_lark(self, lark_string: str, *, named_grammars=None, dialect: Optional[str] = None) -> CompiledGrammar:
         """`Grammar.from_lark` with this compiler's vocabulary for named special tokens,
-        compiled; cached by the text and the named grammars."""
+        compiled; cached by the text, the named grammars and the dialect."""
         from .frontends.lark.converter import lark_cache_key
 
         def make():
-            return Grammar.from_lark(lark_string, tokenizer_info=self.tokenizer_info, named_grammars=named_grammars)
+            return Grammar.from_lark(lark_string, tokenizer_info=self.tokenizer_info, named_grammars=named_grammars,
+                                     dialect=dialect)
 
         key = lark_cache_key(lark_string, named_grammars, Grammar) if self.cache_enabled else None
+        key = key if key is None or dialect is None else key + (dialect,)
         return self._cached(key, make) if key is not None else self.compile_grammar(make())
 
     def compile_structural_tag(self, structural_tag, triggers=None) -> CompiledGrammar:

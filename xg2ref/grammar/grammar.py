@@ -120,14 +120,18 @@ class Grammar:
         return cls(structural_tag_to_ir(structural_tag))
 
     @staticmethod
-    def from_lark(lark_string: str, *, tokenizer_info=None, named_grammars=None) -> "Grammar":
+    def from_lark(lark_string: str, *, tokenizer_info=None, named_grammars=None,
+                  dialect: Optional[str] = None) -> "Grammar":
         """The grammar of a Lark grammar text with a `start` rule, in xgrammar 0.2.8's dialect
-        (xg2ref/frontends/lark/converter.py). `tokenizer_info` resolves named special tokens
-        (`<|eot|>`, `<[*]>`); `named_grammars` maps a name (no `@`) to the Grammar or Lark text
-        `@name` stands for. Raises LarkError (an EBNFError) naming the offending place."""
+        (xg2ref/frontends/lark/converter.py) or llguidance's (`dialect="llguidance"`, also
+        taken when the text starts with `%llguidance {...}`; frontends/lark/dialect.py).
+        `tokenizer_info` resolves named special tokens (`<|eot|>`, `<[*]>`); `named_grammars`
+        maps a name (no `@`) to the Grammar or Lark text `@name` stands for. Raises LarkError
+        (an EBNFError) naming the offending place."""
         from ..frontends.lark.converter import lark_to_ir
 
-        return Grammar(lark_to_ir(lark_string, tokenizer_info, named_grammars, grammar_type=Grammar))
+        return Grammar(lark_to_ir(lark_string, tokenizer_info, named_grammars, grammar_type=Grammar,
+                                  dialect=dialect))
 
     @classmethod
     def from_ir(cls, ir: GrammarIR) -> "Grammar":

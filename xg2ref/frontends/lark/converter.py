@@ -31,6 +31,9 @@ lowered (skip = the `%ignore` rule, `(i1 | i2 | ...)*`, absent without `%ignore`
     name[lazy] / [stop=S] / [suffix=S]   terminal-like, ends at its first chance (lazy.py):
                                    a dispatch, or the rule option `lazy` (grammar/lazy.py)
 
+In llguidance's dialect (`dialect.py`) parametric rules become one rule per instance reached
+(`parametric.py`), `%llguidance` options set the skip, and `stop=""` is checked to end the output.
+
 Capture names become the rule option `capture` (`GrammarMatcher.get_captures` reports them,
 specs/03-earley.md). A `stop=M` / `suffix=M` rule gets xgrammar's marker options
 (`capture_hidden_stop_bytes` / `capture_hidden_suffix_bytes`, helper rules `<name>_stop_body`
@@ -49,6 +52,8 @@ from ...util import deep_recursion
 from ...intrinsics.token_sets import TokenSet
 from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
 from .lazy import LazyRules
+from . import parametric as P
+from .dialect import DIALECTS, chunk_words, lark_dialect, read_options
 from .reader import MAX_DOCUMENTS, NAME_CHARS, Definition, Document, LarkError, Node, parse_lark
 from ...grammar.passes import remove_dead_rules, renamed_rules
 from ...grammar.regular import TooLarge, bounded_length, complement_automaton, intersection_automaton
@@ -74,9 +79,10 @@ class _Context:
     """What every grammar lowered for one call shares: the rules, the vocabulary, the named
     grammars (`named`: name -> Grammar or Lark text; `embedded`: name -> its root rule)."""
 
-    def __init__(self, tokenizer_info, named: dict):
+    def __init__(self, tokenizer_info, named: dict, dialect: str = "xgrammar"):
         self.rules: dict[str, Optional[Rule]] = {}
-        self.tokenizer_info, self.named = tokenizer_info, named
+        self.tokenizer_info, self.named, self.dialect = tokenizer_info, named, dialect
+        self.instances = P.Instances(self.fresh)  # parametric rules' instances (parametric.py)
         self.embedded: dict[str, str] = {}
         self.active: list[str] = []
         self.lazy_end: Optional[str] = None
@@ -112,6 +118,9 @@ class _Lowering(LazyRules):
         self.initial_skip = False
         self.consumed: set[str] = set()
         self.in_stop = False
+        self.param: Optional[int] = None  # the parameter of the parametric instance being lowered
+        self.instances = P.Instances(ctx.fresh)
+        self.ignore_once = False
 
     def fail(self, message: str, where) -> LarkError:
         return LarkError(message, where.line, where.col, self.src)
@@ -137,6 +146,8 @@ class _Lowering(LazyRules):
         if start.is_terminal:
             raise self.fail("start must be a rule", start)
         self.check_terminals()
+        self.check_parametric(definitions, start)
+        self.end_of_output_stops(definitions, start)
         kind = self.kind(start)
         wrap_start = kind == "temperature" and bool(self.doc.ignores)
         root = self.ctx.fresh("root")
@@ -149,10 +160,10 @@ class _Lowering(LazyRules):
         if self.doc.ignores:
             parts = [self.compile(n, True) for n in self.doc.ignores]
             item = parts[0] if len(parts) == 1 else Choice(tuple(parts))
-            self.skip = self.ctx.define(self.ctx.fresh("lark_ignore"), Repeat(item, 0, None))
+            self.skip = self.ctx.define(self.ctx.fresh("lark_ignore"), Repeat(item, 0, 1 if self.ignore_once else None))
         dynamic = self.dynamic_start(start) if kind == "rule" else None
         for d in definitions:
-            if not d.is_terminal and d is not start:
+            if not d.is_terminal and d is not start and not d.parametric:
                 self.lower_rule(d)
         initial = self.skip if self.initial_skip else None
         if dynamic is not None:
@@ -169,9 +180,19 @@ class _Lowering(LazyRules):
         else:
             body, options = self.compile(start.body, kind == "temperature"), self.options(start)
         self.ctx.define(root, body if initial is None else Sequence((initial, body)), options)
+        while self.instances.pending:  # parametric rules: each instance reached (parametric.py)
+            rule, self.param, name = self.instances.pending.pop()
+            d = self.defs[rule]
+            self.ctx.define(name, self.compile(d.body, False), self.options(d))
+        self.param = None
         return root
 
     def read_options(self) -> None:
+        def fail(message: str, line: int, col: int):
+            raise LarkError(message, line, col, self.src)
+
+        options = read_options(self.doc.llguidance, fail)  # (llguidance's dialect only: dialect.py)
+        self.initial_skip, self.ignore_once = options["allow_initial_skip"], options["ignore_once"]
         for value, line, col in self.doc.options:
             if not isinstance(value, dict):
                 raise LarkError("%grammar_options value must be an object", line, col, self.src)
@@ -210,6 +231,67 @@ class _Lowering(LazyRules):
         for d in self.doc.definitions:
             if d.is_terminal and d.name not in state:
                 visit(d)
+
+    def check_parametric(self, definitions: list, start: Definition) -> None:
+        """llguidance's rules for parametric rules (parametric.py's docstring)."""
+        if start.parametric:
+            raise self.fail("the start rule cannot be parametric", start)
+        for d in definitions:
+            if d.is_terminal:
+                stack = [d.body]
+                while stack:
+                    node = stack.pop()
+                    if node.kind == "when":
+                        raise self.fail("'%if' is not supported in terminals", node)
+                    stack.extend(node.children)
+                continue
+            for key in ("stop", "suffix", "lazy", "temperature", "max_tokens"):
+                if d.parametric and key in d.attrs:
+                    raise self.fail(f"{key} is not supported on parametric rules", self.at(d, key))
+            if d.parametric and not P.uses_parameter(d.body):
+                raise self.fail(f"rule '{d.name}' is parametric, but its body doesn't use its parameter", d)
+            stack = [d.body]
+            while stack:
+                node = stack.pop()
+                stack.extend(node.children)
+                if node.kind == "when" and not d.parametric:
+                    raise self.fail(f"%if in rule '{d.name}', which is not parametric", node)
+                target = self.defs.get(node.text) if node.kind == "name" else None
+                if target is None or target.is_terminal and node.value is None:
+                    continue
+                if target.parametric != (node.value is not None):
+                    raise self.fail(f"parametric rule '{node.text}' is referenced as {node.text}::<parameter>"
+                                    if target.parametric else f"rule '{node.text}' is not parametric", node)
+                if not d.parametric and node.value is not None and node.value[0] != "const":
+                    raise self.fail(f"rule '{d.name}' is not parametric, but its body requires parameters", node)
+
+    def end_of_output_stops(self, definitions: list, start: Definition) -> None:
+        """llguidance's `stop=""` (the end of the output as the stop): on a rule that only ever
+        ends the output (every reference to it last in a rule that ends the output, `start`
+        ending it), it is the rule itself, its body read greedily; elsewhere it is refused."""
+        stops = [d for d in definitions if not d.is_terminal and "stop" in d.attrs and not d.attr("stop").text
+                 and d.attr("stop").kind == "string"]
+        if not stops:
+            return
+        refs: dict[str, list] = {}  # rule -> (referencing rule, whether last)
+        for d in definitions:
+            if not d.is_terminal:
+                for name, last in _references(d.body, True):
+                    refs.setdefault(name, []).append((d.name, last))
+        ends = {d.name for d in definitions if not d.is_terminal}
+        changed = True
+        while changed:  # the greatest set: a rule leaves it when one of its references does not end
+            changed = False
+            for name in list(ends):
+                if name != "start" and not all(last and caller in ends for caller, last in refs.get(name, [(0, 0)])):
+                    ends.discard(name)
+                    changed = True
+        for d in stops:
+            if d.name not in ends:
+                raise self.fail('stop="" (the end of the output as the stop) is supported only on a rule that '
+                                "nothing can follow", self.at(d, "stop"))
+            del d.attrs["stop"]
+            d.attrs.pop("stop_capture", None)
 
     # ---- rules ----------------------------------------------------------------------------------
 
@@ -256,6 +338,10 @@ class _Lowering(LazyRules):
             return parts[0] if len(parts) == 1 else (Sequence if kind == "seq" else Choice)(tuple(parts))
         if kind == "repeat":
             return Repeat(self.compile(node.children[0], terminal), node.lo, None if node.hi == -1 else node.hi)
+        if kind == "when":  # an alternative of a parametric rule, there when its condition holds
+            return self.compile(node.children[0], terminal) if P.holds(node.value, self.param) else CharClass(())
+        if kind == "name" and node.value is not None:  # a parametric rule's instance
+            return RuleRef(self.instances.name(node.text, P.evaluate(node.value, self.param or 0)))
         if kind == "name":
             d = self.defs.get(node.text)
             if d is None:
@@ -307,9 +393,10 @@ class _Lowering(LazyRules):
                 raise self.fail(f"regular-expression flag '{flag}' is not supported", node)
         if self.in_stop and "i" in node.flags:
             raise self.fail("regular-expression flag 'i' is not supported with suffix or stop attributes", node)
-        pattern = node.text if "s" in node.flags else _dot_without_newline(node.text)
+        llguidance = self.ctx.dialect == "llguidance"  # (Rust's syntax: `(?s:...)` groups; `.` is [^\n] there)
+        pattern = node.text if "s" in node.flags or llguidance else _dot_without_newline(node.text)
         try:
-            return regex_to_expr(pattern, flags="".join(sorted(set(node.flags))))
+            return regex_to_expr(pattern, flags="".join(sorted(set(node.flags))), scoped_flags=llguidance)
         except XG2RefError as err:
             raise self.fail(f"failed to compile regular expression: {err}", node) from None
 
@@ -380,8 +467,11 @@ class _Lowering(LazyRules):
             raise self.fail("no fields set on %regex" if not value else "only one field can be set on %regex", node)
         (key, chunks), = value.items()
         if key == "substring_words":
-            raise self.fail("substring_words must be a string" if not isinstance(chunks, str)
-                            else "substring_words is not supported yet", node)
+            if not isinstance(chunks, str):
+                raise self.fail("substring_words must be a string", node)
+            if self.ctx.dialect != "llguidance":
+                raise self.fail("substring_words is not supported yet", node)
+            chunks = chunk_words(chunks)
         if key == "substring_chars":
             if not isinstance(chunks, str):
                 raise self.fail("substring_chars must be a string", node)
@@ -485,13 +575,31 @@ def _dot_without_newline(pattern: str) -> str:
     return "".join(out)
 
 
+def _references(node: Node, last: bool):
+    """(name, whether nothing follows it in the body) for each name in a rule body: the last
+    item of a sequence and an optional group inherit `last`, other items and repetitions not."""
+    if node.kind == "name":
+        yield node.text, last
+    elif node.kind == "seq":
+        for k, child in enumerate(node.children):
+            yield from _references(child, last and k == len(node.children) - 1)
+    elif node.kind in ("choice", "when"):
+        for child in node.children:
+            yield from _references(child, last)
+    elif node.kind == "repeat":
+        yield from _references(node.children[0], last and node.hi == 1)
+    else:
+        for child in node.children:
+            yield from _references(child, False)
+
+
 def _first_line(err: LarkError) -> str:
     return str(err).splitlines()[0]
 
 
-def lower_document(source: str, doc: Document, tokenizer_info, named: dict) -> GrammarIR:
+def lower_document(source: str, doc: Document, tokenizer_info, named: dict, dialect: str = "xgrammar") -> GrammarIR:
     """The IR of a read Lark document (root rule "root"), unreachable rules dropped."""
-    ctx = _Context(tokenizer_info, named)
+    ctx = _Context(tokenizer_info, named, dialect)
     root = _Lowering(source, doc, ctx).lower()
     return remove_dead_rules(GrammarIR(tuple(r for r in ctx.rules.values() if r is not None), root))
 
@@ -521,14 +629,19 @@ def check_named_grammars(named_grammars, grammar_type: Optional[type] = None) ->
 
 
 def lark_to_ir(source: str, tokenizer_info=None, named_grammars=None,
-               grammar_type: Optional[type] = None) -> GrammarIR:
+               grammar_type: Optional[type] = None, dialect: Optional[str] = None) -> GrammarIR:
     """The GrammarIR of a Lark grammar (root rule "root"); see the module docstring.
-    `grammar_type`: the class whose instances `named_grammars` may hold (`Grammar`)."""
+    `grammar_type`: the class whose instances `named_grammars` may hold (`Grammar`); `dialect`:
+    "xgrammar" or "llguidance" (dialect.py; None: from the grammar's first item)."""
     if not isinstance(source, str):
         raise TypeError(f"from_lark needs the Lark grammar as a str, got {type(source).__name__}")
+    if dialect is None:
+        dialect = lark_dialect(source)
+    elif dialect not in DIALECTS:
+        raise ValueError(f"dialect must be one of {', '.join(map(repr, DIALECTS))}, got {dialect!r}")
     named = check_named_grammars(named_grammars, grammar_type)
     with deep_recursion():
-        return lower_document(source, parse_lark(source), tokenizer_info, named)
+        return lower_document(source, parse_lark(source, dialect), tokenizer_info, named, dialect)
 
 
 def lark_cache_key(source: str, named_grammars, grammar_type: type) -> Optional[tuple]:

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ...exceptions import EBNFError
+from . import parametric as P
+from .dialect import HEX_DIGITS as _HEX_DIGITS, hex_escapes
 
 MAX_NESTING, MAX_DOCUMENTS = 200, 1000  # groups in one document; nested %lark / @name grammars
 _LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -87,6 +89,7 @@ class Definition:
     line: int
     col: int
     attrs: dict = field(default_factory=dict)  # key -> (value, line, col)
+    parametric: bool = False  # llguidance's `name::_` (parametric.py)
 
     def attr(self, key: str, default=None):
         entry = self.attrs.get(key)
@@ -99,6 +102,7 @@ class Document:
     ignores: list = field(default_factory=list)
     imports: list = field(default_factory=list)  # (path, local name, line, col)
     options: list = field(default_factory=list)  # (JSON value, line, col)
+    llguidance: list = field(default_factory=list)  # the `%llguidance` values (JSON value, line, col)
 
 
 def is_terminal_name(name: str) -> bool:
@@ -115,8 +119,9 @@ def plain_name(name: str) -> str:
 # ---- lexer ---------------------------------------------------------------------------------------
 
 class _Lexer:
-    def __init__(self, source: str):
+    def __init__(self, source: str, dialect: str = "xgrammar"):
         self.src, self.pos, self.line, self.col = source, 0, 1, 1
+        self.dialect = dialect
 
     def fail(self, message: str, line: int, col: int):
         raise LarkError(message, line, col, self.src)
@@ -199,6 +204,12 @@ class _Lexer:
             return self.directive(line, col)
         if c in _LETTERS or c == "_":
             return self.name(line, col)
+        if c == "0" and nxt in "xX" and self.dialect == "llguidance":  # a parameter value (parametric.py)
+            start = self.pos
+            self.advance(2)
+            while self.peek() and self.peek() in _HEX_DIGITS:
+                self.advance()
+            return Tok("NUMBER", self.src[start:self.pos], line, col)
         if c in _DIGITS:
             return self.number(line, col)
         self.fail(f"unexpected character {c!r}", line, col)
@@ -280,7 +291,7 @@ class _Lexer:
         word = self.src[start:self.pos]
         if word in _KEYWORD_DIRECTIVES:
             return Tok(word, word, line, col)
-        if word not in _JSON_DIRECTIVES:
+        if word not in _JSON_DIRECTIVES and not (word == "%llguidance" and self.dialect == "llguidance"):
             return Tok("%unsupported", word, line, col)
         while self.peek() and self.peek().isspace():
             self.advance()
@@ -301,8 +312,9 @@ def _no_constant(name: str):
 class _Parser:
     """Recursive descent over the tokens; each method is named after the construct it reads."""
 
-    def __init__(self, source: str, tokens: list[Tok]):
+    def __init__(self, source: str, tokens: list[Tok], dialect: str = "xgrammar"):
         self.src, self.toks, self.i, self.depth, self.documents = source, tokens, 0, 0, 0
+        self.llguidance = dialect == "llguidance"
 
     def fail(self, message: str, tok: Optional[Tok] = None):
         tok = tok or self.peek()
@@ -340,6 +352,9 @@ class _Parser:
             elif kind == "%grammar_options":
                 tok = self.match(kind)
                 doc.options.append((tok.value, tok.line, tok.col))
+            elif kind == "%llguidance":
+                tok = self.match(kind)
+                doc.llguidance.append((tok.value, tok.line, tok.col))
             elif kind == "%unsupported":
                 self.fail(f"directive {self.peek().text} is not supported")
             else:
@@ -371,10 +386,12 @@ class _Parser:
         tok = self.expect("NAME", "expected rule or terminal name")
         d = Definition(plain_name(tok.text), is_terminal_name(tok.text), Node("seq", tok.line, tok.col),
                        tok.line, tok.col)
+        self.parameter(d)
         if self.peek().kind == "[":
             if d.is_terminal:
                 self.fail("attributes are only supported on rules")
             self.attributes(d)
+        self.parameter(d)
         for kind, message in ((".", "rule and terminal priorities are not supported"),
                               ("::", "parametric grammar is not supported"), ("{", "Lark templates are not supported")):
             if self.peek().kind == kind:
@@ -382,6 +399,17 @@ class _Parser:
         self.expect(":", "expected ':' after rule name")
         d.body = self.choice()
         return d
+
+    def parameter(self, d: Definition) -> None:
+        """llguidance's `name::_`: a parametric rule (parametric.py)."""
+        if not self.llguidance or d.parametric or not self.match("::"):
+            return
+        if d.is_terminal:
+            self.fail("terminals cannot be parametric")
+        if not (self.peek().kind == "NAME" and self.peek().text == "_"):
+            self.fail("expected '_' after '::' in a parametric rule's name")
+        self.i += 1
+        d.parametric = True
 
     def attributes(self, d: Definition) -> None:
         self.match("[")
@@ -447,7 +475,7 @@ class _Parser:
         self.i += tok.kind in ("STRING", "REGEX", "NAME")
         if tok.kind == "STRING":
             node = self.string_node(tok)
-            if not node.text:
+            if not node.text and not (self.llguidance and name == "stop"):  # (llguidance: the EOS token)
                 self.fail(f"{name} must not be empty", tok)
             return node
         if tok.kind == "REGEX":
@@ -504,7 +532,11 @@ class _Parser:
         if self.match("->"):
             self.expect("NAME", "expected alias name after '->'")
         if self.peek().kind == "%if":
-            self.fail("parametric %if conditions are not supported")
+            at = self.peek()
+            if not self.llguidance:
+                self.fail("parametric %if conditions are not supported")
+            self.i += 1
+            node = Node("when", at.line, at.col, value=P.parse_cond(self), children=[node])
         return node
 
     def expr(self) -> Node:
@@ -564,7 +596,10 @@ class _Parser:
             return Node("regex", tok.line, tok.col, tok.text, flags=tok.flags)
         if tok.kind == "NAME":
             if self.peek().kind == "::":
-                self.fail("parametric grammar is not supported")
+                if not self.llguidance:
+                    self.fail("parametric grammar is not supported")
+                self.i += 1
+                return Node("name", tok.line, tok.col, plain_name(tok.text), value=P.parse_expr(self))
             if self.peek().kind == "{" and self.peek(1).kind not in (",", "NUMBER"):
                 self.fail("Lark templates are not supported")
             return Node("name", tok.line, tok.col, plain_name(tok.text))
@@ -590,8 +625,11 @@ class _Parser:
         self.fail("expected grammar expression")
 
     def string_value(self, tok: Tok) -> str:
+        text = tok.text
+        if self.llguidance and "\\x" in text:  # llguidance's lexer takes \xHH: read as \u00HH
+            text = hex_escapes(text, lambda: self.fail("invalid string literal: \\x takes two hex digits", tok))
         try:
-            value = json.loads(tok.text)
+            value = json.loads(text)
         except ValueError as err:
             self.fail(f"invalid string literal: {err}", tok)
         if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
@@ -602,6 +640,7 @@ class _Parser:
         return Node("string", tok.line, tok.col, self.string_value(tok), flags=tok.flags)
 
 
-def parse_lark(source: str) -> Document:
-    """The tree of a Lark grammar text (raises LarkError at the first offending token)."""
-    return _Parser(source, _Lexer(source).tokens()).document()
+def parse_lark(source: str, dialect: str = "xgrammar") -> Document:
+    """The tree of a Lark grammar text in `dialect` ("xgrammar" or "llguidance"; raises
+    LarkError at the first offending token)."""
+    return _Parser(source, _Lexer(source, dialect).tokens(), dialect).document()

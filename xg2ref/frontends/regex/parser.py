@@ -33,6 +33,7 @@ U+0000-U+001F, `"` and `\\` from every character match, as xgrammar's intrinsic 
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from ...exceptions import XG2RefError
@@ -67,7 +68,7 @@ _START, _END = START, END  # anchors, brought into place by anchors.py and remov
 
 
 class _Parser:
-    def __init__(self, pattern: str, flags: str, json_string: bool):
+    def __init__(self, pattern: str, flags: str, json_string: bool, scoped_flags: bool = False):
         bad = sorted(set(flags) - set("isu"))
         if bad:
             raise RegexError(f"unknown flag {bad[0]!r} (flags are i, s and u)", pattern)
@@ -75,6 +76,7 @@ class _Parser:
         self.ignore_case = "i" in flags
         self.dot_all = "s" in flags
         self.json_string = json_string
+        self.scoped_flags = scoped_flags  # `(?is-u:...)` groups (llguidance's regexes: Rust's syntax)
         self.names: set[str] = set()
 
     def error(self, message: str, pos: Optional[int] = None) -> RegexError:
@@ -191,10 +193,30 @@ class _Parser:
                 self.i = close + 1
             elif kind.startswith("P="):
                 raise self.error("backreferences are not supported", start)
+            elif self.scoped_flags and re.match(r"\?[isu]*(-[isu]*)?:", self.p[self.i:]):
+                return self.flag_group(start)
             else:
                 raise self.error("inline flags and other (?...) groups are not supported "
                                  "(pass flags= to the Regex intrinsic instead)", start)
         alts = self.alternation()
+        if self.peek() != ")":
+            raise self.error("missing ')'", start)
+        self.i += 1
+        return ("group", alts)
+
+    def flag_group(self, start: int):
+        """`(?flags:...)` / `(?on-off:...)`: the group read with flags i and s set or cleared
+        (u changes nothing: classes are over code points already)."""
+        colon = self.p.index(":", self.i)
+        on, _, off = self.p[self.i + 1:colon].partition("-")
+        saved = self.ignore_case, self.dot_all
+        self.ignore_case = ("i" in on or self.ignore_case) and "i" not in off
+        self.dot_all = ("s" in on or self.dot_all) and "s" not in off
+        self.i = colon + 1
+        alts = self.alternation()
+        if self.ignore_case and not saved[0]:  # (a char is folded when made IR, by the pattern's flag)
+            alts = [[_folded(item) for item in items] for items in alts]
+        self.ignore_case, self.dot_all = saved
         if self.peek() != ")":
             raise self.error("missing ')'", start)
         self.i += 1
@@ -329,6 +351,19 @@ def _check_anchors(alts: list, at_start: bool, at_end: bool, parser: _Parser) ->
                 _check_anchors([[item[1]]], False, False, parser)
 
 
+def _folded(node):
+    """A parsed node with each char made a class of its case variants (for `flag_group`)."""
+    if node is _START or node is _END:
+        return node
+    if node[0] == "char":
+        return ("class", fold_case([(node[1], node[1])]))
+    if node[0] == "group":
+        return ("group", [[_folded(item) for item in items] for items in node[1]])
+    if node[0] == "repeat":
+        return ("repeat", _folded(node[1]), *node[2:])
+    return node
+
+
 def _to_ir(node, parser: _Parser) -> Expr:
     if node is _START or node is _END:
         return ByteString(b"")
@@ -363,7 +398,8 @@ def _alts_to_ir(alts: list, parser: _Parser) -> Expr:
     return options[0] if len(options) == 1 else Choice(tuple(options))
 
 
-def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "", search: bool = False) -> Expr:
+def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "", search: bool = False,
+                  scoped_flags: bool = False) -> Expr:
     """The IR expression matching exactly the strings `pattern` matches as a whole, or with
     `search`, the strings that contain a match (JSON Schema's `pattern`): a top-level
     alternative not anchored by `^` may have anything before it, one without `$` anything after.
@@ -372,7 +408,7 @@ def regex_to_expr(pattern: str, *, json_string: bool = False, flags: str = "", s
     """
     if not isinstance(pattern, str):
         raise RegexError(f"a regex must be a str, got {type(pattern).__name__}")
-    parser = _Parser(pattern, flags, json_string)
+    parser = _Parser(pattern, flags, json_string, scoped_flags)
     alts = parser.alternation()
     if parser.i != len(pattern):
         raise parser.error("unbalanced ')'")
