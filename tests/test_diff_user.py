@@ -153,7 +153,8 @@ def test_front_end_flags_round_trip():
     from xg2ref.tools.cli import build_parser, front_end_options
     from xg2ref.tools.user_cases import front_end_flags
 
-    options = {"any_whitespace": False, "strict_mode": True, "any_order": True, "max_whitespace_cnt": 3}
+    options = {"any_whitespace": False, "strict_mode": True, "any_order": True, "max_whitespace_cnt": 3,
+               "dialect": "llguidance"}
     flags = front_end_flags(options)
     args = build_parser().parse_args(["explain", "s.json", "--text", "x", *flags.split()])
     assert front_end_options(args) == options and front_end_flags({}) == ""
@@ -272,3 +273,28 @@ def test_a_lone_minus_refused_is_the_minus_zero_difference_only_under_a_bound():
     at_least_zero = {"properties": {"b": {"type": "integer", "minimum": 0}}}
     assert by_design("xgrammar", "json_schema", at_least_zero, Question("prefix", b'{"b":-'), False, None, b"") \
         == "-0 (specs/05 difference 9)"
+
+
+PERMUTATION_LARK = """start    :  "[" perm::0x0 "]"
+perm::_  :  ""                        %if is_ones([0:2])
+         |  "a" sep::set_bit(0)       %if bit_clear(0)
+         |  "b" sep::set_bit(1)       %if bit_clear(1)
+sep::_   :  ""                        %if is_ones([0:2])
+         |  "," perm::_               %if not(is_ones([0:2]))
+"""
+
+
+def test_a_lark_file_in_llguidances_dialect_is_judged_against_llguidance_only(files):
+    """`--dialect llguidance`: xg2ref and its oracle read the file as llguidance does and llguidance
+    is compared with it (its differences are by design: forced text); the replay commands keep
+    the dialect. Read in xgrammar's dialect, the file is refused."""
+    pytest.importorskip("llguidance")
+    tmp, _, _, vocab = files
+    lark = tmp / "perm.lark"
+    lark.write_text(PERMUTATION_LARK)
+    status, report = _run([str(lark), "--vocab", vocab, "--against", "llguidance", "--dialect", "llguidance"], tmp)
+    assert status == 0 and report["cases"][0]["verdicts_oracle"] > 0
+    assert not [d for d in report["disagreements"] if d["engine"] == "xg2ref"]
+    assert all(d["by_design"] for d in report["disagreements"] if d["engine"] == "llguidance")
+    assert all("--dialect llguidance" in d["replay"] for d in report["disagreements"])
+    assert main(["diff", str(lark), "--vocab", vocab, "--against", "none", "--no-progress"]) == 2

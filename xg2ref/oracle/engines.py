@@ -128,6 +128,8 @@ class XG2RefEngine:
             kind, spec = "structural_tag", get_model_structural_tag(spec["model"], tools=spec["tools"])
         if kind == "json_schema":
             return XG2RefMatcher(GrammarMatcher(self.compiler.compile_json_schema(spec, **options)))
+        if kind == "lark":  # (options: the dialect)
+            return XG2RefMatcher(GrammarMatcher(self.compiler.compile_lark(spec, **options)))
         compile_ = {"regex": self.compiler.compile_regex, "lark": self.compiler.compile_lark,
                     "structural_tag": self.compiler.compile_structural_tag}[kind]
         return XG2RefMatcher(GrammarMatcher(compile_(spec)))
@@ -160,7 +162,7 @@ class PDAEngine:
         if kind == "tool_calls":
             kind, spec = "structural_tag", get_model_structural_tag(spec["model"], tools=spec["tools"])
         grammar = {"json_schema": lambda: Grammar.from_json_schema(spec, **options),
-                   "regex": lambda: Grammar.from_regex(spec), "lark": lambda: Grammar.from_lark(spec),
+                   "regex": lambda: Grammar.from_regex(spec), "lark": lambda: Grammar.from_lark(spec, **options),
                    "structural_tag": lambda: Grammar.from_structural_tag(spec)}[kind]()
         return XG2RefMatcher(PDAMatcher(self.compiler.compile_grammar(grammar)))
 
@@ -236,6 +238,9 @@ class XGrammarEngine:
         elif kind == "json_schema":
             compiled = self.compiler.compile_json_schema(json.dumps(spec), **options)
         elif kind == "lark":
+            if options.get("dialect", "xgrammar") != "xgrammar":
+                raise ValueError("xgrammar reads Lark in its own dialect only (the case is read in "
+                                 f"{options['dialect']}'s)")
             compiled = self.compiler.compile_lark(spec)
         elif kind == "tool_calls":
             tag = self.xgr.get_model_structural_tag(spec["model"], tools=spec["tools"])

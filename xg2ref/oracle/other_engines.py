@@ -335,7 +335,10 @@ class LLGuidanceEngine:
         """A regex, a JSON schema (dict or text; `options` as xg2ref's, module docstring) or a
         Lark grammar."""
         matcher_cls = self.llg.LLMatcher
-        if options and kind != "json_schema":
+        if kind == "lark" and options.get("dialect", "llguidance") != "llguidance":
+            raise UnsupportedByEngine("llguidance reads Lark in its own dialect only (the case is read in "
+                                      f"{options['dialect']}'s)")
+        if options and kind not in ("json_schema", "lark"):
             raise UnsupportedByEngine(f"llguidance adapter takes no options for {kind!r}: {sorted(options)}")
         if kind == "regex":
             grammar = matcher_cls.grammar_from_regex(spec)

@@ -78,8 +78,8 @@ class Case:
             return Grammar.from_regex(self.spec)
         if self.kind == "json_schema":
             return Grammar.from_json_schema(self.spec, **self.options)
-        if self.kind == "lark":
-            return Grammar.from_lark(self.spec)
+        if self.kind == "lark":  # (options: its dialect, "xgrammar" or "llguidance")
+            return Grammar.from_lark(self.spec, **self.options)
         if self.kind == "tool_calls":
             return Grammar.from_structural_tag(self.structural_tag())
         return Grammar.from_structural_tag(self.spec)

@@ -200,6 +200,10 @@ def add_front_end_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict-mode", action=bool_flag, help="JSON Schema: strict mode (default: on)")
     p.add_argument("--any-order", action=bool_flag, help="JSON Schema: members in any order (default: off)")
     p.add_argument("--max-whitespace-cnt", type=int, help="JSON Schema: longest whitespace run")
+    p.add_argument("--dialect", choices=("xgrammar", "llguidance"),
+                   help="Lark: the dialect the files are read in (default: llguidance's for a file that starts "
+                        "with %%llguidance, else xgrammar's); each engine reads its own, and an engine whose "
+                        "dialect is not the case's is left out")
     add_approximate_argument(p)
 
 
@@ -216,8 +220,8 @@ def add_approximate_argument(p: argparse.ArgumentParser) -> None:
 
 def front_end_options(args) -> dict:
     """The options `add_front_end_arguments` read that were given."""
-    return {k: getattr(args, k) for k in ("any_whitespace", "strict_mode", "any_order", "max_whitespace_cnt")
-            if getattr(args, k, None) is not None}
+    return {k: getattr(args, k) for k in ("any_whitespace", "strict_mode", "any_order", "max_whitespace_cnt",
+                                           "dialect") if getattr(args, k, None) is not None}
 
 
 def cmd_explain(args) -> int:
@@ -299,7 +303,8 @@ def cmd_schema_report(args) -> int:
     unknown = [e for e in engines if e not in ENGINES]
     if unknown:
         raise UsageError(f"unknown engine {unknown[0]!r} (engines: {', '.join(ENGINES)}, or none)")
-    report = schema_report(schema, engines=engines, **front_end_options(args))
+    options = {k: v for k, v in front_end_options(args).items() if k != "dialect"}  # (a schema: no Lark dialect)
+    report = schema_report(schema, engines=engines, **options)
     if args.json:
         print(report.to_json())
     else:

@@ -68,6 +68,9 @@ def case_from_text(name: str, text: str, kind: str, options: Optional[dict] = No
     """A case of `kind` from source text (no samples: strings come from the generators);
     `root` is an EBNF grammar's root rule."""
     options = dict(options or {})
+    dialect = options.pop("dialect", None)  # (Lark's: the only option a Lark case takes)
+    if kind == "lark":
+        options = {"dialect": dialect} if dialect else {}
     if kind == "ebnf":
         case = Case(name=name, text=text, root=root, samples=(), source=name, license="the user's")
     else:
@@ -89,7 +92,7 @@ def case_from_text(name: str, text: str, kind: str, options: Optional[dict] = No
 
 
 _FLAGS = (("any_whitespace", "--any-whitespace"), ("strict_mode", "--strict-mode"), ("any_order", "--any-order"),
-          ("max_whitespace_cnt", "--max-whitespace-cnt"))
+          ("max_whitespace_cnt", "--max-whitespace-cnt"), ("dialect", "--dialect"))
 
 
 def front_end_flags(options: dict) -> str:
@@ -101,7 +104,9 @@ def front_end_flags(options: dict) -> str:
     out = []
     for name, flag in _FLAGS:
         value = options.get(name)
-        if isinstance(value, bool):
+        if name == "dialect":
+            out += [f"{flag} {value}"] if value else []
+        elif isinstance(value, bool):
             out.append(flag if value else "--no-" + flag[2:])
         elif value is not None:
             out.append(f"{flag} {int(value)}")
