@@ -67,7 +67,6 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -79,10 +78,10 @@ from .exceptions import BitmaskError, MatcherError
 from .intrinsics.token_sets import token_set_tables
 from .kernels import handles as H
 from .kernels import mask_fill as MF
-from .mask.cache import fill_many
+from .mask.cache import fill_rows, finish_fills, prepare_fills
 from .rule_options import RuleOptionTables, active_temperature, captures
 from .tokenizer_info import sorted_regular_tokens, stop_token_list
-from .util import layout_key
+from .util import Crew, layout_key
 
 STOP_STEP = -1  # history marker: a stop token (no bytes)
 
@@ -517,12 +516,13 @@ def _same_size(matchers: list, values: list, name: str) -> None:
         raise BitmaskError(f"The size of matchers ({len(matchers)}) and {name} ({len(values)}) should be the same.")
 
 
-_POOLS: dict = {}  # threads -> the process's executor for batch fills of that width
+FILL_SHARES = 8  # a threaded batch fill is cut into this many shares per thread, taken as threads free up
+_POOLS: dict = {}  # threads -> the process's crew for batch fills of that width
 _POOLS_LOCK = threading.Lock()
 
 
 def _forget_pools() -> None:
-    """In a forked child: the executors' threads stayed in the parent, so make new ones."""
+    """In a forked child: the crews' threads stayed in the parent, so make new ones."""
     global _POOLS_LOCK
     _POOLS.clear()
     _POOLS_LOCK = threading.Lock()
@@ -531,13 +531,13 @@ def _forget_pools() -> None:
 os.register_at_fork(after_in_child=_forget_pools)
 
 
-def _fill_pool(threads: int) -> ThreadPoolExecutor:
-    """The executor batch fills of `threads` rows at once run on (made once per width; its
-    threads are daemons that live as long as the process)."""
+def _fill_pool(threads: int) -> Crew:
+    """The crew batch fills of `threads` rows at once run on: the caller and threads - 1 helpers
+    (made once per width; daemons that live as long as the process)."""
     with _POOLS_LOCK:
         pool = _POOLS.get(threads)
         if pool is None:
-            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="xg2ref-batch-fill")
+            pool = _POOLS[threads] = Crew(threads - 1, "xg2ref-batch-fill")
         return pool
 
 
@@ -571,38 +571,60 @@ class BatchGrammarMatcher:
                 if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not 0 <= row < shape[0]:
                     raise BitmaskError(f"indices[{k}] = {row!r} is out of range for a bitmask with {shape[0]} rows")
         for k, m in enumerate(matchers):
-            if m.is_terminated():
+            if m._stop_accepted or m._terminate_without_stop_token and m.is_terminated():
                 raise BitmaskError(f"matchers[{k}] has terminated: it has no next-token mask (leave it out of the "
                                    "batch, or roll it back)")
-        groups: dict = {}  # one task per matcher: its rows in order (a matcher is one thread's at a time)
-        for m, row in zip(matchers, rows):
-            groups.setdefault(id(m), (m, []))[1].append(row)
+        if len({id(m) for m in matchers}) == len(matchers):  # one task per matcher: its rows in order
+            groups = [(m, [row]) for m, row in zip(matchers, rows)]
+        else:  # (a matcher listed twice is one thread's at a time)
+            by_id: dict = {}
+            for m, row in zip(matchers, rows):
+                by_id.setdefault(id(m), (m, []))[1].append(row)
+            groups = list(by_id.values())
 
-        def fill(chunk) -> None:  # the plain fills of the chunk in one kernel call (mask/cache.py `fill_many`)
-            jobs, rows_of_jobs = [], []
-            for m, rows_of_m in chunk:
+        # the plain fills (a matcher's first row) are made ready here, then run as kernel calls over
+        # shares of the rows, without the GIL (mask/cache.py `prepare_fills`); the other matchers
+        # fill in shares of their own; a matcher's other rows after the rest (one thread per matcher)
+        jobs, owners, others, later = [], [], [], []
+        memory = (bitmask.data_ptr(), bitmask.shape) if hasattr(bitmask, "data_ptr") else None
+        for m, rows_of_m in groups:
+            last = m._row_key  # (`_row_view`'s remembered row, its tensor checked once for the batch)
+            if memory is not None and last is not None and last[0] is bitmask and last[1] == rows_of_m[0] \
+                    and len(last) == 4 and last[2] == memory[0] and last[3] == memory[1]:
+                view = m._row if m._plain and H.ENABLED else (None, None, False)
+            else:
                 view = m._row_view(bitmask, rows_of_m[0]) if m._plain and H.ENABLED else (None, None, False)
-                if view[1] is not None:  # (a matcher's other rows, if any, after its first)
-                    jobs.append((m._mask_cache, m._parser, view[1], m._not_regular, m._stop_array, m._scratch))
-                    rows_of_jobs.append((m, view))
-                for row in rows_of_m[1:] if view[1] is not None else rows_of_m:
-                    m.fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
-            for (m, (row, _, tail)), (_, m._scratch) in zip(rows_of_jobs, fill_many(jobs)):
+            if view[1] is None:
+                others.append((m, rows_of_m))
+                continue
+            jobs.append((m._mask_cache, m._parser, view[1], m._not_regular, m._stop_array, m._scratch))
+            owners.append((m, view))
+            later += [(m, row) for row in rows_of_m[1:]]
+        fills = prepare_fills(jobs)
+        threads = (os.cpu_count() or 1) if self.max_threads == "auto" else self.max_threads
+        parts = max(1, min(len(jobs), FILL_SHARES * threads))
+        cuts = [len(jobs) * k // parts for k in range(parts + 1)]
+        shares = [(cuts[k], cuts[k + 1]) for k in range(parts)] + others
+
+        def fill(share) -> None:
+            if isinstance(share[0], int):
+                fill_rows(fills, *share)
+            else:
+                for row in share[1]:
+                    share[0].fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
+
+        try:
+            if threads <= 1 or len(shares) <= 1:
+                for share in shares:
+                    fill(share)
+            else:
+                _fill_pool(min(threads, len(shares))).run(fill, shares)  # (every share runs, then an error is raised)
+        finally:  # (the plain rows are finished even when another share raised)
+            for (m, (row, _, tail)), (_, m._scratch) in zip(owners, finish_fills(fills)):
                 if tail:
                     row[len(m._words):] = 0
-
-        threads = (os.cpu_count() or 1) if self.max_threads == "auto" else self.max_threads
-        work = list(groups.values())
-        if threads <= 1 or len(work) <= 1:
-            fill(work)
-            return
-        threads = min(threads, len(work))
-        pool = _fill_pool(threads)
-        futures = [pool.submit(fill, work[i::threads]) for i in range(threads)]
-        for f in futures:
-            f.exception()  # every row has run before the first error is raised
-        for f in futures:
-            f.result()
+        for m, row in later:
+            m.fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
 
     @staticmethod
     def batch_fill_temperature(matchers: list, temperatures, indices: Optional[list] = None) -> None:

@@ -4,7 +4,9 @@ Tarjan's strongly connected components."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
+import threading
 
 # Expression trees may nest up to the parser's limit (1000 groups); recursive walks over
 # them need more Python frames than the default limit allows.
@@ -152,3 +154,53 @@ def strongly_connected(n: int, succ: list) -> list:
                         break
                 out.append(comp)
     return out
+
+
+class Crew:
+    """`helpers` daemon threads that, with the caller, run the shares of one job (XGrammar §3.5:
+    the masks of a batch filled on several cores). `run(work, shares)` calls `work(share)` for
+    every share, each taken by whichever thread is free next (the caller included, so no thread
+    waits idle for the others to start), and returns when all have run; then it raises the error
+    of the first share that failed, if any. One job at a time per crew (others wait their turn).
+    A share taken is an `itertools.count` step, atomic under the GIL."""
+
+    def __init__(self, helpers: int, name: str = "xg2ref-crew"):
+        self._lock = threading.Lock()
+        self._go = [threading.Semaphore(0) for _ in range(helpers)]
+        self._done = threading.Semaphore(0)
+        self._job: tuple = ()
+        for k in range(helpers):
+            threading.Thread(target=self._serve, args=(k,), name=f"{name}-{k}", daemon=True).start()
+
+    def _serve(self, k: int) -> None:
+        while True:
+            self._go[k].acquire()
+            try:
+                self._take()
+            finally:
+                self._done.release()
+
+    def _take(self) -> None:
+        work, shares, turn, errors = self._job
+        for i in iter(turn.__next__, None):
+            if i >= len(shares):
+                return
+            try:
+                work(shares[i])
+            except BaseException as err:  # (raised by `run`, after every share has run)
+                errors.append((i, err))
+
+    def run(self, work, shares: list) -> None:
+        with self._lock:
+            errors: list = []
+            self._job = (work, shares, itertools.count(), errors)
+            for go in self._go:
+                go.release()
+            try:
+                self._take()
+            finally:
+                for _ in self._go:
+                    self._done.acquire()
+                self._job = ()
+            if errors:
+                raise min(errors, key=lambda e: e[0])[1]

@@ -513,8 +513,9 @@ class AdaptiveTokenMaskCache:
         """The address of the row handle of a `bind_fill` memo (made once per memo), for
         kernels/handles.py `fill_rows_h`; the memo keeps it and what it points to alive."""
         if memo[9] is None:
-            memo[9] = H.row_handle(memo[8])
-        return memo[9].ctypes.data
+            row = H.row_handle(memo[8])
+            memo[9] = (row, row.ctypes.data)
+        return memo[9][1]
 
     def finish_fill(self, parser, words, not_regular, stop_ids, scratch, status: int, j: int, n_cand: int,
                     full) -> tuple[int, bool, MF.FillScratch]:
@@ -536,22 +537,39 @@ class AdaptiveTokenMaskCache:
 _FILL_ROWS: list = []  # fill_rows_h's compiled entry, bound on first use
 
 
-def fill_many(jobs: list) -> list:
-    """`MaskCache.fill` of each job, (cache, parser, words, not_regular, stop_ids, scratch), in
-    one kernel call without the GIL (kernels/handles.py `fill_rows_h`; the batch's threads each
-    make one), then `finish_fill` in Python for a row whose kernel asked for more. The parsers
-    must be distinct. Returns each job's (full, scratch), as `fill` does."""
-    if not jobs:
-        return []
+class ManyFills(NamedTuple):
+    """Fills of several parsers prepared for kernels/handles.py `fill_rows_h` (`prepare_fills`)."""
+
+    jobs: list  # (cache, parser, words, not_regular, stop_ids, scratch) per row
+    memos: list  # their `bind_fill` memos, held while a kernel reads the row handles
+    rows: np.ndarray  # int64: the addresses of the row handles
+    out: np.ndarray  # int64[rows, 4]: (status, j, n_cand, full) per row
+
+
+def prepare_fills(jobs: list) -> ManyFills:
+    """`MaskCache.fill` of each job, (cache, parser, words, not_regular, stop_ids, scratch), made
+    ready for `fill_rows` (the parsers must be distinct)."""
     memos = [cache.bind_fill(parser, words, not_regular, stop_ids, scratch)
              for cache, parser, words, not_regular, stop_ids, scratch in jobs]
     rows = np.array([AdaptiveTokenMaskCache.row_handle(memo) for memo in memos], dtype=np.int64)
-    out = np.zeros((len(jobs), 4), dtype=np.int64)
+    return ManyFills(jobs, memos, rows, np.zeros((len(jobs), 4), dtype=np.int64))
+
+
+def fill_rows(fills: ManyFills, lo: int, hi: int) -> None:
+    """The kernels of rows lo..hi-1, in one call without the GIL (threads may run disjoint
+    ranges of one `ManyFills` at once)."""
     if not _FILL_ROWS:
-        _FILL_ROWS.append(bound_kernel(H.fill_rows_h, rows, out))
-    _FILL_ROWS[0](rows, out)  # (the memos hold every array the row handles point to)
+        _FILL_ROWS.append(bound_kernel(H.fill_rows_h, fills.rows, fills.out))
+    if hi > lo:
+        _FILL_ROWS[0](fills.rows[lo:hi], fills.out[lo:hi])
+
+
+def finish_fills(fills: ManyFills) -> list:
+    """After `fill_rows` of every row: `finish_fill` for a row whose kernel asked for more.
+    Returns each job's (full, scratch), as `fill` does."""
     done = []
-    for (cache, parser, words, not_regular, stop_ids, scratch), (status, j, n_cand, full) in zip(jobs, out.tolist()):
+    for (cache, parser, words, not_regular, stop_ids, scratch), (status, j, n_cand, full) in \
+            zip(fills.jobs, fills.out.tolist()):
         if status == K.OK:
             done.append((bool(full), scratch))
         else:
@@ -559,6 +577,14 @@ def fill_many(jobs: list) -> list:
                                                  full)
             done.append((full, scratch))
     return done
+
+
+def fill_many(jobs: list) -> list:
+    """`MaskCache.fill` of each job in one kernel call (`prepare_fills`, `fill_rows`,
+    `finish_fills`). Returns each job's (full, scratch)."""
+    fills = prepare_fills(jobs)
+    fill_rows(fills, 0, len(jobs))
+    return finish_fills(fills)
 
 
 def _no_hits(n_classes: int) -> KX.PoolHits:
