@@ -545,15 +545,19 @@ SET_OPERATIONS = [  # (grammar, strings it takes, strings it refuses)
 
 @pytest.mark.parametrize("grammar, takes, refuses", SET_OPERATIONS, ids=[c[0][:40] for c in SET_OPERATIONS])
 def test_terminal_intersection_and_complement(grammar, takes, refuses):
-    g = xgr.Grammar.from_lark(grammar)
+    g = xgr.Grammar.from_lark(grammar, dialect="llguidance")
     assert [s for s in takes + refuses if _is_grammar_accept_string(g, s)] == takes
 
 
 def test_set_operations_belong_to_terminals():
     with pytest.raises(EBNFError, match="intersection '&' can only be used in terminals"):
-        xgr.Grammar.from_lark('start: x\nx: "a" & "a"')
+        xgr.Grammar.from_lark('start: x\nx: "a" & "a"', dialect="llguidance")
     with pytest.raises(EBNFError, match="complement '~' can only be used in terminals"):
-        xgr.Grammar.from_lark('start: ~"a"')
+        xgr.Grammar.from_lark('start: ~"a"', dialect="llguidance")
+    with pytest.raises(EBNFError, match="intersection '&' is not supported"):  # (xgrammar's dialect: neither)
+        xgr.Grammar.from_lark('start: A\nA: "a" & "a"')
+    with pytest.raises(EBNFError, match="complement '~' is not supported"):
+        xgr.Grammar.from_lark('start: A\nA: ~"a"')
 
 
 @settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -561,8 +565,9 @@ def test_set_operations_belong_to_terminals():
 def test_intersection_and_complement_are_the_sets_python_re_gives(a, b):
     """`A & B` takes what both take and `~A` what A does not, on every string over {a, b} of up
     to 5 characters (Python's `re` judges A and B)."""
-    both = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_lark(f"start: T\nT: /{a}/ & /{b}/")
-    neither = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_lark(f"start: T\nT: ~/{a}/")
+    compiler = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False)
+    both = compiler.compile_lark(f"start: T\nT: /{a}/ & /{b}/", dialect="llguidance")
+    neither = compiler.compile_lark(f"start: T\nT: ~/{a}/", dialect="llguidance")
     ra, rb = re.compile(a), re.compile(b)
     for n in range(6):
         for k in range(2 ** n):

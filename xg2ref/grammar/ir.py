@@ -110,12 +110,20 @@ EPSILON = ByteString(b"")
 @dataclass(frozen=True, slots=True)
 class Rule:
     """`name[options] ::= body (= lookahead)`. `lookahead` is None when the rule has no
-    assertion; `options` are (key, value) pairs in source order."""
+    assertion; `options` are (key, value) pairs in the order xgrammar 0.2.8 prints them,
+    whatever order they were written in (`OPTION_ORDER`; xg2ref's own options after those, in
+    source order)."""
 
     name: str
     body: Expr
     lookahead: Optional[Expr] = None
     options: tuple[tuple[str, object], ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.options) > 1:
+            ordered = tuple(sorted(self.options, key=lambda kv: OPTION_ORDER.get(kv[0], len(OPTION_ORDER))))
+            if ordered != self.options:
+                object.__setattr__(self, "options", ordered)
 
     def option(self, key: str, default=None):
         """The value of rule option `key` (`max_tokens`, `max_chars`, `capture`, `lazy`,
@@ -126,6 +134,10 @@ class Rule:
 # The rule options that name a stop/suffix marker's two helper rules (their names in the IR;
 # xgrammar's printed form writes their places, `capture_hidden_body_rule_id` / `_marker_rule_id`)
 MARKER_RULE_KEYS = ("capture_hidden_body_rule", "capture_hidden_marker_rule")
+# xgrammar 0.2.8's order of a rule's options (its printer's)
+OPTION_ORDER = {k: i for i, k in enumerate((
+    "max_tokens", "max_chars", "capture", "capture_hidden_suffix_bytes", "capture_hidden_stop_bytes",
+    *MARKER_RULE_KEYS, "stop_capture", "lazy", "temperature"))}
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ lowered (skip = the `%ignore` rule, `(i1 | i2 | ...)*`, absent without `%ignore`
     /re/flags                      the regex's IR (xg2ref/frontends/regex/parser.py, flags i s u), `.` read as [^\\n]
                                    without s, as Lark and xgrammar read it
     x? x* x+ x~n..m x{n,m} [x]     Repeat(x, lo, hi)
-    T: A & B,  T: ~A  (terminals)  llguidance's intersection and complement, code point automata
+    T: A & B,  T: ~A  (terminals)  (llguidance's dialect) intersection and complement, code point automata
                                    written back as rules (`set_operation`); `&` binds tighter than
                                    `|`, a sequence is one side of it
     %import common.INT [-> N]      a terminal N with Lark's `common` definition (`COMMON`)
@@ -478,11 +478,14 @@ class _Lowering(LazyRules):
             chunks = list(chunks)
         elif not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
             raise self.fail("substring_chunks must be an array of strings", node)
-        runs: list[Expr] = []  # S_i = chunk_i S_i+1?; the language is "" | S_0 | ... | S_n-1
-        for chunk in reversed(chunks):
+        # S_i ::= chunk_i S_i+1?, one rule each (no expression nests deeper than one chunk, however
+        # many there are); the language is "" | S_0 | ... | S_n-1
+        names = [self.ctx.fresh("lark_substring") for _ in chunks]
+        for k, chunk in enumerate(chunks):
             head = ByteString(chunk.encode("utf-8", "surrogatepass"))
-            runs.append(head if not runs else Sequence((head, Repeat(runs[-1], 0, 1))))
-        return Choice((EPSILON, *reversed(runs))) if runs else EPSILON
+            rest = Repeat(RuleRef(names[k + 1]), 0, 1) if k + 1 < len(chunks) else None
+            self.ctx.define(names[k], head if rest is None else Sequence((head, rest)))
+        return Choice((EPSILON, *(RuleRef(n) for n in names))) if names else EPSILON
 
     def nested(self, node: Node) -> Expr:
         try:

@@ -11,6 +11,7 @@ different things):
                                      no_forcing (no effect on the language); allow_invalid_utf8
                                      is refused; other keys are ignored, as llguidance ignores them
     "\\xHH" in string literals        the code point U+00HH (llguidance rewrites it as \\u00HH)
+    T: A & B, T: ~A (terminals)      intersection and complement (converter.py `set_operation`)
     name::_ ... %if cond, r::expr    parametric rules (parametric.py)
     %regex {"substring_words": s}    the substrings of s made of whole chunks, a chunk being a
                                      run of word characters (alphanumeric or `_`), of whitespace,

@@ -522,6 +522,8 @@ class _Parser:
             items.append(self.expr())
         node = Node("seq", first.line, first.col, children=items)
         if self.peek().kind == "&":  # llguidance's intersection: `A B & C` is (A B) & C, tighter than `|`
+            if not self.llguidance:
+                self.fail("intersection '&' is not supported")
             parts = [node]
             while self.match("&"):
                 start, more = self.peek(), []
@@ -568,7 +570,9 @@ class _Parser:
         return Node("repeat", first.line, first.col, lo=lo, hi=hi, children=[atom])
 
     def atom(self) -> Node:
-        if self.peek().kind == "~":
+        if self.peek().kind == "~":  # llguidance's complement
+            if not self.llguidance:
+                self.fail("complement '~' is not supported")
             self.i += 1
         tok = self.peek()
         self.i += 1
