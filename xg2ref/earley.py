@@ -294,6 +294,21 @@ class EarleyParser:
             return np.zeros(0, np.int32)
         return np.unique(np.concatenate([a.tok_set[b:e] for b, e in zip(starts, ends) if e > b]))
 
+    def single_forced_byte(self) -> Optional[int]:
+        """The byte when every byte edge of the current set is that same single byte, else None
+        (jump-forward, xg2ref/matcher.py)."""
+        a = self.arrays
+        forced = None
+        if len(self.token_sets_here()):
+            return None
+        for s in self._live_states():
+            for e in range(a.byte_indptr[s], a.byte_indptr[s + 1]):
+                lo, hi = int(a.byte_lo[e]), int(a.byte_hi[e])
+                if lo != hi or (forced is not None and forced != lo):
+                    return None
+                forced = lo
+        return forced
+
     def rollback(self, num_bytes: int) -> None:
         """Forget the last `num_bytes` bytes (exact: earlier sets are untouched)."""
         if not 0 <= num_bytes <= self.position:

@@ -79,7 +79,7 @@ from .intrinsics.token_sets import token_set_tables
 from .kernels import handles as H
 from .kernels import mask_fill as MF
 from .mask.cache import fill_rows, finish_fills, prepare_fills
-from .rule_options import RuleOptionTables, active_temperature, captures
+from .rule_options import RuleOptionTables, active_temperature, captures, float32_temperature
 from .tokenizer_info import sorted_regular_tokens, stop_token_list
 from .util import Crew, layout_key
 
@@ -97,6 +97,9 @@ def pop_history(history: list, num_tokens) -> list[int]:
     return [history.pop() for _ in range(num_tokens)]
 
 
+_WORDS_LAYOUT = layout_key(np.zeros(1, dtype=np.int32))  # what the fill kernels write into (`_row_view`)
+
+
 class GrammarMatcher:
     """Matches one token sequence against a compiled grammar (xgrammar's API)."""
 
@@ -110,23 +113,28 @@ class GrammarMatcher:
         self._vocab_size = info.vocab_size
         stops = stop_token_list(info, override_stop_tokens, self._vocab_size)
         self._stop_token_ids = stops
-        self._is_stop = np.zeros(self._vocab_size, dtype=np.bool_)
-        self._is_stop[stops] = True
+        self._vocab = info.vocab_arrays()
+        if override_stop_tokens is None:  # (the vocabulary's own, shared by its matchers: read only)
+            self._is_stop = self._vocab.is_stop
+        else:
+            self._is_stop = np.zeros(self._vocab_size, dtype=np.bool_)
+            self._is_stop[stops] = True
         self._stop_set = frozenset(stops)
         self._terminate_without_stop_token = terminate_without_stop_token
-        self._default_temperature = _float32_temperature(default_temperature)
+        self._default_temperature = float32_temperature(default_temperature)
         if max_rollback_tokens != -1:  # as in xgrammar 0.2.8: accepted, ignored, reported as -1
             warnings.warn("max_rollback_tokens is deprecated and has no effect: rollback is always unlimited (-1)",
                           DeprecationWarning, stacklevel=2)
         self._max_rollback_tokens = -1
-        self._vocab = info.vocab_arrays()
         self._offsets = info.token_offsets_list()  # (shared by the tokenizer's matchers)
         if override_stop_tokens is None:
             self._regular, self._regular_lcp = self._vocab.sorted_ids, self._vocab.sorted_lcp
         else:
             self._regular, self._regular_lcp = sorted_regular_tokens(self._vocab, self._is_stop)
-        self._mask = np.zeros(self._vocab_size, dtype=np.bool_)
-        self._words = np.zeros((self._vocab_size + 31) // 32, dtype=np.int32)
+        # the mask's int32 words: the fill kernels write a bitmask row in place, so a matcher makes
+        # its own words only when it must (a row another layout, compute_bool_mask): _own_words
+        self._n_words = (self._vocab_size + 31) // 32
+        self._words: Optional[np.ndarray] = None
         # regular tokens that the cache does not know about / must not allow (overridden stops; none
         # when the stops are the vocabulary's own: then no pass over the vocabulary per matcher)
         if override_stop_tokens is None:
@@ -215,7 +223,7 @@ class GrammarMatcher:
         other._parser, other._scratch = self._parser.copy(), self._mask_cache.new_scratch()
         other._history = list(self._history)
         other._accepted = None if self._accepted is None else bytearray(self._accepted)
-        other._mask = np.zeros_like(self._mask)
+        other._words, other._row_key, other._row = None, None, None  # (buffers of its own)
         return other
 
     # ---- accepting ----------------------------------------------------------------------
@@ -326,7 +334,7 @@ class GrammarMatcher:
         ceil(vocab_size / 32) int32 of its layout: the fill kernel is bound to it). Returns whether
         every id is allowed."""
         if words is None:
-            words = self._words
+            words = self._own_words()
         if self._plain:
             _, full, self._scratch = self._mask_cache.fill(self._parser, words, self._not_regular, self._stop_array,
                                                            self._scratch)
@@ -376,9 +384,9 @@ class GrammarMatcher:
         if key is not None and last is not None and last[0] is bitmask and last[1:] == key[1:]:
             return self._row
         row = bitmask_row_view(bitmask, index, self._vocab_size)
-        head = row[:len(self._words)]
-        direct = head if layout_key(head) == layout_key(self._words) else None
-        view = (row, direct, len(row) > len(self._words))  # (the words past the vocabulary's are cleared)
+        head = row[:self._n_words]
+        direct = head if len(head) == self._n_words and layout_key(head) == _WORDS_LAYOUT else None
+        view = (row, direct, len(row) > self._n_words)  # (the words past the vocabulary's are cleared)
         self._row_key, self._row = key, (view if key is not None else None)
         return view
 
@@ -386,7 +394,13 @@ class GrammarMatcher:
         """bool[vocab_size]: the allowed tokens now (a fresh array)."""
         self._check_terminated()
         self._fill_words()
-        return unpack_bitmask(self._words, self._vocab_size)
+        return unpack_bitmask(self._own_words(), self._vocab_size)
+
+    def _own_words(self) -> np.ndarray:
+        """int32[ceil(vocab_size / 32)] of this matcher's own, made on first use."""
+        if self._words is None:
+            self._words = np.zeros(self._n_words, dtype=np.int32)
+        return self._words
 
     @property
     def parser(self) -> EarleyParser:
@@ -404,15 +418,14 @@ class GrammarMatcher:
         return enforced if enforced is not None else self._every_token_mask()
 
     def _every_token_mask(self) -> np.ndarray:
-        mask = self._mask
-        mask[:] = False
+        mask = np.zeros(self._vocab_size, dtype=np.bool_)
         v = self._vocab
         self._parser.fill_mask(v.token_bytes, v.token_offsets, self._regular, self._regular_lcp, mask)
         if self._parser.is_completed():
             mask[self._stop_token_ids] = True
         for g in self._parser.token_sets_here():
             mask |= self._token_member[g]
-        return mask.copy()
+        return mask
 
     def fill_next_token_bitmask(self, bitmask, index: int = 0, *, debug_print: bool = False) -> bool:
         """Write the allowed tokens into row `index` of an int32 bitmask (bit 1 = allowed).
@@ -429,9 +442,9 @@ class GrammarMatcher:
                 full = self._fill_words(direct)
         else:
             full = self._fill_words()
-            row[:len(self._words)] = self._words
+            row[:self._n_words] = self._words
         if tail:
-            row[len(self._words):] = 0
+            row[self._n_words:] = 0
         return not full
 
     def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens, token_bitmask,
@@ -455,7 +468,7 @@ class GrammarMatcher:
             parser.set_token_index(len(self._history), self._enforce_pending)
         try:
             while not parser.is_completed():
-                single = _single_forced_byte(parser)
+                single = parser.single_forced_byte()
                 if single is None:
                     break
                 parser.advance(bytes([single]))
@@ -471,34 +484,6 @@ class GrammarMatcher:
     def _token_bytes(self, token_id: int) -> bytes:
         v = self._vocab
         return v.token_bytes[v.token_offsets[token_id]: v.token_offsets[token_id + 1]].tobytes()
-
-
-def _float32_temperature(value) -> Optional[float]:
-    """`default_temperature` as xgrammar keeps it: None, or a finite float32 >= 0."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"default_temperature must be a number or None, got {type(value).__name__}")
-    with np.errstate(over="ignore"):
-        out = float(np.float32(value))
-    if not (np.isfinite(out) and out >= 0):
-        raise MatcherError(f"default_temperature must be a finite non-negative float32, got {value!r}")
-    return out
-
-
-def _single_forced_byte(parser: EarleyParser) -> Optional[int]:
-    """The byte when every byte edge of the current set is that same single byte, else None."""
-    a = parser.arrays
-    forced = None
-    if len(parser.token_sets_here()):
-        return None
-    for s in parser._live_states():
-        for e in range(a.byte_indptr[s], a.byte_indptr[s + 1]):
-            lo, hi = int(a.byte_lo[e]), int(a.byte_hi[e])
-            if lo != hi or (forced is not None and forced != lo):
-                return None
-            forced = lo
-    return forced
 
 
 # ---- BatchGrammarMatcher ----------------------------------------------------------------------
@@ -622,7 +607,7 @@ class BatchGrammarMatcher:
         finally:  # (the plain rows are finished even when another share raised)
             for (m, (row, _, tail)), (_, m._scratch) in zip(owners, finish_fills(fills)):
                 if tail:
-                    row[len(m._words):] = 0
+                    row[m._n_words:] = 0
         for m, row in later:
             m.fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
 

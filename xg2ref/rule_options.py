@@ -60,6 +60,7 @@ from typing import Optional
 
 import numpy as np
 
+from .exceptions import MatcherError
 from .fsm.build import FSMArrays, GrammarFSMs, Marker
 
 
@@ -243,3 +244,16 @@ def active_temperature(tables: RuleOptionTables, arrays: FSMArrays, chart, posit
                 seen.add(node)
                 todo.append(node)
     return None if best == -math.inf else float(best)
+
+
+def float32_temperature(value) -> Optional[float]:
+    """`default_temperature` as xgrammar keeps it: None, or a finite float32 >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"default_temperature must be a number or None, got {type(value).__name__}")
+    with np.errstate(over="ignore"):
+        out = float(np.float32(value))
+    if not (np.isfinite(out) and out >= 0):
+        raise MatcherError(f"default_temperature must be a finite non-negative float32, got {value!r}")
+    return out
