@@ -117,7 +117,8 @@ def test_sizes_are_checked_before_any_matcher_moves(call, error, message):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_batch_fills_in_one_kernel_call_give_each_matchers_own_mask(threads):
-    """The batch's plain fills run in one kernel call per thread (mask/cache.py `fill_many`):
+    """The batch's plain fills run as kernel calls over shares of the rows (mask/cache.py
+    `prepare_fills`, `fill_rows`, `finish_fills`):
     entries not built yet (a fresh compiler), a matcher given two rows, a bitmask wider than the
     vocabulary (its extra words cleared) and matchers at every step of their inputs all give the
     rows a matcher alone gives. (No builder thread: the fills build the entries.)"""

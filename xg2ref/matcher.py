@@ -362,18 +362,20 @@ class GrammarMatcher:
                 full = bool(MF.all_allowed(words, self._vocab_size))
         return full
 
-    def _row_view(self, bitmask, index: int) -> tuple:
+    def _row_view(self, bitmask, index: int, memory: Optional[tuple] = None) -> tuple:
         """`bitmask_row_view`, its first ceil(vocab_size / 32) words when the fill kernel may
-        write them in place (the layout of `self._words`; else None), and whether the row has
+        write them in place (an int32 row of `_WORDS_LAYOUT`; else None), and whether the row has
         words past those (cleared after a fill). Remembered for the last
         bitmask while it keeps its memory, shape and type (a decoding loop passes the same one at
         every step): a tensor's memory is its data pointer; a numpy array held here keeps its
         buffer (numpy refuses to resize an array others refer to), so its shape, strides, dtype
-        and writeable flag are what can change."""
+        and writeable flag are what can change. `memory`: a tensor's (data pointer, shape), when
+        the caller has read them already (a batch reads them once for every row)."""
         last = self._row_key
-        if last is not None and last[0] is bitmask and last[1] == index and len(last) == 4 \
-                and last[2] == bitmask.data_ptr() and last[3] == bitmask.shape:
-            return self._row  # (the same tensor, its memory and shape unchanged: the common case, first)
+        if last is not None and last[0] is bitmask and last[1] == index and len(last) == 4:
+            ptr, shape = memory if memory is not None else (bitmask.data_ptr(), bitmask.shape)
+            if last[2] == ptr and last[3] == shape:
+                return self._row  # (the same tensor, its memory and shape unchanged: the common case, first)
         torch_like = hasattr(bitmask, "data_ptr")
         if torch_like:
             key = (bitmask, index, bitmask.data_ptr(), bitmask.shape)
@@ -573,12 +575,7 @@ class BatchGrammarMatcher:
         jobs, owners, others, later = [], [], [], []
         memory = (bitmask.data_ptr(), bitmask.shape) if hasattr(bitmask, "data_ptr") else None
         for m, rows_of_m in groups:
-            last = m._row_key  # (`_row_view`'s remembered row, its tensor checked once for the batch)
-            if memory is not None and last is not None and last[0] is bitmask and last[1] == rows_of_m[0] \
-                    and len(last) == 4 and last[2] == memory[0] and last[3] == memory[1]:
-                view = m._row if m._plain and H.ENABLED else (None, None, False)
-            else:
-                view = m._row_view(bitmask, rows_of_m[0]) if m._plain and H.ENABLED else (None, None, False)
+            view = m._row_view(bitmask, rows_of_m[0], memory) if m._plain and H.ENABLED else (None, None, False)
             if view[1] is None:
                 others.append((m, rows_of_m))
                 continue

@@ -579,14 +579,6 @@ def finish_fills(fills: ManyFills) -> list:
     return done
 
 
-def fill_many(jobs: list) -> list:
-    """`MaskCache.fill` of each job in one kernel call (`prepare_fills`, `fill_rows`,
-    `finish_fills`). Returns each job's (full, scratch)."""
-    fills = prepare_fills(jobs)
-    fill_rows(fills, 0, len(jobs))
-    return finish_fills(fills)
-
-
 def _no_hits(n_classes: int) -> KX.PoolHits:
     """Every class built without a cross-grammar cache."""
     none = np.zeros(n_classes, dtype=np.int8)

@@ -238,22 +238,16 @@ class _Lowering(LazyRules):
             raise self.fail("the start rule cannot be parametric", start)
         for d in definitions:
             if d.is_terminal:
-                stack = [d.body]
-                while stack:
-                    node = stack.pop()
+                for node in d.body.walk():
                     if node.kind == "when":
                         raise self.fail("'%if' is not supported in terminals", node)
-                    stack.extend(node.children)
                 continue
             for key in ("stop", "suffix", "lazy", "temperature", "max_tokens"):
                 if d.parametric and key in d.attrs:
                     raise self.fail(f"{key} is not supported on parametric rules", self.at(d, key))
             if d.parametric and not P.uses_parameter(d.body):
                 raise self.fail(f"rule '{d.name}' is parametric, but its body doesn't use its parameter", d)
-            stack = [d.body]
-            while stack:
-                node = stack.pop()
-                stack.extend(node.children)
+            for node in d.body.walk():
                 if node.kind == "when" and not d.parametric:
                     raise self.fail(f"%if in rule '{d.name}', which is not parametric", node)
                 target = self.defs.get(node.text) if node.kind == "name" else None

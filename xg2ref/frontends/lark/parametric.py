@@ -187,13 +187,8 @@ def holds(cond: tuple, m: int) -> bool:
 def uses_parameter(node) -> bool:
     """Whether a rule body (reader.py Node) reads its rule's parameter: a condition, or a
     reference whose parameter is not a constant."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.kind == "when" or (n.kind == "name" and n.value is not None and n.value[0] != "const"):
-            return True
-        stack.extend(n.children)
-    return False
+    return any(n.kind == "when" or (n.kind == "name" and n.value is not None and n.value[0] != "const")
+               for n in node.walk())
 
 
 class Instances:

@@ -80,6 +80,14 @@ class Node:
     children: list = field(default_factory=list)
     value: Any = None
 
+    def walk(self):
+        """This node and every node under it (depth first, without recursion)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(node.children)
+
 
 @dataclass(slots=True)
 class Definition:

@@ -153,19 +153,42 @@ def run_compiles(engine: Engine, threads: int, seconds: float) -> Row:
     return _run_threads(threads, seconds, body, Row("compiles", engine.name, threads))
 
 
+class _Slots:
+    """A batch of matchers, matchers[s] walking doc docs[s] of `compiled`, started `lead`
+    tokens in (staggered); `where[s]` is its position in its doc's gold tokens."""
+
+    def __init__(self, engine: Engine, compiled: list, count: int, stagger: int):
+        self.engine, self.docs, self.matchers, self.where = engine, [], [], []
+        for k in range(count):
+            i = k % len(engine.docs)
+            m, tokens = engine.module.GrammarMatcher(compiled[i]), engine.docs[i][1]
+            lead = min(k % stagger, len(tokens))
+            for t in tokens[:lead]:
+                m.accept_token(t)
+            self.docs.append(i)
+            self.matchers.append(m)
+            self.where.append(lead)
+
+    def step(self, rows) -> int:
+        """Each matcher takes its next gold token (starting over at its doc's end); with `rows`
+        (the batch's bitmask rows before the step), the wrong masks among them."""
+        wrong = 0
+        for s, i in enumerate(self.docs):
+            if rows is not None:
+                wrong += not np.array_equal(rows[s], self.engine.serial[i][self.where[s]])
+            tokens = self.engine.docs[i][1]
+            if self.where[s] < len(tokens) and self.matchers[s].accept_token(tokens[self.where[s]]):
+                self.where[s] += 1
+            else:
+                self.matchers[s].reset()
+                self.where[s] = 0
+        return wrong
+
+
 def run_batch(engine: Engine, threads: int, seconds: float) -> Row:
     mod = engine.module
-    compiled = engine.fresh_grammars()
-    slots = [(i % len(engine.docs), i % 7) for i in range(4 * threads)]  # (doc, staggered start)
-    matchers, where = [], []
-    for i, lead in slots:
-        m = mod.GrammarMatcher(compiled[i])
-        tokens = engine.docs[i][1]
-        lead = min(lead, len(tokens))
-        for t in tokens[:lead]:
-            m.accept_token(t)
-        matchers.append(m)
-        where.append(lead)
+    slots = _Slots(engine, engine.fresh_grammars(), 4 * threads, 7)
+    matchers = slots.matchers
     batch = mod.BatchGrammarMatcher(threads)
     bitmask = mod.allocate_token_bitmask(len(matchers), engine.vocab_size)
     row = Row("batch", engine.name, threads)
@@ -177,16 +200,8 @@ def run_batch(engine: Engine, threads: int, seconds: float) -> Row:
             row.errors += 1
             row.first_error = row.first_error or f"{type(err).__name__}: {err}"[:160]
             break
-        rows = np.asarray(bitmask)
-        for s, (i, _) in enumerate(slots):
-            row.masks += 1
-            row.wrong += not np.array_equal(rows[s], engine.serial[i][where[s]])
-            tokens = engine.docs[i][1]
-            if where[s] < len(tokens) and matchers[s].accept_token(tokens[where[s]]):
-                where[s] += 1
-            else:
-                matchers[s].reset()
-                where[s] = 0
+        row.masks += len(matchers)
+        row.wrong += slots.step(np.asarray(bitmask))
     row.seconds = time.perf_counter() - start
     return row
 
@@ -197,44 +212,29 @@ RUNNERS = {"shared": run_shared, "compiles": run_compiles, "batch": run_batch}
 def fill_rate(engine: Engine, threads: int, seconds: float, batch: int = 64) -> tuple[float, int]:
     """SCALING (module docstring): masks per second of `BatchGrammarMatcher(threads)` filling a
     batch of `batch` matchers (the docs' grammars, staggered starts) with their entries built
-    (each doc walked once first, then xg2ref's builder thread left to finish), only the fills timed; each matcher then takes its next gold
-    token (starting over at its end). Returns (masks per second, wrong masks): every mask of
-    the first `batch` rounds is compared with the serial walk."""
+    (each doc walked once first, then xg2ref's builder thread left to finish), only the fills
+    timed; each matcher then takes its next gold token (starting over at its end). Returns
+    (masks per second, wrong masks): every mask of the first `batch` rounds is compared with
+    the serial walk."""
     mod = engine.module
     compiled = engine.fresh_grammars()
     for i, c in enumerate(compiled):
         engine.walk(c, engine.docs[i][1])  # (entries built: the walk's masks are the serial ones)
-    give_up = time.perf_counter() + 120  # xg2ref's builder thread builds the rest while we wait (mask/background.py)
+    give_up = time.perf_counter() + 120  # (xg2ref's builder thread builds the rest meanwhile: mask/background.py)
     while any(getattr(getattr(c, "mask_cache", None), "building_ahead", False) for c in compiled) \
             and time.perf_counter() < give_up:
         time.sleep(0.05)
-    slots = [(k % len(engine.docs), k % 11) for k in range(batch)]
-    matchers, where = [], []
-    for i, lead in slots:
-        m, lead = mod.GrammarMatcher(compiled[i]), min(lead, len(engine.docs[i][1]))
-        for t in engine.docs[i][1][:lead]:
-            m.accept_token(t)
-        matchers.append(m)
-        where.append(lead)
+    slots = _Slots(engine, compiled, batch, 11)
     filler = mod.BatchGrammarMatcher(threads)
     bitmask = mod.allocate_token_bitmask(batch, engine.vocab_size)
     spent, masks, wrong, rounds = 0.0, 0, 0, 0
     while spent < seconds:
         start = time.perf_counter()
-        filler.batch_fill_next_token_bitmask(matchers, bitmask)
+        filler.batch_fill_next_token_bitmask(slots.matchers, bitmask)
         spent += time.perf_counter() - start
         masks += batch
-        rows = np.asarray(bitmask) if rounds < batch else None
+        wrong += slots.step(np.asarray(bitmask) if rounds < batch else None)
         rounds += 1
-        for s, (i, _) in enumerate(slots):
-            if rows is not None:
-                wrong += not np.array_equal(rows[s], engine.serial[i][where[s]])
-            tokens = engine.docs[i][1]
-            if where[s] < len(tokens) and matchers[s].accept_token(tokens[where[s]]):
-                where[s] += 1
-            else:
-                matchers[s].reset()
-                where[s] = 0
     return masks / spent, wrong
 
 
