@@ -167,3 +167,68 @@ def test_token_set_masks_match_the_brute_force_oracle(data, vocab_spec, seed):
         if rng.random() < 0.2:
             matcher.rollback(1)
             oracle.rollback(1)
+
+
+# xgrammar's own test of TagDispatch -> TokenTagDispatch -> TagDispatch nesting (test_token_edge.py,
+# test_e2e_mixed_tag_and_token_dispatch) meets the same merge (specs/05, token-level intrinsics,
+# difference 1): `<mid>` is read both as the outer dispatch's free text and through the token
+# edge, so `mid_body`, entered right after it, loses its caller `mid`. xgrammar then refuses
+# `<bad>` after `x`; by the grammar's language the inner dispatch may end there (it is empty-able)
+# and `mid`'s free text, whose excludes are (4,) only, reads `<bad>`: without the outer dispatch
+# (root ::= "<call>" mid) xgrammar allows it too.
+NESTED_VOCAB = ["<s>", "</s>", "<call>", "<mid>", "<skip>", "<end>", "<bad>", "hello", "world", "x", "y", "done"]
+NESTED = """leaf ::= [a-z]+
+inner ::= TagDispatch(("<end>", leaf), excludes=("<bad>"))
+mid_body ::= Token(9, 10) inner
+mid ::= TokenTagDispatch((3, mid_body), excludes=(4,))
+root ::= TagDispatch(("<call>", mid), excludes=("<bad>"))
+"""
+NESTED_PATH = [7, 2, 3, 9, 8, 5, 11]
+
+
+def test_nested_token_dispatch_masks_are_the_oracles():
+    info = xgr.TokenizerInfo(NESTED_VOCAB)
+    matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(info).compile_grammar(NESTED))
+    oracle = OracleMatcher(xgr.Grammar.from_ebnf(NESTED).ir, info)
+    for t in NESTED_PATH:
+        assert matcher.accept_token(t) and oracle.accept_token(t)
+        mask = matcher.compute_bool_mask()
+        assert (mask == oracle.bool_mask()).all()
+        assert (mask == matcher._every_token_bool_mask()).all()
+        if t == 9:
+            assert mask[6]  # `<bad>`, read by mid's free text once the inner dispatch has ended
+    assert matcher.accept_token(1) and oracle.accept_token(1) and matcher.is_terminated()
+
+
+def _xgrammar_walk(xgr_module, ebnf, vocab, steps, stop=()):
+    info = xgr_module.TokenizerInfo(vocab, stop_token_ids=list(stop) or None)
+    matcher = xgr_module.GrammarMatcher(xgr_module.GrammarCompiler(info).compile_grammar(ebnf))
+    bitmask = xgr_module.allocate_token_bitmask(1, info.vocab_size)
+    out = []
+    for step in list(steps) + [None]:
+        matcher.fill_next_token_bitmask(bitmask)
+        rejected = set(xgr_module.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
+        out.append([vocab[t] for t in range(len(vocab)) if t not in rejected])
+        if step is not None:
+            out.append(matcher.accept_token(step))
+            if not out[-1]:
+                break
+    return out
+
+
+@pytest.mark.xgrammar
+def test_xgrammar_refuses_what_a_merged_token_edge_makes_unreachable(xgr_module):
+    """Pins the merge's effect in xgrammar 0.2.8, where the grammar's language says otherwise.
+    `Token(2)*` is lowered by xgrammar into a rule of its own (`root_1 ::= "" | Token(2) root_1`):
+    the second `ab` is read inside an occurrence begun after the first, a merged token, and that
+    occurrence never returns, so `ab ab c`, a sentence, is refused at `c`. If this test fails,
+    xgrammar has changed and specs/05 should say so."""
+    walk = _xgrammar_walk(xgr_module, 'root ::= Token(2)* "c" | "ab" "x"', VOCAB, [2, 2, 5], stop=(4,))
+    assert walk == [["a", "ab", "c"], True, ["ab", "c", "x"], True, ["ab"], False]
+    assert walk_masks('root ::= Token(2)* "c" | "ab" "x"', [2, 2, 5]) == \
+        [["a", "ab", "c"], True, ["ab", "c", "x"], True, ["ab", "c"], True, ["</s>"]]
+    # the nesting above: `<bad>` refused after `x`, allowed once the outer dispatch is a sequence
+    outer = _xgrammar_walk(xgr_module, NESTED, NESTED_VOCAB, [2, 3, 9])
+    plain = _xgrammar_walk(xgr_module, NESTED.replace('TagDispatch(("<call>", mid), excludes=("<bad>"))',
+                                                      '"<call>" mid'), NESTED_VOCAB, [2, 3, 9])
+    assert "<bad>" not in outer[-1] and "<bad>" in plain[-1]
