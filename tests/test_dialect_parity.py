@@ -211,6 +211,25 @@ def test_substring_cases_are_xgrammars(xg, call, yes, no):
     assert xgrammar_verdicts(xg, text, yes + no) == [True] * len(yes) + [False] * len(no)
 
 
+def test_substring_of_many_chunks_nests_no_expression():
+    """One helper rule per chunk (intrinsics/substring.py): 2,000 chunks, which nested as one
+    expression overflowed the recursion limit at 500, compile in seconds. The helpers' names
+    avoid the grammar's own (`substring` here)."""
+    chunks = [f"w{i} " for i in range(2000)]
+    text = 'root ::= "<" Substring(' + ", ".join(f'"{c}"' for c in chunks) + ') ">" substring\nsubstring ::= "!"'
+    yes = ["<>!", "<w0 >!", "<w5 w6 w7 >!", "<w1998 w1999 >!"]
+    no = ["<w5 w7 >!", "<w1999 w0 >!", "<w5 >"]
+    assert xg2ref_verdicts(text, yes + no) == [True] * len(yes) + [False] * len(no)
+    compiler = xgr.GrammarCompiler(xgr.TokenizerInfo(["a"]))
+    for string, verdict in [(s, True) for s in yes] + [(s, False) for s in no]:
+        matcher = xgr.GrammarMatcher(compiler.compile_grammar(text))
+        assert (matcher.accept_string(string) and matcher.is_completed()) == verdict, string
+    lark = 'start: "<" %regex {"substring_chunks": [' + ", ".join(f'"{c}"' for c in chunks) + ']} ">"'
+    matcher = xgr.GrammarMatcher(xgr.GrammarCompiler(xgr.TokenizerInfo(["a"])).compile_grammar(
+        xgr.Grammar.from_lark(lark)))
+    assert matcher.accept_string("<w7 w8 >") and matcher.is_completed()
+
+
 # ---- lazy rules ----------------------------------------------------------------------------------
 
 HELPERS = 'x ::= "a" "b"\ny ::= "a" | "bc"\nw ::= [a-z]*\n'

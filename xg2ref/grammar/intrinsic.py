@@ -70,6 +70,25 @@ class Call:
     positional: list
     named: dict
     references: list = field(default_factory=list)  # (rule name, offset) the parser checks
+    rules: dict = field(default_factory=dict)  # helper rules the macro defines: name -> body
+    taken: AbstractSet[str] = frozenset()  # rule names of the grammar, which a helper avoids
+    _next: dict = field(default_factory=dict, repr=False)  # base -> the next suffix to try
+
+    def fresh(self, base: str) -> str:
+        """A name for a helper rule (`define`): `base`, or `base_k`, taken by no rule."""
+        name, k = base, self._next.get(base, 0)
+        if k:
+            name = f"{base}_{k}"
+        while name in self.taken or name in self.rules:
+            k += 1
+            name = f"{base}_{k}"
+        self._next[base] = k + 1
+        self.rules[name] = None
+        return name
+
+    def define(self, name: str, body) -> None:
+        """The body of the helper rule `name` (from `fresh`)."""
+        self.rules[name] = body
 
     def refer(self, value: Value) -> str:
         """A rule-name argument: recorded so that the parser checks the rule is defined."""

@@ -370,8 +370,12 @@ class _Builder:
     def __init__(self, source: str):
         self.source = source
         self.references: list[Token] = []
+        self.helpers: dict[str, Expr] = {}  # helper rules macros define (Call.define), by name
+        self.names: frozenset[str] = frozenset()  # the rules the text defines
 
     def build(self, tree: Tree, root_rule_name: str) -> GrammarIR:
+        self.names = frozenset(str(rule.children[0]).split("[")[0] for rule in tree.children
+                               if isinstance(rule, Tree) and rule.data == "rule")
         values: dict[int, object] = {}
         for node in tree.iter_subtrees():
             args = [values.pop(id(c)) if isinstance(c, Tree) else c for c in node.children]
@@ -388,6 +392,7 @@ class _Builder:
             if ref not in seen:
                 raise SourceError(f'Rule "{ref}" is not defined', ref.start_pos)
         rules = [_marker_rules_named(rule, rules, token) for rule, token in values[id(tree)]]
+        rules += [Rule(name, body) for name, body in self.helpers.items()]
         ir = GrammarIR(tuple(rules), root_rule_name)
         for rule, name_token in values[id(tree)]:
             problem = lazy_rule_problem(ir, rule.name) if rule.option("lazy") else None
@@ -493,9 +498,10 @@ class _Builder:
         construct = REGISTRY.get(str(name))
         if construct is None:
             raise SourceError(f"{name}(...) is an intrinsic that xg2ref does not support yet", name.start_pos)
-        call = Call(str(name), name.start_pos, positional, named)
+        call = Call(str(name), name.start_pos, positional, named, taken=self.names | self.helpers.keys())
         expr = construct.from_call(call)
         self.references += [Token("NAME", ref, start_pos=pos) for ref, pos in call.references]
+        self.helpers.update(call.rules)
         return expr
 
 # ---------------------------------------------------------------------------------------------

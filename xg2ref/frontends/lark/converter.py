@@ -49,6 +49,7 @@ from typing import Optional
 
 from ...exceptions import XG2RefError
 from ...util import deep_recursion
+from ...intrinsics.substring import substring_rules
 from ...intrinsics.token_sets import TokenSet
 from ...grammar.ir import EPSILON, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef, Sequence
 from .lazy import LazyRules
@@ -81,6 +82,7 @@ class _Context:
 
     def __init__(self, tokenizer_info, named: dict, dialect: str = "xgrammar"):
         self.rules: dict[str, Optional[Rule]] = {}
+        self._next: dict[str, int] = {}  # base name -> the next suffix fresh() tries
         self.tokenizer_info, self.named, self.dialect = tokenizer_info, named, dialect
         self.instances = P.Instances(self.fresh)  # parametric rules' instances (parametric.py)
         self.embedded: dict[str, str] = {}
@@ -88,10 +90,13 @@ class _Context:
         self.lazy_end: Optional[str] = None
 
     def fresh(self, base: str) -> str:
-        name, k = base, 0
+        name, k = base, self._next.get(base, 0)
+        if k:
+            name = f"{base}_{k}"
         while name in self.rules or name in RESERVED:
             k += 1
             name = f"{base}_{k}"
+        self._next[base] = k + 1
         self.rules[name] = None
         return name
 
@@ -472,14 +477,8 @@ class _Lowering(LazyRules):
             chunks = list(chunks)
         elif not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
             raise self.fail("substring_chunks must be an array of strings", node)
-        # S_i ::= chunk_i S_i+1?, one rule each (no expression nests deeper than one chunk, however
-        # many there are); the language is "" | S_0 | ... | S_n-1
-        names = [self.ctx.fresh("lark_substring") for _ in chunks]
-        for k, chunk in enumerate(chunks):
-            head = ByteString(chunk.encode("utf-8", "surrogatepass"))
-            rest = Repeat(RuleRef(names[k + 1]), 0, 1) if k + 1 < len(chunks) else None
-            self.ctx.define(names[k], head if rest is None else Sequence((head, rest)))
-        return Choice((EPSILON, *(RuleRef(n) for n in names))) if names else EPSILON
+        return substring_rules([c.encode("utf-8", "surrogatepass") for c in chunks], self.ctx.fresh, self.ctx.define,
+                               "lark_substring")
 
     def nested(self, node: Node) -> Expr:
         try:
