@@ -253,3 +253,68 @@ def test_structural_tag_budgets_match_xgrammar(fmt, option):
             assert theirs.accept_token(token) and ours.accept_token(token)
             if token == STOP:
                 break
+
+
+# ---- a spent budget closes a rule with a marker (xg2ref/marker_close.py, FORCE) --------------------
+
+MARKER_VOCAB = ["x", "<", ">", "a!", "b!", "a", "b", "!"]
+
+
+def _walk_marker(mod, lark: str, vocab: list, steps: list) -> list:
+    """(allowed ids, verdict) per step of `steps` (token ids; "rollback", "fork"), as one list."""
+    info = mod.TokenizerInfo(vocab)
+    grammar = mod.Grammar.from_lark(lark, tokenizer_info=info)
+    matcher = mod.GrammarMatcher(mod.GrammarCompiler(info, cache_enabled=False).compile_grammar(grammar),
+                                 terminate_without_stop_token=True)
+    bitmask = mod.allocate_token_bitmask(1, info.vocab_size)
+    out = []
+    for step in steps:
+        if step == "rollback":
+            matcher.rollback(1)
+            continue
+        if step == "fork":
+            matcher = matcher.fork()
+            continue
+        matcher.fill_next_token_bitmask(bitmask)
+        rejected = set(mod.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
+        out.append([t for t in range(info.vocab_size) if t not in rejected])
+        out.append(matcher.accept_token(step))
+    out.append((matcher.is_terminated(), matcher.get_captures()))
+    return out
+
+
+MARKER_CASES = [
+    # the budget spent inside the body: the rule ends without "!", ">" is the one way on; a token the
+    # rebuilt set rejects commits nothing, a fork carries the pending close, and a rollback past the
+    # close takes the marker-first path again
+    ('start[capture="all"]: value ">"\nvalue[max_tokens=2, capture="body", {a}="!", stop_capture="marker"]: /[ab]*/',
+     MARKER_VOCAB, [5, 6, 0, "fork", 2, "rollback", "rollback", 3, 2]),
+    # closing the inner rule reaches the outer one's deadline too: its expired "y" does not survive
+    ('start: outer "z"\nouter[max_tokens=1]: inner | inner "y"\ninner[max_tokens=1, {a}="!"]: /x*/',
+     ["x", "!", "z", "y"], [0, 2]),
+]
+
+
+@pytest.mark.parametrize("attribute", ["stop", "suffix"])
+@pytest.mark.parametrize("lark, vocab, steps", MARKER_CASES, ids=["same-rule", "expired-parent"])
+def test_a_spent_budget_closes_a_rule_without_its_marker(lark, vocab, steps, attribute):
+    walk = _walk_marker(xgr, lark.replace("{a}", attribute), vocab, steps)
+    if vocab is MARKER_VOCAB:
+        free = [3, 4, 5, 6, 7]
+        assert walk == [free, True, free, True, [2], False, [2], True, free, True, [2], True,
+                        (True, [("marker", b"!"), ("body", b"aa"),
+                                ("all", b"aa!>" if attribute == "suffix" else b"aa>")])]
+        # the close's own captures: the body is all the rule read, and there is no marker
+        assert _walk_marker(xgr, lark.replace("{a}", attribute), vocab, [5, 6, 2])[-1] == \
+            (True, [("body", b"ab"), ("all", b"ab>")])
+    else:
+        assert walk == [[0, 1], True, [2], True, (True, [])]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("attribute", ["stop", "suffix"])
+@pytest.mark.parametrize("lark, vocab, steps", MARKER_CASES, ids=["same-rule", "expired-parent"])
+def test_the_marker_closes_are_xgrammars(lark, vocab, steps, attribute):
+    import xgrammar
+    text = lark.replace("{a}", attribute)
+    assert _walk_marker(xgr, text, vocab, steps) == _walk_marker(xgrammar, text, vocab, steps)

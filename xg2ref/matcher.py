@@ -78,6 +78,7 @@ from .exceptions import BitmaskError, MatcherError
 from .intrinsics.token_sets import token_set_tables
 from .kernels import handles as H
 from .kernels import mask_fill as MF
+from .marker_close import Closes
 from .mask.cache import fill_rows, finish_fills, prepare_fills
 from .rule_options import RuleOptionTables, active_temperature, captures, float32_temperature
 from .tokenizer_info import sorted_regular_tokens, stop_token_list
@@ -160,6 +161,7 @@ class GrammarMatcher:
         # character budgets act inside tokens: such grammars take the every-token mask
         self._char_budgets = len(compiled_grammar.fsms.max_chars) > 0
         self._enforce_pending = False  # the last mask enforced token budgets (see ENFORCE above)
+        self._closes = Closes.for_grammar(fsms)  # budgets on rules with markers (xg2ref/marker_close.py)
         self._history: list[int] = []
         self._stop_accepted = False
         self._row_key: Optional[tuple] = None  # the bitmask and index of _row, with what may change (_row_view)
@@ -215,6 +217,8 @@ class GrammarMatcher:
         self._enforce_pending = False
         if self._accepted is not None:
             self._accepted.clear()
+        if self._closes is not None:
+            self._closes = Closes(self._closes.rules, self._closes.owners)
 
     def fork(self) -> "GrammarMatcher":
         """An independent matcher in the same state."""
@@ -222,6 +226,7 @@ class GrammarMatcher:
         other.__dict__.update(self.__dict__)
         other._parser, other._scratch = self._parser.copy(), self._mask_cache.new_scratch()
         other._history = list(self._history)
+        other._closes = None if self._closes is None else self._closes.copy()
         other._accepted = None if self._accepted is None else bytearray(self._accepted)
         other._words, other._row_key, other._row = None, None, None  # (buffers of its own)
         return other
@@ -238,6 +243,8 @@ class GrammarMatcher:
             token_id = int(token_id)
         if self._stop_accepted or not 0 <= token_id < self._vocab_size:
             return False
+        if self._closes is not None and self._closes.pending is not None:
+            return self._closes.accept_closed(self, token_id)
         if self._plain and token_id not in self._stop_set:  # the common case, in few steps
             offsets = self._offsets
             begin, end = offsets[token_id], offsets[token_id + 1]
@@ -282,6 +289,8 @@ class GrammarMatcher:
         data = input_str.encode("utf-8") if isinstance(input_str, str) else bytes(input_str)
         if self._budgets:
             self._parser.set_token_index(len(self._history), False)
+            if self._closes is not None:
+                self._closes.pending = None
         if not self._parser.advance(data):
             return False
         self._history.append(len(data))
@@ -299,6 +308,8 @@ class GrammarMatcher:
                 if self._accepted is not None:
                     del self._accepted[len(self._accepted) - step:]
         self._enforce_pending = False
+        if self._closes is not None:
+            self._closes.rollback_to(self._parser, len(self._history))
 
     # ---- masks --------------------------------------------------------------------------
 
@@ -315,6 +326,8 @@ class GrammarMatcher:
             return None
         parser = self._parser
         parser.set_token_index(len(self._history), False)
+        if self._closes is not None and (forced := self._closes.forced_mask(self)) is not None:
+            return forced
         expired, alive = parser.budget_state()
         completed = parser.is_completed()
         if not (expired and (alive or completed)):
