@@ -284,6 +284,10 @@ def _walk_marker(mod, lark: str, vocab: list, steps: list) -> list:
 
 
 MARKER_CASES = [
+    # a marker of its own rule (END), begun inside the budget and ended past it: the split is found
+    # (the marker's helper rule reads bytes, though a budget keeps every other rule a rule)
+    ('start[capture="all"]: value ">"\nvalue[max_tokens=1, capture="body", {a}=END, stop_capture="marker"]: /[ab]*/\n'
+     'END: /!!+/', MARKER_VOCAB, [3, 7, 2]),
     # the budget spent inside the body: the rule ends without "!", ">" is the one way on; a token the
     # rebuilt set rejects commits nothing, a fork carries the pending close, and a rollback past the
     # close takes the marker-first path again
@@ -296,10 +300,14 @@ MARKER_CASES = [
 
 
 @pytest.mark.parametrize("attribute", ["stop", "suffix"])
-@pytest.mark.parametrize("lark, vocab, steps", MARKER_CASES, ids=["same-rule", "expired-parent"])
+@pytest.mark.parametrize("lark, vocab, steps", MARKER_CASES, ids=["marker-rule", "same-rule", "expired-parent"])
 def test_a_spent_budget_closes_a_rule_without_its_marker(lark, vocab, steps, attribute):
     walk = _walk_marker(xgr, lark.replace("{a}", attribute), vocab, steps)
-    if vocab is MARKER_VOCAB:
+    if "END" in lark:
+        assert walk == [[3, 4, 5, 6, 7], True, [7], True, [2], True,
+                        (True, [("marker", b"!!"), ("body", b"a"),
+                                ("all", b"a!!>" if attribute == "suffix" else b"a>")])]
+    elif vocab is MARKER_VOCAB:
         free = [3, 4, 5, 6, 7]
         assert walk == [free, True, free, True, [2], False, [2], True, free, True, [2], True,
                         (True, [("marker", b"!"), ("body", b"aa"),
@@ -313,7 +321,7 @@ def test_a_spent_budget_closes_a_rule_without_its_marker(lark, vocab, steps, att
 
 @pytest.mark.xgrammar
 @pytest.mark.parametrize("attribute", ["stop", "suffix"])
-@pytest.mark.parametrize("lark, vocab, steps", MARKER_CASES, ids=["same-rule", "expired-parent"])
+@pytest.mark.parametrize("lark, vocab, steps", MARKER_CASES, ids=["marker-rule", "same-rule", "expired-parent"])
 def test_the_marker_closes_are_xgrammars(lark, vocab, steps, attribute):
     import xgrammar
     text = lark.replace("{a}", attribute)

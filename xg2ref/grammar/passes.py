@@ -25,7 +25,7 @@ and lookahead derivation (LookaheadAssertionAnalyzer) belong to later stages.
 
 from __future__ import annotations
 
-from typing import AbstractSet, Callable, TypeVar
+from typing import AbstractSet, Callable, Optional, TypeVar
 
 from .charsets import encode_codepoint
 from ..util import deep_recursion
@@ -235,6 +235,40 @@ def marker_rules(ir: GrammarIR) -> set:
     return {v for r in ir.rules for k, v in r.options if k in MARKER_RULE_KEYS}
 
 
+def _flat_marker_rules(ir: GrammarIR) -> GrammarIR:
+    """`ir` with the references in the marker helper rules (`marker_rules`) replaced by their
+    bodies, where no recursion forbids it: a helper splits spans by its own machine
+    (xg2ref/rule_options.py), which must read bytes only. No body refers to a helper, so no
+    language changes."""
+    helpers = marker_rules(ir)
+    defined = {r.name: r.body for r in ir.rules}
+    flat: dict[str, Optional[Expr]] = {}
+
+    def body_of(name: str, active: frozenset) -> Optional[Expr]:
+        if name in active or name not in defined:
+            return None
+        if name not in flat:
+            failed = []
+
+            def inline(node: Expr) -> Expr:
+                if isinstance(node, RuleRef):
+                    found = body_of(node.name, active | {name})
+                    if found is None:
+                        failed.append(node.name)
+                        return node
+                    return found
+                return node
+            result = map_expr(defined[name], inline)
+            flat[name] = None if failed else result
+        return flat[name]
+
+    rules = []
+    for r in ir.rules:
+        body = body_of(r.name, frozenset()) if r.name in helpers else None
+        rules.append(r if body is None or body == r.body else Rule(r.name, body, r.lookahead, r.options))
+    return GrammarIR(tuple(rules), ir.root)
+
+
 def remove_dead_rules(ir: GrammarIR) -> GrammarIR:
     """Drop rules that the root cannot reach (DeadCodeEliminator); keep definition order.
 
@@ -423,7 +457,7 @@ def inline_small_rules(ir: GrammarIR, max_size: int = DEFAULT_INLINE_SIZE,
     unless a reference to it remains (under a large repetition).
     """
     if any(r.option("max_tokens") is not None or r.option("max_chars") is not None for r in ir.rules):
-        return ir  # budgets belong to rule occurrences: every rule stays one (specs/05)
+        return _flat_marker_rules(ir)  # budgets belong to rule occurrences: every rule stays one (specs/05)
     defined = {r.name: r for r in ir.rules}
     graph = {r.name: [n for n in referenced_rules(r.body) if n in defined] for r in ir.rules}
     # an intrinsic names its rules: they must stay rules
