@@ -341,6 +341,31 @@ def test_temperature_is_the_brute_force_one(data):
     assert m.temperature == brute_force_temperature(ir, sentence[:cut], temps)
 
 
+CHAR_BUDGET_TEMPERATURE = 'start: value ">"\nvalue[max_chars=2, temperature=0.7]: /[a-z]*/'
+
+
+def _temperature_walk(mod) -> list:
+    info = mod.TokenizerInfo(["a", "ab", "abc", ">"])
+    grammar = mod.Grammar.from_lark(CHAR_BUDGET_TEMPERATURE, tokenizer_info=info)
+    m = mod.GrammarMatcher(mod.GrammarCompiler(info).compile_grammar(grammar), terminate_without_stop_token=True)
+    out = [m.temperature]
+    for token in (1, 3):
+        out += [m.accept_token(token), m.temperature]
+    return out
+
+
+def test_a_spent_character_budget_gives_no_temperature():
+    """The rule's items are held back once its two characters are read (CHAR-ENFORCE): the
+    temperature is the default again, as xgrammar reports it."""
+    assert _temperature_walk(xgr) == [pytest.approx(0.7), True, None, True, None]
+
+
+@pytest.mark.xgrammar
+def test_the_spent_budget_temperature_is_xgrammars():
+    xgrammar = pytest.importorskip("xgrammar")
+    assert _temperature_walk(xgrammar) == _temperature_walk(xgr)
+
+
 def test_batch_fill_temperature():
     grammar = 'root ::= "a" t "b"\nt[temperature=0.5] ::= "xy"'
     ms = [matcher(grammar), matcher(grammar, default_temperature=0.1), matcher(grammar)]

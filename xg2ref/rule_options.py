@@ -24,7 +24,9 @@ Temperature. An item's active temperature rule is the nearest rule on its predic
 that has a `temperature`: its own rule if that rule has one, else the active rule of the items
 that predicted it (the items of set j that reference A). The temperature of the next token is
 the largest temperature over the scannable items of the current set (those with a byte or
-token edge); when none has an active temperature rule, `default_temperature`. A rule predicted
+token edge, less those a character budget holds back, CHAR-ENFORCE in kernels/earley.py: a rule
+whose `max_chars` is spent gives no temperature); when none has an active temperature rule,
+`default_temperature`. A rule predicted
 by several items inherits from all of them, so the search below walks every (rule, origin)
 ancestor once:
 
@@ -61,6 +63,7 @@ from typing import Optional
 import numpy as np
 
 from .exceptions import MatcherError
+from .kernels import earley as K
 from .fsm.build import FSMArrays, GrammarFSMs, Marker
 
 
@@ -230,6 +233,8 @@ def active_temperature(tables: RuleOptionTables, arrays: FSMArrays, chart, posit
     states = chart.item_state[lo:hi]
     scannable = ((arrays.byte_indptr[states + 1] > arrays.byte_indptr[states])
                  | (arrays.tok_indptr[states + 1] > arrays.tok_indptr[states]))
+    if chart.meta[K.META_CHAR_BUDGETS] and K.char_enforced(arrays, chart, position):
+        scannable &= chart.item_char_deadline[lo:hi] > chart.set_chars[position]
     todo = list(dict.fromkeys(zip(arrays.state_rule[states[scannable]].tolist(), origin[lo:hi][scannable].tolist())))
     seen = set(todo)
     best = -math.inf
