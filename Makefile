@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch is pinned in the same command so pip takes the CPU build on disk, never a CUDA one
-	$(BIN)/pip install -q -e '.[test,oracle,torch,bench,hf,notebooks]' 'torch==2.13.0'
+	$(BIN)/pip install -q -e '.[test,oracle,torch,bench,hf,notebooks,cluster]' 'torch==2.13.0'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,12 +1,14 @@
 """Small helpers: deep recursion for the front end and the FSM builder, bound Numba kernel entries,
-Tarjan's strongly connected components."""
+Tarjan's strongly connected components, the memory cap of worker processes."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import sys
 import threading
+from typing import Optional
 
 # Expression trees may nest up to the parser's limit (1000 groups); recursive walks over
 # them need more Python frames than the default limit allows.
@@ -204,3 +206,17 @@ class Crew:
                 self._job = ()
             if errors:
                 raise min(errors, key=lambda e: e[0])[1]
+
+
+# ---- worker processes' memory (xg2ref/tools/bench/workers.py, xg2ref/tools/cluster.py) ----------
+
+MEMORY_SHARE = 0.6  # of the machine's physical memory, for all the workers together
+
+
+def memory_cap(n_procs: int) -> Optional[int]:
+    """Bytes of address space each of `n_procs` workers may hold (None where unknown)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return int(MEMORY_SHARE * total / max(n_procs, 1))

@@ -566,6 +566,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jsonschemabench: build every mask-cache entry at compile time (default: JIT, on first use)")
     p.add_argument("--jobs", type=int, default=1,
                    help="jsonschemabench, earley-vs-pda, maskbench: worker processes, each one thread (default 1)")
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="jsonschemabench, earley-vs-pda, maskbench: the jobs on Ray actors, one per CPU, on the "
+                        "cluster at ADDRESS or, without it, a local Ray with the machine's cores (docs/cluster.md; "
+                        "needs pip install 'xg2ref[cluster]')")
     p.add_argument("--results", metavar="PATH",
                    help="jsonschemabench, earley-vs-pda, maskbench: one JSON line per schema; schemas already there "
                         "are not run again (maskbench's default: benchmarks/maskbench/records.jsonl); formats: one "

@@ -7,6 +7,7 @@ import os
 from typing import Optional
 
 DYNAMIC_PLOT = os.path.join("benchmarks", "dynamic", "figure6.png")
+RAY_BENCHES = ("jsonschemabench", "maskbench", "earley-vs-pda")
 
 
 def _sample_size(sample, default: Optional[int]) -> Optional[int]:
@@ -16,6 +17,12 @@ def _sample_size(sample, default: Optional[int]) -> Optional[int]:
 
 def run_bench(args) -> int:
     """Run the bench `args.what` names, with the options cli.py parsed (xg2ref/tools/cli.py)."""
+    if getattr(args, "ray", None) is not None:  # the jobs on Ray actors (xg2ref/tools/cluster.py)
+        from ..cluster import RaySpec
+
+        if args.what not in RAY_BENCHES:
+            raise SystemExit(f"--ray applies to the benches that run one job per schema: {', '.join(RAY_BENCHES)}")
+        args.jobs = RaySpec.from_argument(args.ray)
     if args.what == "kernels":
         from .kernels import bench_kernels
 

@@ -38,20 +38,13 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Optional
 
-MEMORY_SHARE = 0.6  # of the machine's physical memory, for all the workers together
+from ...util import memory_cap
+from ..cluster import RaySpec, ray_records
+
 DIED = ("the worker process died with this job alone in flight: memory past its cap ({cap} GiB) or a crash "
         "in a native library")
 
 _WORKER = None
-
-
-def memory_cap(n_procs: int) -> Optional[int]:
-    """Bytes of address space each of `n_procs` workers may hold (None where unknown)."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
-    return int(MEMORY_SHARE * total / max(n_procs, 1))
 
 
 def probe_in_fork(call, timeout: Optional[float]) -> Optional[str]:
@@ -116,10 +109,14 @@ def _close(pool: ProcessPoolExecutor) -> None:
 
 def worker_records(factory, args: tuple, jobs: list, n_procs: int, out=None):
     """Yield `factory(*args).run(*job)` for each job: from this process when `n_procs` <= 1 and
-    the factory is not `isolated`, else, unordered, from forked workers (module docstring). A
+    the factory is not `isolated`, else, unordered, from forked workers (module docstring), or
+    from Ray actors when `n_procs` is a `RaySpec` (xg2ref/tools/cluster.py). A
     worker's `note` (a missing engine) is printed in this process's run; `close()` is called when
     it has one. No job, no worker."""
     if not jobs:
+        return
+    if isinstance(n_procs, RaySpec):  # a campaign on Ray (xg2ref/tools/cluster.py)
+        yield from ray_records(factory, args, jobs, n_procs, out)
         return
     if n_procs <= 1 and not getattr(factory, "isolated", False):
         worker = factory(*args)
