@@ -575,3 +575,14 @@ def test_intersection_and_complement_are_the_sets_python_re_gives(a, b):
             for compiled, want in ((both, bool(ra.fullmatch(s) and rb.fullmatch(s))), (neither, not ra.fullmatch(s))):
                 matcher = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
                 assert (matcher.accept_string(s) and matcher.is_terminated()) == want, (a, b, s)
+
+
+def test_max_chars_dropped_by_dynamic_dispatch_is_said():
+    """A character budget on a dispatching start rule, or on a rule the dispatch consumes, has no
+    effect (as in xgrammar, which drops it too): a warning names each rule."""
+    source = ('start[max_chars=5]: tool* tail\ntail: TEXT\ntool_head[lazy]: TEXT "<tool>"\n'
+              'tool[max_chars=3]: tool_head /[0-9]+/ "</tool>"\nTEXT: /(\\n|.)*/')
+    with pytest.warns(UserWarning) as caught:
+        grammar = xgr.Grammar.from_lark(source)
+    said = " ".join(str(w.message) for w in caught)
+    assert "'start'" in said and "'tool'" in said and "max_chars=" not in str(grammar)

@@ -45,6 +45,7 @@ the offending place; a nested or named grammar's error is wrapped with the place
 
 from __future__ import annotations
 
+import warnings
 from typing import Optional
 
 from ...exceptions import XG2RefError
@@ -175,6 +176,9 @@ class _Lowering(LazyRules):
             if "max_tokens" in start.attrs:
                 raise self.fail("max_tokens is not supported on a dynamic dispatch start rule",
                                 self.at(start, "max_tokens"))
+            if "max_chars" in start.attrs:  # (xgrammar drops it too, with a warning)
+                warnings.warn(f"max_chars on the dynamic dispatch start rule {start.name!r} has no effect: "
+                              "it is dropped", stacklevel=2)
             body, options = dynamic, self.options(start, ("capture",))
         elif wrap_start:
             self.lower_rule(start)
@@ -315,6 +319,9 @@ class _Lowering(LazyRules):
             for key in ("max_tokens", "capture"):
                 if key in d.attrs:
                     raise self.fail(f"{key} is not supported on rules consumed by dynamic dispatch", self.at(d, key))
+            if "max_chars" in d.attrs:
+                warnings.warn(f"max_chars on rule {d.name!r} has no effect: dynamic dispatch consumes the rule, and "
+                              "the option is dropped", stacklevel=2)
             self.ctx.define(name, EPSILON)
         elif self.kind(d) == "lazy":
             body, lazy = self.lazy_body(d)
