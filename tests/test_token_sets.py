@@ -64,20 +64,29 @@ def xgr_module():
     return pytest.importorskip("xgrammar")
 
 
-@pytest.mark.xgrammar
-@pytest.mark.parametrize("ebnf, steps, expected", CASES)
-def test_the_expected_masks_are_xgrammars(xgr_module, ebnf, steps, expected):
-    info = xgr_module.TokenizerInfo(VOCAB, stop_token_ids=[4])
+def _xgrammar_walk(xgr_module, ebnf, vocab, steps, stop=(), stop_at_refusal=True):
+    """xgrammar's allowed token texts before each step and after the last, and each verdict
+    (steps: token ids, or strings for accept_string); the walk ends at a refused step unless
+    `stop_at_refusal` is False."""
+    info = xgr_module.TokenizerInfo(vocab, stop_token_ids=list(stop) or None)
     matcher = xgr_module.GrammarMatcher(xgr_module.GrammarCompiler(info).compile_grammar(ebnf))
     bitmask = xgr_module.allocate_token_bitmask(1, info.vocab_size)
     out = []
     for step in list(steps) + [None]:
         matcher.fill_next_token_bitmask(bitmask)
         rejected = set(xgr_module.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
-        out.append([VOCAB[t] for t in range(len(VOCAB)) if t not in rejected])
+        out.append([vocab[t] for t in range(len(vocab)) if t not in rejected])
         if step is not None:
             out.append(matcher.accept_token(step) if isinstance(step, int) else matcher.accept_string(step))
-    assert out == expected
+            if not out[-1] and stop_at_refusal:
+                break
+    return out
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("ebnf, steps, expected", CASES)
+def test_the_expected_masks_are_xgrammars(xgr_module, ebnf, steps, expected):
+    assert _xgrammar_walk(xgr_module, ebnf, VOCAB, steps, stop=(4,), stop_at_refusal=False) == expected
 
 
 # Where xgrammar 0.2.8 loses a rule's callers (specs/05, token-level intrinsics, difference 1):
@@ -108,19 +117,7 @@ def test_xgrammar_loses_the_caller_of_a_rule_entered_through_a_token_edge(xgr_mo
     the grammar above end in an empty one; without the byte path, or with `r` inlined, they
     are xg2ref's. If this test fails, xgrammar has changed and specs/05 should say so."""
     def walk(ebnf):
-        info = xgr_module.TokenizerInfo(VOCAB, stop_token_ids=[4])
-        matcher = xgr_module.GrammarMatcher(xgr_module.GrammarCompiler(info).compile_grammar(ebnf))
-        bitmask = xgr_module.allocate_token_bitmask(1, info.vocab_size)
-        out = []
-        for step in LOST_CALLER_STEPS + [None]:
-            matcher.fill_next_token_bitmask(bitmask)
-            rejected = set(xgr_module.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
-            out.append([VOCAB[t] for t in range(len(VOCAB)) if t not in rejected])
-            if step is not None:
-                out.append(matcher.accept_token(step))
-                if not out[-1]:
-                    break
-        return out
+        return _xgrammar_walk(xgr_module, ebnf, VOCAB, LOST_CALLER_STEPS, stop=(4,))
     assert walk(LOST_CALLER) == LOST_CALLER_XGRAMMAR
     assert walk('root ::= "ab" "x" | Token(2) "b" "c"') == LOST_CALLER_OURS
     assert walk('root ::= Token(2) r "c"\nr ::= "b"') == [["ab"], True, ["b", "bc"], True, ["c"], True, ["</s>"]]
@@ -198,22 +195,6 @@ def test_nested_token_dispatch_masks_are_the_oracles():
         if t == 9:
             assert mask[6]  # `<bad>`, read by mid's free text once the inner dispatch has ended
     assert matcher.accept_token(1) and oracle.accept_token(1) and matcher.is_terminated()
-
-
-def _xgrammar_walk(xgr_module, ebnf, vocab, steps, stop=()):
-    info = xgr_module.TokenizerInfo(vocab, stop_token_ids=list(stop) or None)
-    matcher = xgr_module.GrammarMatcher(xgr_module.GrammarCompiler(info).compile_grammar(ebnf))
-    bitmask = xgr_module.allocate_token_bitmask(1, info.vocab_size)
-    out = []
-    for step in list(steps) + [None]:
-        matcher.fill_next_token_bitmask(bitmask)
-        rejected = set(xgr_module.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
-        out.append([vocab[t] for t in range(len(vocab)) if t not in rejected])
-        if step is not None:
-            out.append(matcher.accept_token(step))
-            if not out[-1]:
-                break
-    return out
 
 
 @pytest.mark.xgrammar
