@@ -21,11 +21,15 @@ run: $(STAMP)
 # The suite runs twice: compiled, then as plain Python (NUMBA_DISABLE_JIT=1: the same kernels
 # interpreted; `jit_only` tests, full-vocabulary work, are skipped there). Then the kernels'
 # property tests once more with every array index checked (NUMBA_BOUNDSCHECK=1, compiled afresh
-# in a scratch cache): an index out of bounds raises there instead of corrupting memory.
+# in a scratch cache): an index out of bounds raises there instead of corrupting memory. Each run
+# spreads its tests over TEST_JOBS processes (pytest-xdist; default: one per core); the Ray tests
+# stay in one of them (their group), which starts one local Ray for them all.
+TEST_JOBS ?= auto
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadgroup
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
-	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider
-	cache=$$(mktemp -d) && NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$$cache $(BIN)/python -m pytest -q -p no:cacheprovider \
+	$(PYTEST)
+	NUMBA_DISABLE_JIT=1 $(PYTEST) -p no:cacheprovider
+	cache=$$(mktemp -d) && NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$$cache $(PYTEST) -p no:cacheprovider \
 		tests/test_repetition.py tests/test_mask_cache.py tests/test_properties.py tests/test_configurations.py \
 		tests/test_entry_build.py tests/test_slices.py tests/test_background.py tests/test_context_expansion.py \
 		tests/test_pda.py tests/test_token_classes.py tests/test_wgrammar.py; \

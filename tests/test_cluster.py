@@ -9,10 +9,15 @@ import sys
 import numpy as np
 import pytest
 
+from test_fuzz import _Crashy
 from xg2ref.tools import cluster
 from xg2ref.tools.bench import workers
+from xg2ref.tools.fuzz.case import CaseChecker
+from xg2ref.tools.fuzz.runner import CaseRunner
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")  # one worker of `make test` runs them all, on one local Ray
+TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
 class Jobs:
@@ -131,3 +136,194 @@ def test_the_ray_option():
     assert cluster.RaySpec.from_argument("auto") == cluster.RaySpec("auto")
     with pytest.raises(SystemExit, match="--ray applies to .*jsonschemabench"):
         run_bench(parser.parse_args(["bench", "kernels", "--ray"]))
+
+
+# ---- xg2ref fuzz and xg2ref diff FILE... on Ray -------------------------------------------------
+
+
+def _records(path) -> list:
+    """A fuzz results file's lines, the seconds and the replay paths aside."""
+    import json
+
+    out = []
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        entry.pop("seconds", None)
+        entry.pop("replay", None)
+        out.append(entry)
+    return out
+
+
+@pytest.mark.xgrammar
+def test_a_fuzz_campaign_on_ray_records_what_one_process_does(local_ray, tmp_path):
+    """The same eight cases of a seed, in this process and on two Ray actors: the same results
+    file, line for line (findings included, in the same order)."""
+    pytest.importorskip("xgrammar")
+    from xg2ref.tools.fuzz.runner import run_fuzz
+
+    here = run_fuzz(["xgrammar"], None, seed=5, results_path=str(tmp_path / "here.jsonl"), progress=False,
+                    max_cases=8)
+    there = run_fuzz(["xgrammar"], None, seed=5, results_path=str(tmp_path / "ray.jsonl"), progress=False,
+                     max_cases=8, jobs=cluster.RaySpec(cpus=2))
+    assert _records(tmp_path / "ray.jsonl") == _records(tmp_path / "here.jsonl")
+    assert there.cases_tried + there.skipped == 8 and there.findings and not there.errors
+    assert [f["class"] for f in there.findings] == [f["class"] for f in here.findings]
+
+
+def _crashy_make_engine():
+    """In this process, engine "crashy" is xg2ref that dies compiling a grammar with "b"
+    (test_fuzz._Crashy)."""
+    import xg2ref.oracle.other_engines as other
+
+    if getattr(other.make_engine, "crashy", False):
+        return
+    real = other.make_engine
+
+    def make_engine(name, info):
+        return _Crashy(info) if name == "crashy" else real(name, info)
+
+    make_engine.crashy = True
+    other.make_engine = make_engine
+
+
+class CrashyChecker(CaseChecker):
+    """A checker whose processes know engine "crashy": its worker and probe processes start by
+    forkserver on Ray, unpickle it, and so import this module (its folder is on their path)."""
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        _crashy_make_engine()
+
+
+class CrashyRunner(CaseRunner):
+    def __init__(self, *args):
+        import importlib
+
+        sys.path.insert(0, TESTS)  # (for the processes this actor starts)
+        _crashy_make_engine()
+        super().__init__(*args)
+        # the class by its module, as the processes that unpickle it will find it (this actor
+        # holds a copy of this module's code, sent by value)
+        self.worker.checker.__class__ = importlib.import_module("test_cluster").CrashyChecker
+
+
+def test_a_case_that_kills_its_worker_on_ray_is_a_finding_and_the_campaign_goes_on(local_ray, tmp_path):
+    from xg2ref.tools.fuzz.runner import run_fuzz
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules["test_fuzz"])
+    _crashy_make_engine()  # (the campaign asks for each engine here first)
+    result = run_fuzz(["crashy"], None, seed=2, kinds=("ebnf",), results_path=str(tmp_path / "r.jsonl"),
+                      progress=False, shrink_seconds=10, max_cases=4, jobs=cluster.RaySpec(cpus=2),
+                      runner=CrashyRunner)
+    [crash] = [f for f in result.findings if f["question"] == "crash"]
+    assert crash["engine"] == "crashy" and crash["class"] == "crashy: ebnf crash"
+    assert '"b"' in crash["source"] and crash["replay"].startswith("xg2ref diff")
+    lines = _records(tmp_path / "r.jsonl")
+    progress = [e for e in lines if e["type"] == "progress"]
+    assert [e["index"] for e in progress] == [0, 1, 2, 3]  # the cases after the crash ran too
+    assert any(e.get("failure") == "crash" for e in progress) and result.exit_status() == 0
+
+
+@pytest.mark.xgrammar
+def test_an_interrupted_ray_campaign_resumes_from_its_results_file(local_ray, tmp_path):
+    """`xg2ref fuzz --ray auto` (the cluster of this module) stopped with SIGINT after two cases,
+    then run again with the same results file: each case once, and the lines of an uninterrupted
+    local run."""
+    import subprocess
+    import time
+
+    pytest.importorskip("xgrammar")
+    from xg2ref.tools.fuzz.runner import run_fuzz
+
+    run_fuzz(["xgrammar"], None, seed=5, results_path=str(tmp_path / "here.jsonl"), progress=False, max_cases=8)
+    results = tmp_path / "ray.jsonl"
+    command = [sys.executable, "-m", "xg2ref.tools.cli", "fuzz", "--against", "xgrammar", "--seed", "5", "--cases", "8",
+               "--results", str(results), "--no-progress", "--ray", "auto"]
+    env = {**os.environ, "RAY_ADDRESS": local_ray.get_runtime_context().gcs_address}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if results.exists() and results.read_text().count('"type": "progress"') >= 2:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    first = [e["index"] for e in _records(results) if e["type"] == "progress"]
+    assert 2 <= len(first) < 8, first
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    lines = _records(results)
+    assert sorted(e["index"] for e in lines if e["type"] == "progress") == list(range(8))
+    assert sorted(map(str, lines)) == sorted(map(str, _records(tmp_path / "here.jsonl")))
+
+
+@pytest.mark.xgrammar
+def test_a_diff_of_files_on_ray_reports_what_one_process_does(local_ray, tmp_path):
+    pytest.importorskip("xgrammar")
+    from xg2ref.tools.diff.user import run_user_diff
+    from xg2ref.tools.fuzz.case import default_vocabulary
+    from xg2ref.tools.user_cases import case_from_text
+
+    cases = [case_from_text("list", 'root ::= "[" ([0-9]+ ("," [0-9]+)*)? "]"', "ebnf"),
+             case_from_text("key", '{"type": "object", "properties": {"k": {"enum": ["x", "yz"]}}}', "json_schema"),
+             case_from_text("words", "(ab|c)+d?", "regex")]
+    info = default_vocabulary()
+    runs = {}
+    for name, jobs in (("here", 1), ("ray", cluster.RaySpec(cpus=2))):
+        diff = run_user_diff(cases, ["xgrammar"], info, "fuzz", seed=3, jobs=jobs, progress=False).to_json()
+        for per in [diff["cases"]] + list(diff["per_engine"].values()):
+            for case in per:
+                case.pop("seconds")
+        diff.pop("seconds")
+        runs[name] = diff
+    assert runs["ray"] == runs["here"]
+    assert [c["name"] for c in runs["ray"]["cases"]] == ["list", "key", "words"]
+    assert not any(c["error"] for c in runs["ray"]["cases"])
+
+
+def test_the_ray_option_on_fuzz_and_diff():
+    from xg2ref.tools.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["fuzz", "--cases", "3", "--ray"]).ray == "local"
+    assert parser.parse_args(["fuzz", "--budget", "9", "--ray", "auto"]).ray == "auto"
+    assert parser.parse_args(["diff", "a.ebnf", "--ray"]).ray == "local"
+    assert parser.parse_args(["diff", "a.ebnf"]).ray is None
+    args = parser.parse_args(["fuzz", "--cases", "3", "--ray", "auto", "--ray-ship"])
+    assert cluster.RaySpec.from_args(args) == cluster.RaySpec("auto", ship=True)
+    with pytest.raises(SystemExit, match="--ray-ship goes with --ray"):
+        cluster.RaySpec.from_args(parser.parse_args(["diff", "a.ebnf", "--ray-ship"]))
+
+
+SHIPPED = """
+import sys
+from xg2ref.tools import cluster
+
+class Where:
+    def run(self):
+        import quicktok, xg2ref
+        from xg2ref.tokenizer_info import TokenizerInfo
+        return xg2ref.__file__, quicktok.__file__, TokenizerInfo.from_quicktok("llama3").vocab_size
+
+[record] = cluster.ray_records(Where, (), [()], cluster.RaySpec(cpus=1, ship=True))
+print(*record)
+"""
+
+
+def test_ray_ship_sends_xg2ref_and_the_vocabularies_to_the_workers(tmp_path):
+    """`--ray-ship`: the workers import xg2ref and quicktok from the copies in the job's
+    runtime_env, not from this machine's install (a Ray of its own, in a process of its own)."""
+    import subprocess
+
+    import quicktok
+
+    import xg2ref
+
+    (tmp_path / "shipped.py").write_text(SHIPPED)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    got = subprocess.run([sys.executable, str(tmp_path / "shipped.py")], capture_output=True, text=True, timeout=600,
+                         env=env, cwd=tmp_path)
+    assert got.returncode == 0, got.stderr[-3000:]
+    xg2ref_file, quicktok_file, size = got.stdout.split()
+    assert "runtime_resources" in xg2ref_file and "runtime_resources" in quicktok_file
+    assert xg2ref_file != xg2ref.__file__ and quicktok_file != quicktok.__file__ and size == "128256"

@@ -444,3 +444,29 @@ def test_huggingface_file_errors(tmp_path):
     unigram.save(str(tmp_path / "uni.json"))
     with pytest.raises(TokenizerError, match="the Unigram model without byte_fallback is not supported"):
         TokenizerInfo.from_huggingface_file(tmp_path / "uni.json")
+
+
+def test_a_pickled_vocabulary_builds_its_arrays_where_it_is_unpickled():
+    """A pickle (how Ray hands a TokenizerInfo to its actors, read-only arrays out of band) holds
+    the tokens, not the derived arrays: unpickled, they are built again, writable like any
+    built here, and a mask from the copy is the original's."""
+    import pickle
+
+    import xg2ref as xgr
+
+    info = TokenizerInfo(["a", "b", "ab", "{", "}", '"', "</s>"], stop_token_ids=[6])
+    arrays = info.vocab_arrays()
+    frames: list = []
+    copy = pickle.loads(pickle.dumps(info, protocol=5, buffer_callback=frames.append), buffers=frames)
+    assert not frames  # nothing went out of band: no array was pickled
+    again = copy.vocab_arrays()
+    assert all(np.array_equal(a, b) and a.flags.writeable == b.flags.writeable for a, b in zip(arrays, again))
+    masks = []
+    for vocab in (info, copy):
+        compiled = xgr.GrammarCompiler(vocab).compile_grammar('root ::= "a" ("b" | "ab")*')
+        matcher = xgr.GrammarMatcher(compiled)
+        assert matcher.accept_string("ab")
+        bitmask = xgr.allocate_token_bitmask(1, vocab.vocab_size)
+        matcher.fill_next_token_bitmask(bitmask)
+        masks.append(np.asarray(bitmask).copy())
+    assert np.array_equal(*masks)

@@ -212,6 +212,16 @@ class TokenizerInfo:
         self._name = name
         self._arrays: Optional[VocabArrays] = None
 
+    def __getstate__(self) -> dict:
+        """What a pickle holds: the vocabulary, not the arrays derived from it. They are built
+        again where it is unpickled, so they have the flags of arrays built there (Ray hands an
+        unpickled array over read-only, and a kernel that met it beside one built here could
+        not be typed), and the pickle is smaller."""
+        state = dict(self.__dict__)
+        state["_arrays"] = None
+        state.pop("_offsets_list", None)
+        return state
+
     # ---- xgrammar's properties ----------------------------------------------------------
 
     @property

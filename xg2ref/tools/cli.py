@@ -49,6 +49,7 @@ from ..config import APPROXIMATE_ENV, EXACT_FORMATS_ENV
 from ..exceptions import XG2RefError
 from ..oracle.engines import EngineUnavailable
 from .bench.dispatch import DYNAMIC_PLOT
+from .cluster import RaySpec, add_arguments as add_ray_arguments, start as cluster_start
 from .messages import count, describe_expected, feed, rejection, show
 from .user_cases import UsageError, load_vocab  # noqa: F401  (load_vocab: also xg2ref.tools.cli's)
 
@@ -340,16 +341,23 @@ def cmd_diff(args) -> int:
                                    ("max_trace_tokens", args.trace_tokens),
                                    ("oracle_sample", args.oracle_sample)) if v is not None}
     options = DiffOptions(**{**base.__dict__, **overrides})
-    if args.files or engines not in ([], ["xgrammar"], ["pda"]):  # (other engines: the suite's cases as files)
-        report = _diff_files(args, engines, options)
-    else:
-        if engines == ["xgrammar"]:
-            import_xgrammar()
-        try:
-            report = run_diff(args.cases or None, against=engines[0] if engines else None, vocab=args.vocab,
-                              seed=args.seed, options=options, progress=not args.no_progress, jobs=args.jobs)
-        except KeyError as err:
-            raise UsageError(err.args[0]) from None
+    spec = RaySpec.from_args(args)
+    ray, started = cluster_start(spec) if spec else (None, False)  # one Ray for every engine's pass
+    try:
+        if args.files or engines not in ([], ["xgrammar"], ["pda"]):  # (other engines: the suite's cases as files)
+            report = _diff_files(args, engines, options, spec or args.jobs)
+        else:
+            if engines == ["xgrammar"]:
+                import_xgrammar()
+            try:
+                report = run_diff(args.cases or None, against=engines[0] if engines else None, vocab=args.vocab,
+                                  seed=args.seed, options=options, progress=not args.no_progress,
+                                  jobs=spec or args.jobs)
+            except KeyError as err:
+                raise UsageError(err.args[0]) from None
+    finally:
+        if started:
+            ray.shutdown()
     print(report.format(strict=args.strict))
     if args.report:
         with open(args.report, "w", encoding="utf-8") as f:
@@ -358,7 +366,7 @@ def cmd_diff(args) -> int:
     return report.exit_status(strict=args.strict)
 
 
-def _diff_files(args, engines: list, options):
+def _diff_files(args, engines: list, options, jobs):
     """`xg2ref diff FILE...`: the user's files against each engine (xg2ref/tools/diff/user.py)."""
     from ..suite import load_cases
     from .diff.user import run_user_diff
@@ -374,7 +382,7 @@ def _diff_files(args, engines: list, options):
         raise UsageError(f"{type(err).__name__}: {err}") from None
     info = load_vocab(args.vocab)
     try:
-        diff = run_user_diff(cases, engines, info, args.vocab, seed=args.seed, options=options, jobs=args.jobs,
+        diff = run_user_diff(cases, engines, info, args.vocab, seed=args.seed, options=options, jobs=jobs,
                              progress=not args.no_progress)
     except ValueError as err:
         if str(err).startswith("unknown engine"):  # (other_engines.make_engine: a name it does not know)
@@ -507,6 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-tokens", type=int, help="tokens per trace at most")
     p.add_argument("--oracle-sample", type=int, help="random allowed and rejected ids the oracle judges per step")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    add_ray_arguments(p, "the cases")
     p.add_argument("--report", metavar="PATH", help="write a JSON report with every reproducer (with FILEs: the "
                                                     "shrunk cases go to PATH.cases/)")
     p.add_argument("--shrink-seconds", type=float, default=10.0, metavar="S",
@@ -566,10 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jsonschemabench: build every mask-cache entry at compile time (default: JIT, on first use)")
     p.add_argument("--jobs", type=int, default=1,
                    help="jsonschemabench, earley-vs-pda, maskbench: worker processes, each one thread (default 1)")
-    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
-                   help="jsonschemabench, earley-vs-pda, maskbench: the jobs on Ray actors, one per CPU, on the "
-                        "cluster at ADDRESS or, without it, a local Ray with the machine's cores (docs/cluster.md; "
-                        "needs pip install 'xg2ref[cluster]')")
+    add_ray_arguments(p, "jsonschemabench, earley-vs-pda, maskbench: the jobs")
     p.add_argument("--results", metavar="PATH",
                    help="jsonschemabench, earley-vs-pda, maskbench: one JSON line per schema; schemas already there "
                         "are not run again (maskbench's default: benchmarks/maskbench/records.jsonl); formats: one "

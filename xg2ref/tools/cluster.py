@@ -31,17 +31,48 @@ DIED = "the Ray actor died twice with this job in flight ({why}): a crash or mem
 
 class RaySpec(NamedTuple):
     """Where a campaign runs: `address` of an existing cluster ("auto", "ray://host:10001", ...)
-    or None for a local Ray with `cpus` cores (None: the machine's)."""
+    or None for a local Ray with `cpus` cores (None: the machine's); `ship`: send this xg2ref
+    and the quicktok vocabularies to the workers in the job's `runtime_env` (`shipped`)."""
 
     address: Optional[str] = None
     cpus: Optional[int] = None
+    ship: bool = False
 
     @classmethod
-    def from_argument(cls, value: Optional[str]) -> Optional["RaySpec"]:
+    def from_argument(cls, value: Optional[str], ship: bool = False) -> Optional["RaySpec"]:
         """`--ray` (value "local": a local Ray) or `--ray ADDRESS`; None without the option."""
         if value is None:
+            if ship:
+                raise SystemExit("--ray-ship goes with --ray")
             return None
-        return cls(None if value == "local" else value)
+        return cls(None if value == "local" else value, ship=ship)
+
+    @classmethod
+    def from_args(cls, args) -> Optional["RaySpec"]:
+        """The spec of a command line's `--ray` and `--ray-ship` (`add_arguments`)."""
+        return cls.from_argument(args.ray, args.ray_ship)
+
+
+def add_arguments(p, what: str) -> None:
+    """`--ray [ADDRESS]` and `--ray-ship` on a command line (`what`: the jobs it runs)."""
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help=f"{what} on Ray actors, one per CPU, on the cluster at ADDRESS or, without it, a local Ray "
+                        "with the machine's cores (docs/cluster.md; needs pip install 'xg2ref[cluster]')")
+    p.add_argument("--ray-ship", action="store_true",
+                   help="with --ray: send this xg2ref and the quicktok vocabularies to the cluster's workers "
+                        "(runtime_env py_modules), for nodes that have the engines but not xg2ref")
+
+
+def shipped() -> dict:
+    """The `runtime_env` that sends xg2ref's package and quicktok's (its vocabularies inside) to
+    every worker of the job: copied from this machine, so a node needs no network for them;
+    compiled caches stay behind (each node compiles its own kernels)."""
+    import quicktok
+
+    import xg2ref
+
+    folders = [os.path.dirname(os.path.abspath(m.__file__)) for m in (xg2ref, quicktok)]
+    return {"py_modules": folders, "excludes": ["__pycache__", "*.pyc", "*.nbi", "*.nbc"]}
 
 
 def import_ray():
@@ -99,6 +130,8 @@ def start(spec: RaySpec):
     if ray.is_initialized():
         return ray, False
     options = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    if spec.ship:
+        options["runtime_env"] = shipped()
     if spec.address is None:
         ray.init(num_cpus=spec.cpus or os.cpu_count() or 1, **options)
     else:
@@ -106,51 +139,85 @@ def start(spec: RaySpec):
     return ray, True
 
 
+class ActorPool:
+    """Actors that each hold `factory(*args)` and run one job at a time (module docstring):
+    `submit` a job to an idle actor, `next` the record of the first to finish. The driver
+    chooses what to submit and when, so a campaign can draw its jobs as it goes (`xg2ref fuzz`)
+    or hand over a list (`ray_records`). `size` caps the actors (default: one per CPU)."""
+
+    def __init__(self, factory, args: tuple, spec: RaySpec, out=None, size: Optional[int] = None):
+        self.ray, self.started = start(spec)
+        self.factory, self.args = factory, args
+        self.remote = self.ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(_Actor)
+        n = int(self.ray.cluster_resources().get("CPU", 1))
+        self.actors = [self.remote.remote(factory, args) for _ in range(max(1, min(n, size or n)))]
+        self.idle = list(self.actors)
+        self.inflight: dict = {}  # object ref -> (actor, key, job)
+        self.tries: dict = {}  # key -> actors its job has killed
+        if out and (note := self.ray.get(self.actors[0].note.remote())):
+            out(note)
+
+    def submit(self, key, job: tuple) -> None:
+        """Run `job` on an idle actor (there must be one: `self.idle`); `key` names it in `next`."""
+        actor = self.idle.pop()
+        self.inflight[actor.run.remote(job)] = (actor, key, job)
+
+    def busy(self) -> int:
+        return len(self.inflight)
+
+    def next(self, timeout: Optional[float] = None):
+        """(key, record) of the next job to finish, or None when `timeout` seconds pass first.
+        A job whose actor dies runs again in a fresh actor; one that kills two gets
+        `factory.failed_record`."""
+        ray = self.ray
+        while self.inflight:
+            ready, _ = ray.wait(list(self.inflight), num_returns=1, timeout=timeout)
+            if not ready:
+                return None
+            actor, key, job = self.inflight.pop(ready[0])
+            try:
+                record = ray.get(ready[0])
+            except ray.exceptions.RayActorError as err:
+                self.actors.remove(actor)
+                fresh = self.remote.remote(self.factory, self.args)
+                self.actors.append(fresh)
+                self.tries[key] = self.tries.get(key, 0) + 1
+                if self.tries[key] < 2:  # a job whose worker was killed comes back
+                    self.inflight[fresh.run.remote(job)] = (fresh, key, job)
+                    continue
+                self.idle.append(fresh)
+                return key, _failed(self.factory, self.args, job, type(err).__name__)
+            self.idle.append(actor)
+            return key, record
+        return None
+
+    def close(self) -> None:
+        """Close every actor's worker, stop the actors, and Ray when this pool started it."""
+        for actor in self.actors:
+            try:
+                self.ray.get(actor.close.remote(), timeout=30)
+            except Exception:  # noqa: BLE001  (a dead or busy actor has nothing to close)
+                pass
+            self.ray.kill(actor)
+        self.actors, self.idle, self.inflight = [], [], {}
+        if self.started:
+            self.ray.shutdown()
+
+
 def ray_records(factory, args: tuple, jobs: list, spec: RaySpec, out=None):
     """Yield `factory(*args).run(*job)` for each job, from Ray actors (module docstring)."""
     if not jobs:
         return
-    ray, started = start(spec)
-    remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(_Actor)
-    n = max(1, min(len(jobs), int(ray.cluster_resources().get("CPU", 1))))
-    actors: list = []
+    pool = ActorPool(factory, args, spec, out, size=len(jobs))
     try:
-        actors = [remote.remote(factory, args) for _ in range(n)]
-        if out and (note := ray.get(actors[0].note.remote())):
-            out(note)
-        idle, queue, inflight, tries = list(actors), list(range(len(jobs))), {}, [0] * len(jobs)
-        while queue or inflight:
-            while queue and idle:
+        queue = list(range(len(jobs)))
+        while queue or pool.busy():
+            while queue and pool.idle:
                 k = queue.pop(0)
-                actor = idle.pop()
-                inflight[actor.run.remote(jobs[k])] = (actor, k)
-            (ref,), _ = ray.wait(list(inflight), num_returns=1)
-            actor, k = inflight.pop(ref)
-            job = jobs[k]
-            try:
-                record = ray.get(ref)
-            except ray.exceptions.RayActorError as err:
-                actors.remove(actor)
-                fresh = remote.remote(factory, args)
-                actors.append(fresh)
-                idle.append(fresh)
-                tries[k] += 1
-                if tries[k] < 2:
-                    queue.insert(0, k)  # in a fresh actor: a job whose worker was killed comes back
-                    continue
-                yield _failed(factory, args, job, type(err).__name__)
-                continue
-            idle.append(actor)
-            yield record
+                pool.submit(k, jobs[k])
+            yield pool.next()[1]
     finally:
-        for actor in actors:
-            try:
-                ray.get(actor.close.remote(), timeout=30)
-            except Exception:  # noqa: BLE001  (a dead actor has nothing to close)
-                pass
-            ray.kill(actor)
-        if started:
-            ray.shutdown()
+        pool.close()
 
 
 def _failed(factory, args: tuple, job: tuple, why: str) -> dict:

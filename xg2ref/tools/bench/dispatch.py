@@ -17,12 +17,12 @@ def _sample_size(sample, default: Optional[int]) -> Optional[int]:
 
 def run_bench(args) -> int:
     """Run the bench `args.what` names, with the options cli.py parsed (xg2ref/tools/cli.py)."""
-    if getattr(args, "ray", None) is not None:  # the jobs on Ray actors (xg2ref/tools/cluster.py)
+    if getattr(args, "ray", None) is not None or getattr(args, "ray_ship", False):  # on Ray actors (tools/cluster.py)
         from ..cluster import RaySpec
 
         if args.what not in RAY_BENCHES:
             raise SystemExit(f"--ray applies to the benches that run one job per schema: {', '.join(RAY_BENCHES)}")
-        args.jobs = RaySpec.from_argument(args.ray)
+        args.jobs = RaySpec.from_args(args)
     if args.what == "kernels":
         from .kernels import bench_kernels
 

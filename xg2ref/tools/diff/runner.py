@@ -47,6 +47,7 @@ from .checks import CaseRun, Context, DiffOptions, greedy_encoder, quicktok_enco
 from ...oracle.engines import Engine, PDAEngine, XG2RefEngine, XGrammarEngine, xgrammar_version
 from ...suite import Case, load_cases
 from ...tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
+from ..cluster import RaySpec
 
 
 QUICK = DiffOptions(n_strings=3, n_traces=1, max_trace_tokens=12, oracle_sample=4, max_oracle_bytes=96)
@@ -122,7 +123,9 @@ def run_diff(cases: Optional[Sequence[Union[str, Case]]] = None, against: Union[
     vocab : a quicktok name, a tokenizer.json path, or a `TokenizerInfo`.
     engine : the engine under test; defaults to `XG2RefEngine` over the vocabulary.
     jobs : worker processes (cases run in parallel; only with the default engine and a named
-        reference and vocabulary).
+        reference and vocabulary), or a `RaySpec` (xg2ref/tools/cluster.py): the cases on Ray
+        actors, one per CPU, each building its engines and vocabulary once (`vocab` may then be
+        a TokenizerInfo, and `against` any name other_engines.make_engine knows).
 
     Example: run_diff(["list"], against=None, n_strings=2, n_traces=1).exit_status() == 0
     """
@@ -133,9 +136,14 @@ def run_diff(cases: Optional[Sequence[Union[str, Case]]] = None, against: Union[
     case_list = load_cases() if cases is None else [k for c in cases for k in ([c] if isinstance(c, Case) else load_cases([c]))]
     start = time.perf_counter()
     bar = ProgressBar(len(case_list) * (2 + opts.n_traces), enabled=progress)
-    parallel = jobs > 1 and len(case_list) > 1 and engine is None and isinstance(against, (str, type(None))) \
-        and isinstance(vocab, str)
-    if parallel:
+    on_ray = isinstance(jobs, RaySpec)
+    parallel = not on_ray and jobs > 1 and len(case_list) > 1 and engine is None \
+        and isinstance(against, (str, type(None))) and isinstance(vocab, str)
+    if on_ray:
+        if engine is not None or not isinstance(against, (str, type(None))):
+            raise ValueError("a diff on Ray names its engines (the actors build them): no Engine objects")
+        results = _run_ray(case_list, vocab, against, opts, seed, jobs, bar)
+    elif parallel:
         results = _run_parallel(case_list, vocab, against, opts, seed, jobs, bar)
     else:
         ctx = _context(vocab, against, engine, opts, seed)
@@ -162,4 +170,42 @@ def _run_parallel(cases: list, vocab: str, against, opts: DiffOptions, seed: int
             i = futures[future]
             results[i] = future.result()
             bar.update(done * per_case, cases[i].name)
+    return results
+
+
+class RayCases:
+    """What a Ray actor holds for `run_diff(..., jobs=RaySpec(...))`: the vocabulary, the engines
+    and the oracle built once, then one case per job (the reference by name: "xgrammar", "pda",
+    or any engine other_engines.make_engine knows)."""
+
+    isolated = True
+
+    def __init__(self, vocab, against: Optional[str], opts: DiffOptions, seed: int):
+        if against not in (None, "xgrammar", "pda"):
+            from ...oracle.other_engines import make_engine
+
+            against = make_engine(against, _tokenizer_info(vocab))
+        self.ctx = _context(vocab, against, None, opts, seed)
+
+    def run(self, index: int, case: Case) -> tuple:
+        return index, run_case(case, self.ctx)
+
+    @staticmethod
+    def failed_record(args: tuple, job: tuple, why: str) -> tuple:
+        return job[0], CaseResult(job[1].name, error=why)
+
+
+def _run_ray(cases: list, vocab, against: Optional[str], opts: DiffOptions, seed: int, spec: RaySpec,
+             bar: ProgressBar) -> list:
+    """Cases on Ray actors (xg2ref/tools/cluster.py), results in order."""
+    from ..cluster import ray_records
+
+    per_case = 2 + opts.n_traces
+    results: list = [None] * len(cases)
+    order = sorted(range(len(cases)), key=lambda i: -len(cases[i].text))  # the largest first, as above
+    bar.update(0, f"{len(cases)} cases on Ray")
+    for done, (i, result) in enumerate(ray_records(RayCases, (vocab, against, opts, seed),
+                                                   [(i, cases[i]) for i in order], spec), 1):
+        results[i] = result
+        bar.update(done * per_case, cases[i].name)
     return results

@@ -151,14 +151,15 @@ def user_replay(entry: dict, case, vocab_name: str, stop_id: Optional[int]) -> s
 
 
 def run_user_diff(cases: list, engines: list, info: TokenizerInfo, vocab_name: str, seed: int = 0,
-                  options: Optional[DiffOptions] = None, jobs: int = 1, progress: bool = True) -> UserDiff:
-    """`cases` (suite.Case) against each engine name of `engines` (none: the oracle only)."""
+                  options: Optional[DiffOptions] = None, jobs=1, progress: bool = True) -> UserDiff:
+    """`cases` (suite.Case) against each engine name of `engines` (none: the oracle only); `jobs`:
+    worker processes, or a RaySpec (run_diff)."""
     start = time.perf_counter()
     reports: dict = {}
     vocab = vocab_name if vocab_name in QUICKTOK_STOP_TOKENS else info  # a name lets cases run in parallel
     for name in engines or [None]:
-        if name is None:
-            against = None
+        if name is None or not isinstance(jobs, int):
+            against = name  # (on Ray, xg2ref/tools/cluster.py: the actors build the engine)
         elif name == "xgrammar" and isinstance(vocab, str):
             against = "xgrammar"  # by name: the cases may run in parallel
         else:

@@ -175,6 +175,9 @@ class CaseChecker:
         self.shrink_seconds = shrink_seconds
         self.front, self.root = dict(front or {}), root  # the case's front-end options, an EBNF case's root
         self.askers: dict = {}
+        # how worker and probe processes start: "forkserver" in a Ray actor, where a fork of the
+        # actor's many threads can inherit a lock held and hang (xg2ref/tools/fuzz/runner.py)
+        self.start_method = "fork"
 
     def asker(self, name: str) -> Asker:
         if name not in self.askers:
@@ -281,7 +284,7 @@ class CaseChecker:
         oracle besides), in a forked process of their own."""
         import multiprocessing
 
-        proc = multiprocessing.get_context("fork").Process(target=_probe, args=(self, kind, source, engines),
+        proc = multiprocessing.get_context(self.start_method).Process(target=_probe, args=(self, kind, source, engines),
                                                            daemon=True)
         proc.start()
         proc.join(timeout)
