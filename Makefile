@@ -27,8 +27,8 @@ run: $(STAMP)
 TEST_JOBS ?= auto
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadgroup
 test: $(STAMP)
-	$(PYTEST)
-	NUMBA_DISABLE_JIT=1 $(PYTEST) -p no:cacheprovider
+	$(PYTEST) --durations=20
+	NUMBA_DISABLE_JIT=1 $(PYTEST) -p no:cacheprovider --durations=20
 	cache=$$(mktemp -d) && NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$$cache $(PYTEST) -p no:cacheprovider \
 		tests/test_repetition.py tests/test_mask_cache.py tests/test_properties.py tests/test_configurations.py \
 		tests/test_entry_build.py tests/test_slices.py tests/test_background.py tests/test_context_expansion.py \

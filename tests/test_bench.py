@@ -185,7 +185,10 @@ def test_ablation_bench_checks_every_configuration_against_the_baseline(tmp_path
                "t": {"type": "string", "minLength": 2, "maxLength": 300}}
     data = _bench_data(tmp_path, schemas)
     lines = []
-    assert bench_ablation(data, sample=2, subsets=["Glaiveai2K"], max_tokens=12, out=lines.append) == 0
+    # no time limit: the test checks the configurations, and a cold, loaded machine can take more
+    # than the bench's 60 s on schema "t" in one of them (it is then left out, by design)
+    assert bench_ablation(data, sample=2, subsets=["Glaiveai2K"], max_tokens=12, timeout=None,
+                          out=lines.append) == 0
     table = "\n".join(lines)
     for name, _ in CONFIGS:
         assert name in table

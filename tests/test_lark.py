@@ -29,6 +29,13 @@ CASES = [
     ('start: x\nx: "a"\n    | "b"\n\n    | "c"', ["a", "b", "c"], ["ab"]),
     ('start: "a\\"b" "\\\\" "\\u00e9" "\\ud83d\\ude00" "\\/"', ['a"b\\é😀/'], ["ab"]),
     ('start: "a\\u0000b"', ["a\x00b"], ["a", "ab"]),
+    # regexes as xgrammar reads them: with `i`, by its Regex intrinsic's automaton builder
+    # (lookaheads and anchors ignored, ASCII \s); without, as Grammar.from_regex (\s with U+00A0)
+    ('start: /a(?=b)c/i', ["ac", "AC"], ["abc", "a"]),
+    ('start: /a^b$c/i', ["abc", "ABC"], ["ac"]),
+    ('start: /a^b$c/', ["abc"], ["ac", "ABC"]),
+    ('start: /a\\sb/i', ["a b", "a\nb"], ["a\u00a0b", "ab"]),
+    ('start: /a\\sb/', ["a b", "a\nb"], ["ab"]),
     ('start: "ab"i "c"', ["abc", "ABc", "aBc"], ["abC", "ab"]),
     ('start: "a".."c" "-" "0".."9"', ["a-0", "c-9"], ["d-0", "a-a"]),
     ('start: x | y\nx: "a" x | ""\ny: "b"', ["", "a", "aaa", "b"], ["ab", "ba"]),
@@ -161,7 +168,9 @@ REJECTED = [
     ('start: /ab/m', "flag 'm' is not supported"),
     ('start: /ab/l', "flag 'l' is not supported"),
     ('start: /(a)\\1/', "failed to compile regular expression"),
-    ('start: /(?=a)a/', "failed to compile regular expression"),
+    ('start: /(?=a)a/', "Lookahead is not supported"),
+    ('start: /(?<=a)a/i', "Lookbehind assertion is not supported"),
+    ('start: /a\\b/i', "Word boundary assertion"),
     ('start: INT\n%import common.FOO', "unknown common import 'common.FOO'"),
     ('start: INT\n%import lark.INT', "unknown common import 'lark.INT'"),
     ('start: x\n%import common (INT, x)', "unknown common import 'common.x'"),
@@ -247,6 +256,18 @@ OTHER_VERDICTS = [
     ('start: x "!"*\nx[stop="e", max_chars=2]: /[a-d]*/', "ab", False),
     ('start: x "!"*\nx[stop="e", max_chars=2]: /[a-d]*/', "abe", True),
 ]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("flags, takes_nbsp", [("i", False), ("", True), ("s", True)])
+def test_backslash_s_is_ascii_only_behind_the_i_flag_as_in_xgrammar(xgrammar, flags, takes_nbsp):
+    """With `i` xgrammar reads a Lark regex with its Regex intrinsic's builder (`\\s` ASCII), without
+    it as Grammar.from_regex (`\\s` holds U+00A0); both take U+000B (strings the test vocabulary
+    cannot spell, so verdicts only)."""
+    text = f"start: /a\\sb/{flags}"
+    for string, want in (("a\u00a0b", takes_nbsp), ("a\x0bb", True), ("a\u2003b", False)):
+        assert xgr.testing._is_grammar_accept_string(xgr.Grammar.from_lark(text), string) is want, string
+        assert xgrammar.testing._is_grammar_accept_string(xgrammar.Grammar.from_lark(text), string) is want, string
 
 
 @pytest.mark.parametrize("text, good, bad", CASES, ids=[c[0][:50] for c in CASES])

@@ -43,7 +43,7 @@ package is imported (the EBNF front end imports it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet, Callable, ClassVar, Iterator, Optional
+from typing import AbstractSet, Callable, ClassVar, Container, Iterator, Optional
 
 from .source_error import SourceError
 
@@ -56,6 +56,18 @@ class Value:
 
     def __init__(self, kind: str, value, pos: int):
         self.kind, self.value, self.pos = kind, value, pos
+
+
+class Names:
+    """The names in any of `groups` (sets, or dicts by their keys), asked without a union: a
+    grammar's rules and the helpers its earlier macro calls defined, for each call of a
+    grammar that makes thousands of them."""
+
+    def __init__(self, *groups):
+        self.groups = groups
+
+    def __contains__(self, name) -> bool:
+        return any(name in group for group in self.groups)
 
 
 @dataclass
@@ -71,18 +83,20 @@ class Call:
     named: dict
     references: list = field(default_factory=list)  # (rule name, offset) the parser checks
     rules: dict = field(default_factory=dict)  # helper rules the macro defines: name -> body
-    taken: AbstractSet[str] = frozenset()  # rule names of the grammar, which a helper avoids
-    _next: dict = field(default_factory=dict, repr=False)  # base -> the next suffix to try
+    taken: Container[str] = frozenset()  # rule names of the grammar, which a helper avoids
+    # base -> the next suffix to try; the parser shares one dict between a grammar's calls, so a
+    # thousand calls that each name helpers from one base do not each try the names before
+    counters: dict = field(default_factory=dict, repr=False)
 
     def fresh(self, base: str) -> str:
         """A name for a helper rule (`define`): `base`, or `base_k`, taken by no rule."""
-        name, k = base, self._next.get(base, 0)
+        name, k = base, self.counters.get(base, 0)
         if k:
             name = f"{base}_{k}"
         while name in self.taken or name in self.rules:
             k += 1
             name = f"{base}_{k}"
-        self._next[base] = k + 1
+        self.counters[base] = k + 1
         self.rules[name] = None
         return name
 

@@ -52,7 +52,7 @@ from lark.lark import PostLex
 
 from ... import intrinsics  # noqa: F401  (registers the built-in intrinsics)
 from ...exceptions import EBNFError, GrammarLimitError
-from ...grammar.intrinsic import REGISTRY, Call, Value, call_names
+from ...grammar.intrinsic import REGISTRY, Call, Names, Value, call_names
 from ...grammar.lazy import lazy_rule_problem
 from .rule_option_syntax import MARKER_RULE_IDS, MARKER_RULE_KEYS, parse_rule_options
 from ...grammar.source_error import SourceError
@@ -371,6 +371,7 @@ class _Builder:
         self.source = source
         self.references: list[Token] = []
         self.helpers: dict[str, Expr] = {}  # helper rules macros define (Call.define), by name
+        self.helper_counters: dict = {}  # Call.counters, shared by the calls of this grammar
         self.names: frozenset[str] = frozenset()  # the rules the text defines
 
     def build(self, tree: Tree, root_rule_name: str) -> GrammarIR:
@@ -498,7 +499,8 @@ class _Builder:
         construct = REGISTRY.get(str(name))
         if construct is None:
             raise SourceError(f"{name}(...) is an intrinsic that xg2ref does not support yet", name.start_pos)
-        call = Call(str(name), name.start_pos, positional, named, taken=self.names | self.helpers.keys())
+        call = Call(str(name), name.start_pos, positional, named, taken=Names(self.names, self.helpers),
+                    counters=self.helper_counters)
         expr = construct.from_call(call)
         self.references += [Token("NAME", ref, start_pos=pos) for ref, pos in call.references]
         self.helpers.update(call.rules)

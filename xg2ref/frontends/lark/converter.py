@@ -12,8 +12,10 @@ lowered (skip = the `%ignore` rule, `(i1 | i2 | ...)*`, absent without `%ignore`
     terminal  C: "c" D /re/        C ::= "c" D <re>  (terminals only name terminals; no cycles)
     ?a / !a, `-> alias`            a (tree shaping only)
     "ab"i   "a".."z"   "\\u00e9"    [aA] [bB] (ASCII only)   [a-z]   the code point
-    /re/flags                      the regex's IR (xg2ref/frontends/regex/parser.py, flags i s u), `.` read as [^\\n]
-                                   without s, as Lark and xgrammar read it
+    /re/flags                      flags i s u; `.` is [^\\n] without s; with i, the regex as xgrammar's
+                                   `Regex` intrinsic reads it behind (?i) (regex/intrinsic_dialect.py), else
+                                   as Grammar.from_regex does (regex/to_ebnf.py); in llguidance's dialect,
+                                   the standard reading (regex/parser.py)
     x? x* x+ x~n..m x{n,m} [x]     Repeat(x, lo, hi)
     T: A & B,  T: ~A  (terminals)  (llguidance's dialect) intersection and complement, code point automata
                                    written back as rules (`set_operation`); `&` binds tighter than
@@ -59,9 +61,11 @@ from .dialect import DIALECTS, chunk_words, lark_dialect, read_options
 from .reader import MAX_DOCUMENTS, NAME_CHARS, Definition, Document, LarkError, Node, parse_lark
 from ...grammar.passes import remove_dead_rules, renamed_rules
 from ...grammar.regular import TooLarge, bounded_length, complement_automaton, intersection_automaton
+from ..regex.intrinsic_dialect import intrinsic_regex_to_expr
 from ..regex.parser import regex_to_expr
+from ..regex.to_ebnf import converted_regex_ir
 
-# Lark's `common.lark` terminals, as regexes
+# Lark's `common.lark` terminals, as regexes (escapes written out, as a Lark file writes them)
 COMMON = {
     "DIGIT": "[0-9]", "HEXDIGIT": "[a-fA-F0-9]", "INT": "[0-9]+", "SIGNED_INT": "[+-]?[0-9]+",
     "DECIMAL": r"[0-9]+\.[0-9]*|\.[0-9]+", "_EXP": "[eE][+-]?[0-9]+",
@@ -70,9 +74,9 @@ COMMON = {
     "NUMBER": r"[0-9]+|([0-9]+\.[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+",
     "SIGNED_NUMBER": r"[+-]?([0-9]+|([0-9]+\.[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)",
     "ESCAPED_STRING": r'"([^"\\]|\\.)*"', "LCASE_LETTER": "[a-z]", "UCASE_LETTER": "[A-Z]",
-    "LETTER": "[A-Za-z]", "WORD": "[A-Za-z]+", "CNAME": "[_A-Za-z][_A-Za-z0-9]*", "WS_INLINE": "[ \t]+",
-    "WS": "[ \t\f\r\n]+", "CR": "\r", "LF": "\n", "NEWLINE": "(\r?\n)+", "SH_COMMENT": "#[^\n]*",
-    "CPP_COMMENT": "//[^\n]*", "C_COMMENT": r"/\*[^*]*\*+([^/*][^*]*\*+)*/", "SQL_COMMENT": "--[^\n]*",
+    "LETTER": "[A-Za-z]", "WORD": "[A-Za-z]+", "CNAME": "[_A-Za-z][_A-Za-z0-9]*", "WS_INLINE": r"[ \t]+",
+    "WS": r"[ \t\f\r\n]+", "CR": r"\r", "LF": r"\n", "NEWLINE": r"(\r?\n)+", "SH_COMMENT": r"#[^\n]*",
+    "CPP_COMMENT": r"//[^\n]*", "C_COMMENT": r"/\*[^*]*\*+([^/*][^*]*\*+)*/", "SQL_COMMENT": r"--[^\n]*",
 }
 RESERVED = ("true", "false")
 
@@ -399,10 +403,19 @@ class _Lowering(LazyRules):
                 raise self.fail(f"regular-expression flag '{flag}' is not supported", node)
         if self.in_stop and "i" in node.flags:
             raise self.fail("regular-expression flag 'i' is not supported with suffix or stop attributes", node)
-        llguidance = self.ctx.dialect == "llguidance"  # (Rust's syntax: `(?s:...)` groups; `.` is [^\n] there)
-        pattern = node.text if "s" in node.flags or llguidance else _dot_without_newline(node.text)
+        flags = "".join(sorted(set(node.flags)))
         try:
-            return regex_to_expr(pattern, flags="".join(sorted(set(node.flags))), scoped_flags=llguidance)
+            if self.ctx.dialect == "llguidance":  # Rust's syntax: `(?s:...)` groups; `.` is [^\n] there
+                return regex_to_expr(node.text, flags=flags, scoped_flags=True)
+            # xgrammar 0.2.8: `.` becomes [^\n] unless `s`; then with `i`, the pattern behind `(?i)` is
+            # read by its `Regex` intrinsic's automaton builder (lookaheads and anchors ignored,
+            # ASCII \s: intrinsic_dialect.py), and without `i` as `Grammar.from_regex` reads it
+            # (anchors ignored, lookaheads refused, \s with U+00A0: to_ebnf.py)
+            pattern = node.text if "s" in flags else _dot_without_newline(node.text)
+            if "i" in flags:
+                return intrinsic_regex_to_expr("(?i)" + pattern)
+            ir = converted_regex_ir(pattern)[0]
+            return ir.rules[0].body if len(ir.rules) == 1 else RuleRef(self.ctx.embed(ir))
         except XG2RefError as err:
             raise self.fail(f"failed to compile regular expression: {err}", node) from None
 
@@ -561,7 +574,8 @@ class _Lowering(LazyRules):
 
 
 def _dot_without_newline(pattern: str) -> str:
-    """`pattern` with every `.` outside a class and not escaped written `[^\\n]`."""
+    """`pattern` with every `.` outside a class and not escaped written `[^\\n]` (a `]` ends a
+    class only inside one, as xgrammar rewrites it)."""
     out, escaped, in_class = [], False, False
     for c in pattern:
         if escaped:
