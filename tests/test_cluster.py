@@ -16,7 +16,9 @@ from xg2ref.tools.fuzz.case import CaseChecker
 from xg2ref.tools.fuzz.runner import CaseRunner
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.xdist_group("ray")  # one worker of `make test` runs them all, on one local Ray
+# one worker of `make test` runs them all, on one local Ray; compiled only (the campaigns'
+# orchestration is what is tested here, and actors inherit NUMBA_DISABLE_JIT)
+pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.jit_only]
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -327,3 +329,4 @@ def test_ray_ship_sends_xg2ref_and_the_vocabularies_to_the_workers(tmp_path):
     xg2ref_file, quicktok_file, size = got.stdout.split()
     assert "runtime_resources" in xg2ref_file and "runtime_resources" in quicktok_file
     assert xg2ref_file != xg2ref.__file__ and quicktok_file != quicktok.__file__ and size == "128256"
+

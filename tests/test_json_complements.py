@@ -18,6 +18,10 @@ from xg2ref.oracle.recognizer import Recognizer
 from xg2ref.oracle.strategies import sentences
 from xg2ref.tools.bench.schema_suite import instance_text
 
+# compiled only: the languages are checked here; the kernels' Python reading is checked by the
+# kernel and property tests of the plain-Python run
+pytestmark = pytest.mark.jit_only
+
 CANDIDATES = [None, True, False, 0, 1, 2, 3, 6, 7, 12, -1, -3, -10, -11, 100, 1.5, -0.25, 2.5, 10.75,
               "", "a", "ab", "abc", "abcde", "foo", "bar", "b", "ba", "xyz", "1", [], [1], [1, "a"], ["a", "a"],
               [2, 3, 4], {}, {"foo": 1}, {"foo": "x"}, {"bar": 2}, {"foo": "x", "bar": 2}, {"baz": None},

@@ -8,6 +8,10 @@ import pytest
 
 from xg2ref.tools.bench import schema_suite as ss
 
+# compiled only: the suite's verdicts are checked here; the kernels' Python reading is checked by
+# the kernel and property tests of the plain-Python run
+pytestmark = pytest.mark.jit_only
+
 
 @pytest.fixture(scope="module")
 def suite():

@@ -132,10 +132,15 @@ def start(spec: RaySpec):
     options = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
     if spec.ship:
         options["runtime_env"] = shipped()
-    if spec.address is None:
-        ray.init(num_cpus=spec.cpus or os.cpu_count() or 1, **options)
-    else:
-        ray.init(address=spec.address, **options)
+    try:
+        if spec.address is None:
+            ray.init(num_cpus=spec.cpus or os.cpu_count() or 1, **options)
+        else:
+            ray.init(address=spec.address, **options)
+    except Exception as err:  # noqa: BLE001  (Ray raises plain Exceptions: a node that did not start, ...)
+        where = f"the Ray cluster at {spec.address}" if spec.address else "a local Ray"
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SystemExit(f"--ray: could not start or join {where}: {first}") from err
     return ray, True
 
 
