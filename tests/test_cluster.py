@@ -228,9 +228,9 @@ def test_a_case_that_kills_its_worker_on_ray_is_a_finding_and_the_campaign_goes_
 
 @pytest.mark.xgrammar
 def test_an_interrupted_ray_campaign_resumes_from_its_results_file(local_ray, tmp_path):
-    """`xg2ref fuzz --ray auto` (the cluster of this module) stopped with SIGINT after two cases,
-    then run again with the same results file: each case once, and the lines of an uninterrupted
-    local run."""
+    """`xg2ref fuzz --ray auto` (the cluster of this module) stopped with SIGINT after its first
+    case, then run again with the same results file: each case once, and the lines of an
+    uninterrupted local run."""
     import subprocess
     import time
 
@@ -245,13 +245,14 @@ def test_an_interrupted_ray_campaign_resumes_from_its_results_file(local_ray, tm
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
-        if results.exists() and results.read_text().count('"type": "progress"') >= 2:
+        if results.exists() and results.read_text().count('"type": "progress"') >= 1:
             break
-        time.sleep(0.2)
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     first = [e["index"] for e in _records(results) if e["type"] == "progress"]
-    assert 2 <= len(first) < 8, first
+    # (the cases in flight may all end before the signal is handled: then nothing is left to resume)
+    assert 1 <= len(first) <= 8 and len(set(first)) == len(first), first
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     lines = _records(results)
