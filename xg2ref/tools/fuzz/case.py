@@ -284,8 +284,8 @@ class CaseChecker:
         oracle besides), in a forked process of their own."""
         import multiprocessing
 
-        proc = multiprocessing.get_context(self.start_method).Process(target=_probe, args=(self, kind, source, engines),
-                                                           daemon=True)
+        context = multiprocessing.get_context(self.start_method)
+        proc = context.Process(target=_probe, args=(self, kind, source, engines), daemon=True)
         proc.start()
         proc.join(timeout)
         if proc.is_alive():

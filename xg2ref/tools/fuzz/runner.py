@@ -26,10 +26,10 @@ budget is spent, and keeps what an engine gets wrong in its smallest form:
               shrunk case, its tokens and the vocabulary, for the `xg2ref replay` command line
               each finding carries
     parallel  with --ray the cases run on Ray actors, one per CPU (xg2ref/tools/cluster.py), each
-              holding its engines and forked worker for all its cases. A case is sent with
-              the classes and stale kinds known when it starts and its answer is recorded in
-              the order of the indices, so the results file is a local run's (the seconds
-              aside). The one way the two can part: a case run beside an earlier one does not
+              holding its engines and its worker process (started by forkserver) for all its
+              cases. A case is sent with the classes and stale kinds known when it starts and
+              its answer is recorded in the order of the indices, so the results file is a
+              local run's (the seconds aside). The one way the two can part: a case run beside an earlier one does not
               yet know the kinds that one makes stale, and may shrink a disagreement a local
               run would have skipped. --cases N fixes the indices run (0..N-1), so that two
               runs can be compared
