@@ -226,11 +226,29 @@ def test_a_case_that_kills_its_worker_on_ray_is_a_finding_and_the_campaign_goes_
     assert any(e.get("failure") == "crash" for e in progress) and result.exit_status() == 0
 
 
+# the interrupted run: cases from the third on hold their actors until the signal comes
+INTERRUPTED = """
+import sys, time
+from xg2ref.tools.cluster import RaySpec
+from xg2ref.tools.fuzz.runner import CaseRunner, run_fuzz
+
+class Held(CaseRunner):
+    def run(self, index, *rest):
+        if index >= 3:
+            time.sleep(600)
+        return super().run(index, *rest)
+
+run_fuzz(["xgrammar"], None, seed=5, results_path=sys.argv[1], progress=False, max_cases=8,
+         jobs=RaySpec("auto"), runner=Held)
+"""
+
+
 @pytest.mark.xgrammar
 def test_an_interrupted_ray_campaign_resumes_from_its_results_file(local_ray, tmp_path):
-    """`xg2ref fuzz --ray auto` (the cluster of this module) stopped with SIGINT after its first
-    case, then run again with the same results file: each case once, and the lines of an
-    uninterrupted local run."""
+    """A fuzz campaign on Ray (the cluster of this module) stopped with SIGINT once its first
+    three cases are recorded, while the next two hold their actors, then run again with the same
+    results file (`xg2ref fuzz --ray auto`): the cases in flight not recorded, each case once in
+    the end, and the lines of an uninterrupted local run."""
     import subprocess
     import time
 
@@ -239,20 +257,22 @@ def test_an_interrupted_ray_campaign_resumes_from_its_results_file(local_ray, tm
 
     run_fuzz(["xgrammar"], None, seed=5, results_path=str(tmp_path / "here.jsonl"), progress=False, max_cases=8)
     results = tmp_path / "ray.jsonl"
-    command = [sys.executable, "-m", "xg2ref.tools.cli", "fuzz", "--against", "xgrammar", "--seed", "5", "--cases", "8",
-               "--results", str(results), "--no-progress", "--ray", "auto"]
     env = {**os.environ, "RAY_ADDRESS": local_ray.get_runtime_context().gcs_address}
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(results)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
-        if results.exists() and results.read_text().count('"type": "progress"') >= 1:
+        if results.exists() and results.read_text().count('"type": "progress"') >= 3:
             break
         time.sleep(0.05)
+    began = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=120)
-    first = [e["index"] for e in _records(results) if e["type"] == "progress"]
-    # (the cases in flight may all end before the signal is handled: then nothing is left to resume)
-    assert 1 <= len(first) <= 8 and len(set(first)) == len(first), first
+    output = proc.communicate(timeout=120)[0].decode()
+    assert time.monotonic() - began < 30, "the driver waited for the cases in flight"
+    assert "KeyboardInterrupt" in output, output
+    assert [e["index"] for e in _records(results) if e["type"] == "progress"] == [0, 1, 2]
+    command = [sys.executable, "-m", "xg2ref.tools.cli", "fuzz", "--against", "xgrammar", "--seed", "5", "--cases", "8",
+               "--results", str(results), "--no-progress", "--ray", "auto"]
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     lines = _records(results)

@@ -23,9 +23,11 @@ run does; the jobs carry their seeds, so a cluster run and a local run give the 
 from __future__ import annotations
 
 import os
+import time
 from typing import NamedTuple, Optional
 
 INSTALL = "--ray needs the ray package: pip install 'xg2ref[cluster]' (or pip install ray)"
+WAIT_SLICE = 0.25  # seconds: how long the driver may go without handling a signal
 DIED = "the Ray actor died twice with this job in flight ({why}): a crash or memory past its cap ({cap} GiB)"
 
 
@@ -175,8 +177,9 @@ class ActorPool:
         A job whose actor dies runs again in a fresh actor; one that kills two gets
         `factory.failed_record`."""
         ray = self.ray
+        until = None if timeout is None else time.monotonic() + timeout
         while self.inflight:
-            ready, _ = ray.wait(list(self.inflight), num_returns=1, timeout=timeout)
+            ready = self._wait(until)
             if not ready:
                 return None
             actor, key, job = self.inflight.pop(ready[0])
@@ -196,13 +199,24 @@ class ActorPool:
             return key, record
         return None
 
+    def _wait(self, until: Optional[float]) -> list:
+        """The first finished job's reference, or [] at `until`: waited for in slices of
+        WAIT_SLICE seconds, since a signal (Ctrl-C) reaches the driver only between them."""
+        while True:
+            left = WAIT_SLICE if until is None else min(WAIT_SLICE, until - time.monotonic())
+            ready, _ = self.ray.wait(list(self.inflight), num_returns=1, timeout=max(0.0, left))
+            if ready or (until is not None and time.monotonic() >= until):
+                return ready
+
     def close(self) -> None:
-        """Close every actor's worker, stop the actors, and Ray when this pool started it."""
+        """Close the idle actors' workers, stop every actor (one still running a job, as after
+        Ctrl-C, at once: its job is not recorded), and Ray when this pool started it."""
         for actor in self.actors:
-            try:
-                self.ray.get(actor.close.remote(), timeout=30)
-            except Exception:  # noqa: BLE001  (a dead or busy actor has nothing to close)
-                pass
+            if actor in self.idle:
+                try:
+                    self.ray.get(actor.close.remote(), timeout=30)
+                except Exception:  # noqa: BLE001  (a dead actor has nothing to close)
+                    pass
             self.ray.kill(actor)
         self.actors, self.idle, self.inflight = [], [], {}
         if self.started:
