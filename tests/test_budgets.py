@@ -326,3 +326,87 @@ def test_the_marker_closes_are_xgrammars(lark, vocab, steps, attribute):
     import xgrammar
     text = lark.replace("{a}", attribute)
     assert _walk_marker(xgr, text, vocab, steps) == _walk_marker(xgrammar, text, vocab, steps)
+
+
+# ---- character budgets on stop/suffix rules (grammar/spent_close.py) -----------------------
+
+CHAR_VOCAB = MARKER_VOCAB + ["ab>", "ab!", "é", "aé>"]
+CHAR_CASES = [
+    # spent at a token boundary ("a" "b"): the rule ends there, ">" is the one way on
+    ('start[capture="all"]: value ">"\nvalue[max_chars=2, capture="body", {a}="!", stop_capture="marker"]: /[ab]*/',
+     [5, 6, 2]),
+    # spent inside a token: "ab>" closes the rule after "ab" and reads ">"; "ab!" cannot go on
+    ('start[capture="all"]: value ">"\nvalue[max_chars=2, capture="body", {a}="!", stop_capture="marker"]: /[ab]*/',
+     [8]),
+    ('start[capture="all"]: value ">"\nvalue[max_chars=2, capture="body", {a}="!", stop_capture="marker"]: /[ab]*/',
+     [5, 3]),
+    # the marker inside the body's language ends the lazy match first: no close after it
+    ('start: value ">"\nvalue[max_chars=3, {a}="!"]: /[ab!]*/', [5, 7, 2]),
+    ('start: value ">"\nvalue[max_chars=3, {a}="!"]: /[ab!]*/', [5, 8]),
+    # code points, not bytes
+    ('start: value ">"\nvalue[max_chars=2, {a}="!"]: /[aé]*/', [10, 5, 2]),
+    ('start: value ">"\nvalue[max_chars=2, {a}="!"]: /[aé]*/', [11]),
+    # a budget of nothing: the rule ends before it reads anything
+    ('start: value ">"\nvalue[max_chars=0, {a}="!"]: /[ab]*/', [2]),
+    # a body that cannot end yet: the budget gives way until it can
+    ('start: value ">"\nvalue[max_chars=1, {a}="!"]: /[ab]+/', [2]),
+    ('start: value+ ">"\nvalue[max_chars=1, {a}="!"]: /[ab]*/', [5, 6, 8]),
+    ('start: value ">"\nvalue[max_chars=2, {a}="!"]: /[ab]*/', [5, 6, "rollback", 6, 2]),
+]
+
+
+def _walk_accepts(mod, lark: str, steps: list) -> list:
+    """Per step of `steps` (token ids, "rollback"): the tokens a fork of the matcher accepts, the
+    mask, and the verdict on the step's token; then (terminated, captures)."""
+    info = mod.TokenizerInfo(CHAR_VOCAB)
+    grammar = mod.Grammar.from_lark(lark, tokenizer_info=info)
+    matcher = mod.GrammarMatcher(mod.GrammarCompiler(info, cache_enabled=False).compile_grammar(grammar),
+                                 terminate_without_stop_token=True)
+    bitmask = mod.allocate_token_bitmask(1, info.vocab_size)
+    out = []
+    for step in steps:
+        if step == "rollback":
+            matcher.rollback(1)
+            continue
+        takes = [t for t in range(info.vocab_size) if matcher.fork().accept_token(t)]
+        matcher.fill_next_token_bitmask(bitmask)
+        rejected = set(mod.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
+        out.append((takes, [t for t in range(info.vocab_size) if t not in rejected], matcher.accept_token(step)))
+    out.append((matcher.is_terminated(), matcher.get_captures()))
+    return out
+
+
+@pytest.mark.parametrize("attribute", ["stop", "suffix"])
+@pytest.mark.parametrize("lark, steps", CHAR_CASES, ids=[f"{c[0].split(chr(10))[1][:36]}-{c[1]}" for c in CHAR_CASES])
+def test_a_spent_character_budget_ends_a_rule_without_its_marker(lark, steps, attribute):
+    walk = _walk_accepts(xgr, lark.replace("{a}", attribute), steps)
+    for takes, mask, _ in walk[:-1]:
+        assert mask == takes  # the mask is what accept_token takes
+    if steps == [8]:  # closed inside the token, captured as the body alone
+        assert walk == [([3, 4, 5, 6, 7, 8], [3, 4, 5, 6, 7, 8], True), (True, [("body", b"ab"), ("all", b"ab>")])]
+    if steps == [2] and "max_chars=0" in lark:
+        assert walk == [([2], [2], True), (True, [])]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("attribute", ["stop", "suffix"])
+@pytest.mark.parametrize("lark, steps", CHAR_CASES, ids=[f"{c[0].split(chr(10))[1][:36]}-{c[1]}" for c in CHAR_CASES])
+def test_the_character_budget_closes_are_xgrammars(lark, steps, attribute):
+    """xgrammar 0.2.8's accept_token, step by step, with its captures. Its masks leave out the
+    tokens inside which the rule closes ("ab>" at the start; specs/05, "Budgets", difference 3),
+    and hold nothing where a budget of 0 closes the rule at once: xg2ref's masks are what both
+    engines' accept_token takes."""
+    import xgrammar
+    text = lark.replace("{a}", attribute)
+    ours, theirs = _walk_accepts(xgr, text, steps), _walk_accepts(xgrammar, text, steps)
+    assert [(takes, ok) for takes, _, ok in ours[:-1]] == [(takes, ok) for takes, _, ok in theirs[:-1]]
+    assert ours[-1] == theirs[-1]
+    for (_, mask, _), (takes, their_mask, _) in zip(ours[:-1], theirs[:-1]):
+        assert set(their_mask) <= set(takes) and mask == takes
+
+
+def test_the_kernel_reads_the_close_budgets_the_builder_writes():
+    from xg2ref.grammar import spent_close
+    from xg2ref.kernels import earley
+
+    assert (spent_close.SPENT_CLOSE, spent_close.SPENT_CLOSE_NULLABLE) == (earley.SPENT_CLOSE, earley.SPENT_CLOSE_NULLABLE)

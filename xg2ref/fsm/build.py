@@ -34,6 +34,7 @@ from ..grammar.intrinsic import Intrinsic
 from ..grammar.ir import EPSILON, MARKER_RULE_KEYS, ByteString, CharClass, Expr, GrammarIR, RuleRef, referenced_rules
 from ..grammar.thompson import Thompson
 from ..util import deep_recursion
+from ..grammar.spent_close import OPTION as SPENT_OPTION, SPENT_CLOSE, SPENT_CLOSE_NULLABLE
 from .fsm import FSM, REPEAT_UNBOUNDED, TOKEN_SYMBOL_BASE
 from .shapes import ShapeCache, relabel, shape
 from .unordered import unordered_table
@@ -370,9 +371,14 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
     elif dead:  # the cached machines are simplified already: only rules that lost edges again
         fsms = [f.without_rules(dead).simplified(max_dfa_states) if any(e[1] in dead for e in f.rule_edges) else f
                 for f in fsms]
-    nullable = nullable_fsm_rules(fsms, repeats)
+    # a spent-budget close (grammar/spent_close.py) is never nullable to the closure: PREDICT
+    # passes over it only when the budget is spent (its char budget says whether it may at all)
+    gated = {r for r, rule in enumerate(ir.rules) if rule.option(SPENT_OPTION)}
+    nullable = nullable_fsm_rules([FSM(1, 0, frozenset()) if r in gated else f for r, f in enumerate(fsms)],
+                                  repeats)
     budgets = tuple(int(rule.option("max_tokens", -1)) for rule in ir.rules)
-    char_budgets = tuple(int(rule.option("max_chars", -1)) for rule in ir.rules)
+    char_budgets = tuple(_char_budget(rule, fsms[r], nullable) if r in gated else int(rule.option("max_chars", -1))
+                         for r, rule in enumerate(ir.rules))
     captures, temperatures = rule_option_tables(ir)
     unordered = unordered_table(ir, fsms, nullable, rule_ids, productive)  # (unordered.py)
     markers = marker_table(ir, rule_ids)
@@ -380,6 +386,13 @@ def build_grammar_fsms(ir: GrammarIR, *, max_dfa_states: int = MAX_DFA_STATES,
                        budgets if any(b >= 0 for b in budgets) else (),
                        char_budgets if any(b >= 0 for b in char_budgets) else (),
                        repeats if any(repeats) else (), captures, temperatures, unordered, markers)
+
+
+def _char_budget(rule, fsm: FSM, nullable: list) -> int:
+    """The `rule_char_budget` of a spent-budget close: SPENT_CLOSE_NULLABLE when its machine
+    accepts the empty word (through its start, or references to nullable rules)."""
+    empty = _path_exists(fsm, lambda r: nullable[r], False)
+    return SPENT_CLOSE_NULLABLE if empty else SPENT_CLOSE
 
 
 def marker_table(ir: GrammarIR, rule_ids: dict) -> tuple:

@@ -30,6 +30,7 @@ from typing import AbstractSet, Callable, Optional, TypeVar
 from .charsets import encode_codepoint
 from ..util import deep_recursion
 from .lazy import lower_lazy_rules
+from .spent_close import with_spent_closes
 from .intrinsic import Intrinsic
 from .ir import (EPSILON, MARKER_RULE_KEYS, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef,
                  Sequence, children, referenced_rules, walk)
@@ -605,7 +606,9 @@ def join_mutual_tail_calls(ir: GrammarIR) -> GrammarIR:
 def normalize(ir: GrammarIR, *, inline: bool = True) -> GrammarIR:
     """The normalization pipeline run before FSM building:
 
-        0. lower_lazy_rules    lazy rules as plain rules (xg2ref/grammar/lazy.py)
+        0. lower_lazy_rules    lazy rules as plain rules (xg2ref/grammar/lazy.py), and
+           with_spent_closes   the end of a stop/suffix rule whose character budget is
+                               spent (xg2ref/grammar/spent_close.py)
         1. flatten             expose the real structure
         2. fuse_byte_strings   so literal runs count as one node when sizing rules
         3. inline_small_rules  (skipped when `inline=False`, as the next step is)
@@ -618,7 +621,7 @@ def normalize(ir: GrammarIR, *, inline: bool = True) -> GrammarIR:
     -> AllowEmptyRuleAnalyzer; the analyses (`nullable_rules`, `unproductive_rules`) change
     nothing, so they are separate functions here rather than steps of the pipeline.
     """
-    ir = fuse_byte_strings(flatten(lower_lazy_rules(ir)))
+    ir = fuse_byte_strings(flatten(with_spent_closes(ir, lower_lazy_rules(ir))))
     if inline:
         ir = fuse_byte_strings(flatten(join_mutual_tail_calls(inline_small_rules(ir))))
     return remove_dead_rules(ir)

@@ -51,6 +51,13 @@ k knows how many code points its bytes hold (`set_chars[k]`), PREDICT gives
                   has not or set k is a sentence  |-  those items do not SCAN this byte
                   (otherwise the budget gives way for this code point)
 
+A stop/suffix rule with a character budget ends without its marker once the budget is spent
+(grammar/spent_close.py): its alternative r_spent has `rule_char_budget` SPENT_CLOSE (no budget
+of its own: its items inherit r's deadlines) and
+
+    CLOSE     [j, k, r_spent -> f], f final, may COMPLETE only if its char deadline <= set_chars[k]
+              (SPENT_CLOSE_NULLABLE: PREDICT passes over r_spent under the same test)
+
 Counted repetitions (XGrammar-2 §3.6, xg2ref/grammar/repetition.py). A rule R with
 `rule_rep_lo[R] >= 0` matches its machine's language between lo and hi times
 (`rule_rep_hi`, REPEAT_UNBOUNDED for none), and its items carry a count c, the passes completed
@@ -126,7 +133,12 @@ from .chart import (BEFORE_FIRST_TOKEN, DUPLICATE, EMPTY, FREE_BASE, GENERAL_STE
                     META_TOKEN, NEED_ITEMS, NEED_SETS, NEED_TABLE, NO_DEADLINE, NOEXIT_BASE, OK, STRICT_BASE, Chart, add_item,
                     grown_chart, new_chart)
 
-__all__ = ["BEFORE_FIRST_TOKEN", "DUPLICATE", "EMPTY", "FREE_BASE", "GENERAL_STEP", "LEO_UNKNOWN", "MAX_CHART_ITEMS",
+# rule_char_budget of a spent-budget close (grammar/spent_close.py): CLOSE below
+SPENT_CLOSE = -2
+SPENT_CLOSE_NULLABLE = -3
+
+__all__ = ["SPENT_CLOSE", "SPENT_CLOSE_NULLABLE",
+           "BEFORE_FIRST_TOKEN", "DUPLICATE", "EMPTY", "FREE_BASE", "GENERAL_STEP", "LEO_UNKNOWN", "MAX_CHART_ITEMS",
            "META_BUDGETS", "META_CHAR_BUDGETS", "META_ENFORCE", "META_GEN", "META_N_SETS", "META_POOL", "META_RAISED",
            "META_TOKEN", "NEED_ITEMS", "NEED_SETS", "NEED_TABLE", "NO_DEADLINE", "NOEXIT_BASE", "OK", "STRICT_BASE", "Chart",
            "add_item", "grown_chart", "new_chart", "expired", "item_may_end", "predict", "loop_counted", "leo_top",
@@ -239,6 +251,17 @@ def _child_char_deadline(fsm, chart, rule, k, parent_deadline):
     return own if own < parent_deadline else parent_deadline
 
 
+@njit(cache=True, _nrt=False)
+def _closes_empty(fsm, rule):
+    """Whether `rule` ends at once by CLOSE: its start state reads a spent-budget close that
+    holds the empty word into a final state (predicted with its budget spent, it is nullable)."""
+    s = fsm.rule_start[rule]
+    for e in range(fsm.ref_indptr[s], fsm.ref_indptr[s + 1]):
+        if fsm.rule_char_budget[fsm.ref_rule[e]] == SPENT_CLOSE_NULLABLE and fsm.is_final[fsm.ref_dst[e]]:
+            return True
+    return False
+
+
 # The inference rules of XGrammar-2 Appendix D (Table 6, left half), one kernel each. An item
 # [i, k, A -> mu . nu] is (state, origin) in set k: the FSM state s of A's machine is the dot,
 # an FSM edge s -B-> t reads the symbol after it, and start(B) is the dot at the left of B's
@@ -274,14 +297,15 @@ def predict(fsm, chart, k, begin, end, p):
         b = fsm.ref_rule[e]
         if guarded and fsm.rule_member[b] >= 0 and not _member_open(chart, c, fsm.rule_member[b] >> 1):
             continue
-        if fsm.rule_nullable[b]:
+        cdb = _child_char_deadline(fsm, chart, b, k, cd)
+        if fsm.rule_nullable[b] or (fsm.rule_char_budget[b] == SPENT_CLOSE_NULLABLE and cd <= chart.set_chars[k]) \
+                or (fsm.rule_char_budget[b] >= 0 and cdb <= chart.set_chars[k] and _closes_empty(fsm, b)):
             r = add_item(chart, begin, end, fsm.ref_dst[e], i, d, cd, c)
             if r < DUPLICATE:
                 return -r, end
             if r >= 0:
                 end = r
-        r = add_item(chart, begin, end, fsm.rule_start[b], k, _child_deadline(fsm, chart, b, d),
-                     _child_char_deadline(fsm, chart, b, k, cd), 0)
+        r = add_item(chart, begin, end, fsm.rule_start[b], k, _child_deadline(fsm, chart, b, d), cdb, 0)
         if r < DUPLICATE:
             return -r, end
         if r >= 0:
@@ -401,6 +425,8 @@ def complete(fsm, chart, k, begin, end, p):
     if not fsm.is_final[s] or j >= k or not item_may_end(fsm, chart, s, chart.item_count[p]):
         return OK, end
     rule = fsm.state_rule[s]
+    if fsm.rule_char_budget[rule] <= SPENT_CLOSE and chart.item_char_deadline[p] > chart.set_chars[k]:
+        return OK, end  # CLOSE: a spent-budget close ends only when the budget is spent
     tagged = fsm.rule_member[rule]
     for q in range(chart.set_start[j], chart.set_start[j + 1]):
         s2 = chart.item_state[q]

@@ -181,8 +181,7 @@ class _Lowering(LazyRules):
                 raise self.fail("max_tokens is not supported on a dynamic dispatch start rule",
                                 self.at(start, "max_tokens"))
             if "max_chars" in start.attrs:  # (xgrammar drops it too, with a warning)
-                warnings.warn(f"max_chars on the dynamic dispatch start rule {start.name!r} has no effect: "
-                              "it is dropped", stacklevel=2)
+                warnings.warn(f"Ignoring max_chars on dynamic dispatch start rule {start.name!r}.", stacklevel=2)
             body, options = dynamic, self.options(start, ("capture",))
         elif wrap_start:
             self.lower_rule(start)
@@ -324,8 +323,8 @@ class _Lowering(LazyRules):
                 if key in d.attrs:
                     raise self.fail(f"{key} is not supported on rules consumed by dynamic dispatch", self.at(d, key))
             if "max_chars" in d.attrs:
-                warnings.warn(f"max_chars on rule {d.name!r} has no effect: dynamic dispatch consumes the rule, and "
-                              "the option is dropped", stacklevel=2)
+                warnings.warn(f"Ignoring max_chars on rule {d.name!r} because it is consumed by dynamic dispatch.",
+                              stacklevel=2)
             self.ctx.define(name, EPSILON)
         elif self.kind(d) == "lazy":
             body, lazy = self.lazy_body(d)
