@@ -352,6 +352,9 @@ CHAR_CASES = [
     ('start: value ">"\nvalue[max_chars=1, {a}="!"]: /[ab]+/', [2]),
     ('start: value+ ">"\nvalue[max_chars=1, {a}="!"]: /[ab]*/', [5, 6, 8]),
     ('start: value ">"\nvalue[max_chars=2, {a}="!"]: /[ab]*/', [5, 6, "rollback", 6, 2]),
+    # the start rule itself, its marker and captures as xgrammar prints them (start_stop_body, ...)
+    ('start[capture="c", max_chars=2, {a}="!", stop_capture="m"]: /[ab]*/', [5, 6]),
+    ('start[capture="c", {a}="!", stop_capture="m"]: /[ab]*/', [9]),
 ]
 
 
@@ -377,7 +380,7 @@ def _walk_accepts(mod, lark: str, steps: list) -> list:
 
 
 @pytest.mark.parametrize("attribute", ["stop", "suffix"])
-@pytest.mark.parametrize("lark, steps", CHAR_CASES, ids=[f"{c[0].split(chr(10))[1][:36]}-{c[1]}" for c in CHAR_CASES])
+@pytest.mark.parametrize("lark, steps", CHAR_CASES, ids=[f"{c[0].split(chr(10))[-1][:36]}-{c[1]}" for c in CHAR_CASES])
 def test_a_spent_character_budget_ends_a_rule_without_its_marker(lark, steps, attribute):
     walk = _walk_accepts(xgr, lark.replace("{a}", attribute), steps)
     for takes, mask, _ in walk[:-1]:
@@ -390,7 +393,7 @@ def test_a_spent_character_budget_ends_a_rule_without_its_marker(lark, steps, at
 
 @pytest.mark.xgrammar
 @pytest.mark.parametrize("attribute", ["stop", "suffix"])
-@pytest.mark.parametrize("lark, steps", CHAR_CASES, ids=[f"{c[0].split(chr(10))[1][:36]}-{c[1]}" for c in CHAR_CASES])
+@pytest.mark.parametrize("lark, steps", CHAR_CASES, ids=[f"{c[0].split(chr(10))[-1][:36]}-{c[1]}" for c in CHAR_CASES])
 def test_the_character_budget_closes_are_xgrammars(lark, steps, attribute):
     """xgrammar 0.2.8's accept_token, step by step, with its captures. Its masks leave out the
     tokens inside which the rule closes ("ab>" at the start; specs/05, "Budgets", difference 3),

@@ -188,7 +188,7 @@ class _Lowering(LazyRules):
             body, options = Sequence((RuleRef(self.names["start"]), self.skip)), ()
         elif kind == "lazy":  # the skip before the body is part of the lazy language
             body, lazy = self.lazy_body(start, initial)
-            options, initial = self.options(start) + lazy, None
+            options, initial = self.options(start) + self.marker_options(start, "start") + lazy, None
         else:
             body, options = self.compile(start.body, kind == "temperature"), self.options(start)
         self.ctx.define(root, body if initial is None else Sequence((initial, body)), options)
