@@ -139,6 +139,8 @@ BAD = [  # (structural tag, JSON path in the message, words in the message)
                                            "end": ""}}, "format.end", "at least one end string must be non-empty"),
     ({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<g"], "tags": [T1]}},
      "format.tags[0].begin", "does not match any trigger"),
+    ({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f", ""], "tags": [T1]}},
+     "format.triggers[1]", "non-empty"),
     ({"type": "structural_tag", "format": {"type": "or", "elements": [
         {"type": "json_schema", "json_schema": {"type": "nonsense"}}]}}, "format.elements[0].json_schema", ""),
     ({"type": "structural_tag", "format": {"type": "grammar", "grammar": "root ::= "}}, "format.grammar", "EBNF"),

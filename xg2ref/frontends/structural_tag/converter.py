@@ -432,6 +432,9 @@ class StructuralTagConverter:
             raise _fail(f"{path}.tags", "a triggered tags format needs at least one tag")
         if not f[triggers_key]:
             raise _fail(f"{path}.{triggers_key}", "a triggered tags format needs at least one trigger")
+        if not token_level and "" in f["triggers"]:  # (a dispatch on "" reads nothing: refused, as by xgrammar)
+            k = f["triggers"].index("")
+            raise _fail(f"{path}.triggers[{k}]", "a trigger must be a non-empty string")
         triggers = ([self.token_id(t, f"{path}.trigger_tokens[{k}]") for k, t in enumerate(f["trigger_tokens"])]
                     if token_level else [t.encode("utf-8") for t in f["triggers"]])
         groups: dict = {t: [] for t in triggers}
