@@ -216,7 +216,7 @@ def test_a_case_that_kills_its_worker_on_ray_is_a_finding_and_the_campaign_goes_
     _crashy_make_engine()  # (the campaign asks for each engine here first)
     result = run_fuzz(["crashy"], None, seed=2, kinds=("ebnf",), results_path=str(tmp_path / "r.jsonl"),
                       progress=False, shrink_seconds=10, max_cases=4, jobs=cluster.RaySpec(cpus=2),
-                      runner=CrashyRunner)
+                      runner=CrashyRunner, case_timeout=3600)
     [crash] = [f for f in result.findings if f["question"] == "crash"]
     assert crash["engine"] == "crashy" and crash["class"] == "crashy: ebnf crash"
     assert '"b"' in crash["source"] and crash["replay"].startswith("xg2ref diff")
@@ -239,7 +239,7 @@ class Held(CaseRunner):
         return super().run(index, *rest)
 
 run_fuzz(["xgrammar"], None, seed=5, results_path=sys.argv[1], progress=False, max_cases=8,
-         jobs=RaySpec("auto"), runner=Held)
+         jobs=RaySpec("auto"), runner=Held, case_timeout=3600)
 """
 
 
@@ -255,7 +255,9 @@ def test_an_interrupted_ray_campaign_resumes_from_its_results_file(local_ray, tm
     pytest.importorskip("xgrammar")
     from xg2ref.tools.fuzz.runner import run_fuzz
 
-    run_fuzz(["xgrammar"], None, seed=5, results_path=str(tmp_path / "here.jsonl"), progress=False, max_cases=8)
+    # (a case limit no case comes near even on a loaded machine: the records must not depend on load)
+    run_fuzz(["xgrammar"], None, seed=5, results_path=str(tmp_path / "here.jsonl"), progress=False, max_cases=8,
+             case_timeout=3600)
     results = tmp_path / "ray.jsonl"
     env = {**os.environ, "RAY_ADDRESS": local_ray.get_runtime_context().gcs_address}
     proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(results)], env=env,
@@ -272,7 +274,7 @@ def test_an_interrupted_ray_campaign_resumes_from_its_results_file(local_ray, tm
     assert "KeyboardInterrupt" in output, output
     assert [e["index"] for e in _records(results) if e["type"] == "progress"] == [0, 1, 2]
     command = [sys.executable, "-m", "xg2ref.tools.cli", "fuzz", "--against", "xgrammar", "--seed", "5", "--cases", "8",
-               "--results", str(results), "--no-progress", "--ray", "auto"]
+               "--results", str(results), "--no-progress", "--ray", "auto", "--case-timeout", "3600"]
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     lines = _records(results)

@@ -431,6 +431,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=float, metavar="SECONDS", help="how long to fuzz (this, --cases, or both)")
     p.add_argument("--cases", type=int, metavar="N",
                    help="fuzz the case indices 0..N-1 of the seed (those in --results are not run again)")
+    p.add_argument("--case-timeout", type=float, default=CASE_TIMEOUT, metavar="SECONDS",
+                   help=f"per case, shrinking included; a case past it is a timeout (default {CASE_TIMEOUT:g})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--kind", default=",".join(KINDS), help=f"case kinds, comma-separated (default {','.join(KINDS)})")
     p.add_argument("--results", metavar="PATH",
@@ -450,7 +452,7 @@ def main(args) -> int:
     try:
         result = run_fuzz(against, args.budget, seed=args.seed, kinds=kinds, results_path=args.results,
                           vocab=args.vocab, progress=not args.no_progress, max_cases=args.cases,
-                          jobs=cluster.RaySpec.from_args(args) or 1)
+                          jobs=cluster.RaySpec.from_args(args) or 1, case_timeout=args.case_timeout)
     except (EngineUnavailable, ValueError, UsageError) as err:  # UsageError: load_vocab's
         print(f"xg2ref fuzz: {err}", file=sys.stderr)
         return 2
