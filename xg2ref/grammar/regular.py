@@ -372,10 +372,15 @@ def complement_automaton(exprs):
         if 0 in part_finals:
             finals.add(0)
     dfa, accepting = _determinize(edges, finals)
-    good = set(range(len(dfa))) - accepting  # the complement's accepting states
-    alive = set(good)
+    return trimmed(dfa, set(range(len(dfa))) - accepting)  # the complement accepts where the DFA does not
+
+
+def trimmed(dfa, accepting):
+    """The automaton `(edges, finals)` of a DFA of `_determinize` with `accepting` states, cut to
+    the states from which it accepts something (`([[]], set())` when the start is not one)."""
+    alive = set(accepting)
     changed = True
-    while changed:  # the states from which the complement accepts something
+    while changed:
         changed = False
         for q, row in enumerate(dfa):
             if q not in alive and any(d in alive for _, d in row):
@@ -385,7 +390,7 @@ def complement_automaton(exprs):
         return [[]], set()
     number = {q: k for k, q in enumerate(sorted(alive))}
     out = [[((interval,), number[d]) for interval, d in dfa[q] if d in alive] for q in sorted(alive)]
-    return out, {number[q] for q in good}
+    return out, {number[q] for q in accepting}
 
 
 def automaton(item):

@@ -40,7 +40,7 @@ from collections import defaultdict
 from .charsets import merge_ranges
 from .ir import EPSILON, CharClass, Choice, Expr, GrammarIR, Rule, RuleRef, Sequence
 from .lazy import _RuleNFA, _fresh, committed_automaton, is_lazy, lazy_rule_problem
-from .regular import TooLarge, _determinize, _product, _without_epsilon
+from .regular import TooLarge, _determinize, _product, _without_epsilon, trimmed
 
 OPTION = "spent_close"
 SPENT_CLOSE = -2  # rule_char_budget of the gated rule (kernels/earley.py)
@@ -67,20 +67,7 @@ def close_automaton(ir: GrammarIR, name: str):
     start = builder.new_state()
     words = _without_epsilon(builder, start, builder.fragment(builder.rules[body].body, start))
     edges, finals = _product(alive, words) if rows else ([[]], set())
-    dfa, accepting = _determinize(edges, finals)
-    live = set(accepting)
-    changed = True
-    while changed:  # the states from which a word of L_close is still reachable
-        changed = False
-        for q, row in enumerate(dfa):
-            if q not in live and any(d in live for _, d in row):
-                live.add(q)
-                changed = True
-    if 0 not in live:
-        return [[]], set()
-    number = {q: k for k, q in enumerate(sorted(live))}
-    out = [[((interval,), number[d]) for interval, d in dfa[q] if d in live] for q in sorted(live)]
-    return out, {number[q] for q in accepting}
+    return trimmed(*_determinize(edges, finals))
 
 
 def _rules(name: str, edges, finals, taken: set) -> list[Rule]:
