@@ -50,6 +50,7 @@ META_RAISED = 4     # set when a deadline rose during a closure (the closure run
 META_BUDGETS = 5    # 1: the grammar has token budgets (deadlines are tracked)
 META_CHAR_BUDGETS = 6  # 1: the grammar has character budgets
 META_POOL = 7       # links in the member-set pool while the current set is built (unordered rules)
+META_WORK = 8       # items closed since a caller last took the count (kernels/classify.py's work meter)
 # item_leo before the item's chain is asked about (earley.py, "Leo items")
 LEO_UNKNOWN = -1
 
@@ -106,7 +107,7 @@ def new_chart(item_capacity: int = 4096, max_sets: int = 1024, table_size: int =
         tbl_key=np.zeros(table_size, dtype=np.int64),
         tbl_gen=np.zeros(table_size, dtype=np.int64),
         tbl_cnt=np.zeros(table_size, dtype=np.int64),
-        meta=np.zeros(8, dtype=np.int64),
+        meta=np.zeros(9, dtype=np.int64),
         pool_parent=np.zeros(item_capacity, dtype=np.int32),
         pool_member=np.zeros(item_capacity, dtype=np.int32),
         set_pool=np.ones(max_sets + 1, dtype=np.int64),

@@ -46,7 +46,7 @@ from numba import njit
 
 from .context_expansion import (FOLLOW_MAY, FOLLOW_NEVER, FOLLOW_UNKNOWN, SEED_SETS, copies_completed,
                                 query_context, query_every_parent, start_rule_may_end, union_context)
-from .earley import EMPTY, META_N_SETS, OK, advance_byte
+from .earley import EMPTY, META_N_SETS, META_WORK, OK, advance_byte
 from .pure_walk import dfa_walk, filter_walk
 from .trie_walk import (NO_FAIL, common_prefix, next_after_rejected, reuse_sets, shared_with_previous,
                         under_rejected_prefix)
@@ -142,14 +142,24 @@ CHART_EVERY = 2
 # a bound above any token's length
 FAR = 1 << 30
 # The work meter (ClassifyScratch.meter): a token costs one unit, a byte read by Earley steps
-# STEP_UNITS, a question to the context CONTEXT_UNITS (about 10 ns a unit on a 2024 CPU core).
-# Past the budget the call returns PAUSED with the token to resume from: a long build gives the
-# caller a turn every WORK_BUDGET units (some 50 ms), so a time limit or Ctrl-C is honoured
-# between two calls of a kernel (Python runs signal handlers only between bytecodes).
+# STEP_UNITS, a question to the context CONTEXT_UNITS, an item closed in any of the charts
+# ITEM_UNITS (chart.meta[META_WORK]; about 10 ns a unit on a 2024 CPU core). Past the budget
+# the call returns PAUSED with the token to resume from: a long build gives the caller a turn
+# every WORK_BUDGET units (some 50 ms), so a time limit or Ctrl-C is honoured between two
+# calls of a kernel (Python runs signal handlers only between bytecodes).
 PAUSED = 22
 STEP_UNITS = 32
 CONTEXT_UNITS = 128
+ITEM_UNITS = 4
 WORK_BUDGET = 1 << 22
+
+
+@njit(cache=True, _nrt=False)
+def take_work(chart):
+    """The items `chart` closed since the last call (its META_WORK count, then zeroed)."""
+    n = chart.meta[META_WORK]
+    chart.meta[META_WORK] = 0
+    return n
 
 
 @njit(cache=True, _nrt=False)
@@ -391,7 +401,7 @@ def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, 
     prev_begin = -1  # the last token classified in this call (-1: none yet)
     prev_len = 0
     while j < n:
-        meter[0] += 1
+        meter[0] += 1 + ITEM_UNITS * (take_work(chart) + take_work(charts.union) + take_work(charts.every))
         if meter[1] > 0 and meter[0] >= meter[1] and j > j_start:
             chart.meta[META_N_SETS] = n0  # the budget is spent: resume from token j
             return PAUSED, j, CHART_MAIN

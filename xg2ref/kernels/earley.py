@@ -130,8 +130,8 @@ from numba import njit
 # the chart's storage (chart.py), re-exported: every kernel reads these names from here
 from .chart import (BEFORE_FIRST_TOKEN, DUPLICATE, EMPTY, FREE_BASE, GENERAL_STEP, LEO_UNKNOWN, MAX_CHART_ITEMS,
                     META_BUDGETS, META_CHAR_BUDGETS, META_ENFORCE, META_GEN, META_N_SETS, META_POOL, META_RAISED,
-                    META_TOKEN, NEED_ITEMS, NEED_SETS, NEED_TABLE, NO_DEADLINE, NOEXIT_BASE, OK, STRICT_BASE, Chart, add_item,
-                    grown_chart, new_chart)
+                    META_TOKEN, META_WORK, NEED_ITEMS, NEED_SETS, NEED_TABLE, NO_DEADLINE, NOEXIT_BASE, OK, STRICT_BASE,
+                    Chart, add_item, grown_chart, new_chart)
 
 # rule_char_budget of a spent-budget close (grammar/spent_close.py): CLOSE below
 SPENT_CLOSE = -2
@@ -140,7 +140,8 @@ SPENT_CLOSE_NULLABLE = -3
 __all__ = ["SPENT_CLOSE", "SPENT_CLOSE_NULLABLE",
            "BEFORE_FIRST_TOKEN", "DUPLICATE", "EMPTY", "FREE_BASE", "GENERAL_STEP", "LEO_UNKNOWN", "MAX_CHART_ITEMS",
            "META_BUDGETS", "META_CHAR_BUDGETS", "META_ENFORCE", "META_GEN", "META_N_SETS", "META_POOL", "META_RAISED",
-           "META_TOKEN", "NEED_ITEMS", "NEED_SETS", "NEED_TABLE", "NO_DEADLINE", "NOEXIT_BASE", "OK", "STRICT_BASE", "Chart",
+           "META_TOKEN", "META_WORK", "NEED_ITEMS", "NEED_SETS", "NEED_TABLE", "NO_DEADLINE", "NOEXIT_BASE", "OK",
+           "STRICT_BASE", "Chart",
            "add_item", "grown_chart", "new_chart", "expired", "item_may_end", "predict", "loop_counted", "leo_top",
            "leo_link", "complete", "close_set", "seed_chart", "init_chart", "scan", "advance_byte", "char_enforced", "is_completed"]
 
@@ -262,6 +263,12 @@ def _closes_empty(fsm, rule):
     return False
 
 
+# The three rules close_set applies per item are inlined into it by Numba, not left to LLVM: a
+# call that is not inlined passes the machines and the chart, some 70 arrays of several words
+# each, per item, and LLVM stops inlining a rule once it grows (COMPLETE with Leo items, PREDICT
+# with the spent-budget close made entry builds 3x slower).
+INLINE = "always"
+
 # The inference rules of XGrammar-2 Appendix D (Table 6, left half), one kernel each. An item
 # [i, k, A -> mu . nu] is (state, origin) in set k: the FSM state s of A's machine is the dot,
 # an FSM edge s -B-> t reads the symbol after it, and start(B) is the dot at the left of B's
@@ -281,7 +288,7 @@ def _closes_empty(fsm, rule):
 #     [i, k, A -> mu . B nu]    B =>* epsilon
 #     -----------------------------------------        FSM: [i, k, A -> t]
 #         [i, k, A -> mu B . nu]
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline=INLINE)
 def predict(fsm, chart, k, begin, end, p):
     """PREDICT from item p of set k (items begin:end, growing). Returns (status, end).
 
@@ -318,7 +325,7 @@ def predict(fsm, chart, k, begin, end, p):
 #     [i, k, R -> rho ., c]    R counted,  c + 1 < hi
 #     -----------------------------------------------        FSM: f final
 #         [i, k, R -> . rho, c + 1]
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline=INLINE)
 def loop_counted(fsm, chart, k, begin, end, p):
     """LOOP from item p of set k, when it applies. Returns (status, end)."""
     s = chart.item_state[p]
@@ -417,7 +424,7 @@ def leo_top(fsm, chart, q):
 # (j == k never has to look back: the nullable half of PREDICT did it.) Into an unordered
 # rule's item [i, j, M -> s', S] when B is its member j: only if j is not in S, and the item
 # moves on with S + j.
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline=INLINE)
 def complete(fsm, chart, k, begin, end, p):
     """COMPLETE with item p of set k as the finished [j, k, B -> rho .]. Returns (status, end)."""
     s = chart.item_state[p]
@@ -477,6 +484,7 @@ def close_set(fsm, chart, k, begin, first, end):
                 return status, end
             p += 1
         if chart.meta[META_RAISED] == 0:
+            chart.meta[META_WORK] += end - first  # the items closed (the work meter's count)
             return OK, end
         p = begin
 
