@@ -119,7 +119,7 @@ INTRINSIC_ERRORS = [
     ("[a-\\d]", "", "Invalid character range endpoint"),
     ("(?<=a)b", "", "Lookbehind assertion"),
     ("(?<>a)", "", "Invalid named capturing group"),
-    ("a", ', flags="m"', "unknown flag 'm'"),
+    ("a", ', flags="m"', "regular-expression flag 'm' is not supported"),
 ]
 
 

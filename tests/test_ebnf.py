@@ -219,10 +219,17 @@ BAD = [
     ("root ::= TagDispatch", "TagDispatch is an intrinsic: call it as TagDispatch(...)", 1, 10),
     ('root ::= "a"\n  Regex', "Regex is an intrinsic: call it as Regex(...)", 2, 3),
     ('root ::= Regex("a" "b")', "Expect ')' or ','", 1, 20),
-    ('root ::= Regex("a", flags="q")', "Regex: unknown flag 'q'", 1, 16),
-    ('root ::= Regex("a", foo=1)', "Regex: unknown argument foo", 1, 25),
-    ('root ::= Regex("a", json_string=1)', "json_string must be true or false", 1, 33),
-    ('root ::= Regex(a)', "exactly one positional argument", 1, 10),
+    ('root ::= Regex("a", flags="q")', "regular-expression flag 'q' is not supported", 1, 16),
+    ('root ::= Regex("a", foo=1)', "Regex does not support the named argument foo", 1, 25),
+    ('root ::= Regex("a", json_string=1)', "json_string must be a boolean", 1, 33),
+    ('root ::= Regex(a)', "Regex pattern must be a string literal", 1, 16),
+    ('root ::= Regex("a", "b")', "Regex expects exactly one string argument", 1, 10),
+    ("root ::= Regex()", "Regex expects exactly one string argument", 1, 10),
+    ('root ::= Substring("a", 1)', "Substring() arguments must be strings", 1, 10),
+    ('root ::= Substring("a", foo=true)', "Substring() does not accept named arguments", 1, 10),
+    ('root ::= "a" (= (Substring("c")))', "Substring should not be in lookahead assertion", 1, 14),
+    ('root[temperature=1e999] ::= "a"', "The temperature must be a finite non-negative number", 1, 18),
+    ('root[temperature=abc] ::= "a"', "Assign should be preceded by an identifier", 1, 18),
     ('root ::= "a" "b"\nx ::= "c"\ny ::= [z-a]', "lower bound is larger than upper bound", 3, 8),
 ]
 
@@ -237,7 +244,7 @@ TOKENS_AND_OPTIONS = [
     ('root[max_tokens=x] ::= "a"', "max_tokens takes an integer", 1, 17),
     ('root ::= x\nx[lazy, lazy] ::= "a"', "lazy is given twice", 2, 9),
     ('root[foo=1] ::= "a"', "Unknown rule option foo", 1, 6),
-    ('root[temperature=-1] ::= "a"', "temperature takes a finite number", 1, 18),
+    ('root[temperature=-1] ::= "a"', "The temperature must be a finite non-negative number", 1, 18),
 ]
 
 
@@ -401,6 +408,23 @@ AGREEMENT = ([f'root ::= {t}\nx ::= "x"\ny ::= "y"' for t, _ in GOOD_BODIES]
 @pytest.mark.parametrize("text", AGREEMENT, ids=[t[:40] for t in AGREEMENT])
 def test_accept_reject_agrees_with_xgrammar(xgr, text):
     assert xg2ref_accepts(text) == xgrammar_accepts(xgr, text)
+
+
+# the intrinsics' and the rule options' errors in xgrammar's words (specs/01, "Errors and limits")
+WORDED = [(t, m) for t, m, *_ in BAD + TOKENS_AND_OPTIONS
+          if m.startswith(("Regex expects", "Regex pattern", "Regex does", "regular-expression flag",
+                           "json_string must", "Substring", "The temperature", "Assign should"))]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("text, words", WORDED, ids=[t for t, _ in WORDED])
+def test_intrinsic_and_option_errors_are_in_xgrammars_words(xgr, text, words):
+    with pytest.raises(RuntimeError) as theirs:
+        xgr.Grammar.from_ebnf(text)
+    assert words in str(theirs.value)
+    with pytest.raises(EBNFError) as ours:
+        parse_ebnf(text)
+    assert words in ours.value.message
 
 
 @pytest.mark.xgrammar

@@ -90,6 +90,10 @@ CASES = [
     ('start: x "!"*\nx[stop="e", max_chars=2]: /[a-d]*/', ["ab", "ab!", "ae", "ae!"], ["", "abe", "abc", "aeb"]),
     ('start: x x\nx[temperature=0.5]: "a" "b"\n%ignore " "', ["abab", "ab ab "], ["a bab"]),
     ('start[temperature=1]: "a" "b"\n%ignore " "', ["ab", "ab  "], ["a b", " ab"]),
+    # a temperature rule's body is a terminal or a subgrammar alone
+    ('start: "<" x ">"\nx[temperature=0.5]: %json {"enum": ["a", 12]}', ['<"a">', "<12>"], ["<1>", "<>"]),
+    ('start: x x\nx[temperature=0.5]: (%lark {\nstart: "a" y\ny: "b"\n})\n%ignore " "', ["abab", "ab ab "],
+     ["a bab"]),
     ('start: x\nx[lazy, temperature=1]: "a" | "ab"', ["a", "ab"], ["b"]),
     ('start: x "c"\nx[lazy]: "a" | "ab"', ["ac"], ["abc"]),
     ('start: x "b"\nx[lazy]: "a"*', ["b"], ["ab", "aab"]),
@@ -233,7 +237,8 @@ REJECTED = [
     ('start: x\nx[temperature=-1]: "a"', "finite non-negative"),
     ('start: x\nx[temperature=1e400]: "a"', "finite non-negative"),
     ('start: x\nx[temperature="a"]: "a"', "expected number"),
-    ('start: x\nx[temperature=0]: y\ny: "b"', "cannot reference rule 'y'"),
+    ('start: x\nx[temperature=0]: y\ny: "b"', "; temperature is only supported on terminals and subgrammars"),
+    ('start: x\nx[temperature=0]: %json {"type": "integer"} "a"', "; temperature is only supported on terminals"),
     ('start: tool* text\ntool[max_tokens=5]: head "{" "}"\nhead[lazy]: ' + ANY + ' "<c>"\ntext: ' + ANY,
      "max_tokens is not supported on rules consumed by dynamic dispatch"),
     ('start[max_tokens=5]: tool* text\ntool: head "{" "}"\nhead[lazy]: ' + ANY + ' "<c>"\ntext: ' + ANY,
@@ -453,6 +458,16 @@ def test_errors_point_at_the_offending_place():
     assert str(err.value) == "Lark error at line 2, column 8: unknown name 'B'\na: \"x\" B\n       ^"
     with pytest.raises(EBNFError, match=r"failed to compile named grammar '@bad': .*unknown name 'x'"):
         xgr.Grammar.from_lark("start: @bad", named_grammars=NAMED)
+
+
+def test_a_temperature_rule_that_is_no_terminal_says_what_reading_it_as_one_found():
+    # xgrammar's shape: the terminal's error, at the rule's line, then what a temperature rule may be
+    with pytest.raises(EBNFError) as err:
+        xgr.Grammar.from_lark('start: x\nx[temperature=0.5]: "a" y\ny: "b"')
+    assert (err.value.line, err.value.column) == (2, 1)
+    assert str(err.value).startswith("Lark error at line 2, column 1: Lark error at line 2, column 25: terminal "
+                                     "cannot reference rule 'y'\n")
+    assert "^; temperature is only supported on terminals and subgrammars\n" in str(err.value)
 
 
 def test_bad_arguments_raise_type_errors():

@@ -60,12 +60,12 @@ BAD_OPTIONS = [  # (rule text, message)
     ('t[capture="a\\nb"] ::= "x"', "without escapes"),
     ("t[capture=x] ::= \"x\"", "capture takes a string"),
     ('t[capture, capture="y"] ::= "x"', "capture is given twice"),
-    ('t[temperature] ::= "x"', "finite number >= 0"),
-    ('t[temperature=-1] ::= "x"', "finite number >= 0"),
-    ('t[temperature=3.5e38] ::= "x"', "finite number >= 0"),  # past the largest float32
-    ('t[temperature=inf] ::= "x"', "finite number >= 0"),
-    ('t[temperature=1_0] ::= "x"', "finite number >= 0"),
-    ('t[temperature="1"] ::= "x"', "finite number >= 0"),
+    ('t[temperature] ::= "x"', "Assign should be preceded by an identifier"),  # xgrammar's words, then ours
+    ('t[temperature=-1] ::= "x"', "The temperature must be a finite non-negative number"),
+    ('t[temperature=3.5e38] ::= "x"', "finite non-negative number"),  # past the largest float32
+    ('t[temperature=inf] ::= "x"', "(rule option temperature takes a finite number >= 0)"),
+    ('t[temperature=1_0] ::= "x"', "Assign should be preceded by an identifier"),
+    ('t[temperature="1"] ::= "x"', "Assign should be preceded by an identifier"),
 ]
 
 
@@ -463,6 +463,28 @@ def test_captures_and_temperatures_agree_with_xgrammar(grammar, seed):
     ops = walk_ops(matcher(grammar), rng, 24)
     assert replay(xgr, COMPILER.compile_grammar(grammar), ops, default) == \
         replay(xgrammar, theirs.compile_grammar(grammar), ops, default)
+
+
+# Lark temperature rules whose body is a subgrammar (%json, %lark): xgrammar takes them as rules
+LARK_TEMPERATURES = [
+    'start: "<" x ">"\nx[temperature=0.5]: %json {"type": "array", "items": {"type": "string"}}',
+    'start: "<" x ">" x\nx[temperature=0.25]: %lark {\nstart: "a" y\ny[temperature=1.5]: "b"+\n}',
+    'start: x " " x\nx[temperature=0.5]: (%json {"type": "boolean"})\n%ignore " "',
+]
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("grammar", LARK_TEMPERATURES)
+@pytest.mark.parametrize("seed", range(3))
+def test_subgrammar_temperatures_agree_with_xgrammar(grammar, seed):
+    xgrammar = pytest.importorskip("xgrammar")
+    theirs = xgrammar.GrammarCompiler(xgrammar.TokenizerInfo(VOCAB, stop_token_ids=[STOP]), cache_enabled=False)
+    rng = random.Random(seed)
+    default = rng.choice([None, 0.7])
+    ours = COMPILER.compile_grammar(xgr.Grammar.from_lark(grammar))
+    ops = walk_ops(xgr.GrammarMatcher(ours), rng, 24)
+    assert replay(xgr, ours, ops, default) == \
+        replay(xgrammar, theirs.compile_grammar(xgrammar.Grammar.from_lark(grammar)), ops, default)
 
 
 @pytest.mark.xgrammar

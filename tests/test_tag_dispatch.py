@@ -2,6 +2,7 @@
 masks against the brute-force oracle, the verdicts against xgrammar 0.2.8."""
 
 import itertools
+import re
 import random
 
 import pytest
@@ -135,7 +136,7 @@ def test_substring():
     for text, want in [("<>", True), ("<abc>", True), ("<abcde>", True), ("<def>", True), ("<abcdef>", True),
                        ("<de>", True), ("<bc>", False), ("<abcf>", False), ("<dea>", False), ("<abcabc>", False)]:
         assert ours(g, text) == want, text
-    with pytest.raises(xgr.EBNFError, match="Substring takes string arguments"):
+    with pytest.raises(xgr.EBNFError, match=re.escape("Substring() arguments must be strings")):
         Grammar.from_ebnf("root ::= Substring(x)\nx ::= \"a\"")
     assert ours(Grammar.from_ebnf("root ::= Substring()"), "")  # no chunks: the empty string only
     xg = pytest.importorskip("xgrammar")

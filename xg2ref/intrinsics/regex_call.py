@@ -19,10 +19,18 @@ class Regex(Macro):
         from ..frontends.regex.parser import RegexError
         from ..frontends.regex.intrinsic_dialect import intrinsic_regex_to_expr
 
-        if len(call.positional) != 1 or call.positional[0].kind != "string":
-            raise SourceError("Regex takes exactly one positional argument, the pattern string", call.pos)
-        call.only_named("json_string", "flags")
-        json_string = call.boolean("json_string", False)
+        # the errors in xgrammar's words
+        if len(call.positional) != 1:
+            raise SourceError("Regex expects exactly one string argument", call.pos)
+        if call.positional[0].kind != "string":
+            raise SourceError("Regex pattern must be a string literal", call.positional[0].pos)
+        for key, value in call.named.items():
+            if key not in ("json_string", "flags"):
+                raise SourceError(f"Regex does not support the named argument {key}", value.pos)
+        json_string = call.named.get("json_string")
+        if json_string is not None and json_string.kind != "boolean":
+            raise SourceError("json_string must be a boolean", json_string.pos)
+        json_string = json_string is not None and json_string.value
         flags = call.named.get("flags")
         if flags is not None and flags.kind != "string":
             raise call.fail("flags must be a string", flags)

@@ -18,6 +18,7 @@ from typing import Callable
 
 from ..grammar.intrinsic import Call, Macro, register
 from ..grammar.ir import EPSILON, ByteString, Choice, Expr, Repeat, RuleRef, Sequence
+from ..grammar.source_error import SourceError
 
 
 def substring_rules(chunks: list[bytes], fresh: Callable[[str], str], define: Callable[[str, Expr], object],
@@ -42,8 +43,9 @@ class Substring(Macro):
 
     @classmethod
     def from_call(cls, call: Call) -> Expr:
-        call.no_named()
+        if call.named:  # (xgrammar's words)
+            raise SourceError("Substring() does not accept named arguments", call.pos)
         if any(v.kind != "string" for v in call.positional):
-            raise call.fail("Substring takes string arguments (the chunks)")
+            raise SourceError("Substring() arguments must be strings", call.pos)
         chunks = [v.value.encode("utf-8", "surrogatepass") for v in call.positional]
         return substring_rules(chunks, call.fresh, call.define)

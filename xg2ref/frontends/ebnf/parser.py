@@ -57,7 +57,7 @@ from ...grammar.lazy import lazy_rule_problem
 from .rule_option_syntax import MARKER_RULE_IDS, MARKER_RULE_KEYS, parse_rule_options
 from ...grammar.source_error import SourceError
 from ...grammar.ir import (EPSILON, MAX_CODEPOINT, ByteString, CharClass, Choice, Expr, GrammarIR, Repeat, Rule, RuleRef,
-                 Sequence)
+                 Sequence, referenced_rules)
 
 MAX_GRAMMAR_CHARS = 10_000_000
 MAX_RULES = 100_000
@@ -373,6 +373,7 @@ class _Builder:
         self.helpers: dict[str, Expr] = {}  # helper rules macros define (Call.define), by name
         self.helper_counters: dict = {}  # Call.counters, shared by the calls of this grammar
         self.names: frozenset[str] = frozenset()  # the rules the text defines
+        self.substring_starts: set[str] = set()  # the helper rules a Substring call's expression names
 
     def build(self, tree: Tree, root_rule_name: str) -> GrammarIR:
         self.names = frozenset(str(rule.children[0]).split("[")[0] for rule in tree.children
@@ -413,6 +414,9 @@ class _Builder:
         return Rule(str(name), body, lookahead, options), name
 
     def lookahead(self, opener: Token, body: Expr) -> Expr:
+        if isinstance(body, Choice) and any(isinstance(e, RuleRef) and e.name in self.substring_starts
+                                            for e in body.alternatives):  # a Substring call, the whole assertion
+            raise SourceError("Substring should not be in lookahead assertion", opener.start_pos)
         if isinstance(body, Choice):
             raise SourceError("Choices in lookahead assertion are not supported yet", opener.start_pos)
         if body == EPSILON:
@@ -502,6 +506,8 @@ class _Builder:
         call = Call(str(name), name.start_pos, positional, named, taken=Names(self.names, self.helpers),
                     counters=self.helper_counters)
         expr = construct.from_call(call)
+        if call.name == "Substring":
+            self.substring_starts.update(referenced_rules(expr))
         self.references += [Token("NAME", ref, start_pos=pos) for ref, pos in call.references]
         self.helpers.update(call.rules)
         return expr

@@ -100,13 +100,14 @@ def _option_value(key: str, raw: Optional[str], pos: int, rule_name: str = "") -
             raise SourceError("The capture name must not be empty", pos)
         return raw[1:-1]
     if key == "temperature":  # kept as the float32 xgrammar keeps (printed with 9 digits)
-        value = math.nan
-        if raw is not None and _NUMBER.fullmatch(raw):
-            try:
-                value = struct.unpack("f", struct.pack("f", float(raw)))[0]
-            except OverflowError:  # past the largest float32
-                value = math.inf
+        if raw is None or not _NUMBER.fullmatch(raw):  # (xgrammar's lexer says this of a word)
+            raise SourceError("Assign should be preceded by an identifier (rule option temperature takes a "
+                              "finite number >= 0)", pos)
+        try:
+            value = struct.unpack("f", struct.pack("f", float(raw)))[0]
+        except OverflowError:  # past the largest float32
+            value = math.inf
         if not math.isfinite(value) or value < 0:
-            raise SourceError("Rule option temperature takes a finite number >= 0", pos)
+            raise SourceError("The temperature must be a finite non-negative number", pos)
         return value
     raise AssertionError(f"unhandled rule option {key}")

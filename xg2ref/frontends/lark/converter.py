@@ -190,7 +190,7 @@ class _Lowering(LazyRules):
             body, lazy = self.lazy_body(start, initial)
             options, initial = self.options(start) + self.marker_options(start, "start") + lazy, None
         else:
-            body, options = self.compile(start.body, kind == "temperature"), self.options(start)
+            body, options = self.rule_body(start), self.options(start)
         self.ctx.define(root, body if initial is None else Sequence((initial, body)), options)
         while self.instances.pending:  # parametric rules: each instance reached (parametric.py)
             rule, self.param, name = self.instances.pending.pop()
@@ -330,7 +330,24 @@ class _Lowering(LazyRules):
             body, lazy = self.lazy_body(d)
             self.ctx.define(name, body, self.options(d) + self.marker_options(d, name) + lazy)
         else:
-            self.ctx.define(name, self.compile(d.body, self.kind(d) == "temperature"), self.options(d))
+            self.ctx.define(name, self.rule_body(d), self.options(d))
+
+    def rule_body(self, d: Definition) -> Expr:
+        """The IR of a plain or temperature rule's body. A temperature rule's body is a terminal
+        or a subgrammar (`%json`, `%lark`, `@name`, alone), as xgrammar reads it; any other body
+        is refused with what reading it as a terminal found."""
+        if self.kind(d) != "temperature":
+            return self.compile(d.body, False)
+        node = d.body
+        while node.kind in ("seq", "choice") and len(node.children) == 1:
+            node = node.children[0]
+        if node.kind in ("json", "lark", "gref"):  # (the skip follows the rule's occurrences)
+            return {"json": self.json_schema, "lark": self.nested, "gref": self.named_grammar}[node.kind](node)
+        try:
+            return self.compile(d.body, True)
+        except LarkError as err:
+            raise LarkError(f"{err}; temperature is only supported on terminals and subgrammars", d.line, 1,
+                            self.src) from None
 
     def skipped(self, expr: Expr) -> Expr:
         return expr if self.skip is None else Sequence((expr, self.skip))

@@ -320,7 +320,7 @@ def intrinsic_regex_to_expr(pattern: str, *, json_string: bool = False, flags: O
     else:
         bad = [f for f in flags if f not in FLAGS]
         if bad:
-            raise RegexError(f"unknown flag {bad[0]!r} (flags are i, s and u)", pattern)
+            raise RegexError(f"regular-expression flag {bad[0]!r} is not supported (flags are i, s and u)", pattern)
         ignore_case, dot_newline = "i" in flags, "s" in flags
     if pattern.startswith("(?i)"):
         ignore_case, pattern_start = True, 4
