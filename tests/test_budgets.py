@@ -260,13 +260,25 @@ def test_structural_tag_budgets_match_xgrammar(fmt, option):
 MARKER_VOCAB = ["x", "<", ">", "a!", "b!", "a", "b", "!"]
 
 
-def _walk_marker(mod, lark: str, vocab: list, steps: list) -> list:
-    """(allowed ids, verdict) per step of `steps` (token ids; "rollback", "fork"), as one list."""
+def _lark_matcher(mod, lark: str, vocab: list):
+    """A matcher of `lark` over `vocab` in engine `mod` (xg2ref or xgrammar), and its mask reader."""
     info = mod.TokenizerInfo(vocab)
     grammar = mod.Grammar.from_lark(lark, tokenizer_info=info)
     matcher = mod.GrammarMatcher(mod.GrammarCompiler(info, cache_enabled=False).compile_grammar(grammar),
                                  terminate_without_stop_token=True)
     bitmask = mod.allocate_token_bitmask(1, info.vocab_size)
+
+    def allowed(m) -> list:
+        m.fill_next_token_bitmask(bitmask)
+        rejected = set(mod.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
+        return [t for t in range(info.vocab_size) if t not in rejected]
+
+    return matcher, allowed
+
+
+def _walk_marker(mod, lark: str, vocab: list, steps: list) -> list:
+    """(allowed ids, verdict) per step of `steps` (token ids; "rollback", "fork"), as one list."""
+    matcher, allowed = _lark_matcher(mod, lark, vocab)
     out = []
     for step in steps:
         if step == "rollback":
@@ -275,9 +287,7 @@ def _walk_marker(mod, lark: str, vocab: list, steps: list) -> list:
         if step == "fork":
             matcher = matcher.fork()
             continue
-        matcher.fill_next_token_bitmask(bitmask)
-        rejected = set(mod.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
-        out.append([t for t in range(info.vocab_size) if t not in rejected])
+        out.append(allowed(matcher))
         out.append(matcher.accept_token(step))
     out.append((matcher.is_terminated(), matcher.get_captures()))
     return out
@@ -361,20 +371,14 @@ CHAR_CASES = [
 def _walk_accepts(mod, lark: str, steps: list) -> list:
     """Per step of `steps` (token ids, "rollback"): the tokens a fork of the matcher accepts, the
     mask, and the verdict on the step's token; then (terminated, captures)."""
-    info = mod.TokenizerInfo(CHAR_VOCAB)
-    grammar = mod.Grammar.from_lark(lark, tokenizer_info=info)
-    matcher = mod.GrammarMatcher(mod.GrammarCompiler(info, cache_enabled=False).compile_grammar(grammar),
-                                 terminate_without_stop_token=True)
-    bitmask = mod.allocate_token_bitmask(1, info.vocab_size)
+    matcher, allowed = _lark_matcher(mod, lark, CHAR_VOCAB)
     out = []
     for step in steps:
         if step == "rollback":
             matcher.rollback(1)
             continue
-        takes = [t for t in range(info.vocab_size) if matcher.fork().accept_token(t)]
-        matcher.fill_next_token_bitmask(bitmask)
-        rejected = set(mod.testing._get_masked_tokens_from_bitmask(bitmask, info.vocab_size))
-        out.append((takes, [t for t in range(info.vocab_size) if t not in rejected], matcher.accept_token(step)))
+        takes = [t for t in range(len(CHAR_VOCAB)) if matcher.fork().accept_token(t)]
+        out.append((takes, allowed(matcher), matcher.accept_token(step)))
     out.append((matcher.is_terminated(), matcher.get_captures()))
     return out
 

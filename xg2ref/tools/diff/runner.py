@@ -156,21 +156,30 @@ def run_diff(cases: Optional[Sequence[Union[str, Case]]] = None, against: Union[
                       reference_version=xgrammar_version() if reference == "xgrammar" else None)
 
 
+def _largest_first(cases: list) -> list:
+    """Case indices, the largest grammars first, so that one slow case does not start last."""
+    return sorted(range(len(cases)), key=lambda i: -len(cases[i].text))
+
+
+def _in_order(cases: list, opts: DiffOptions, bar: ProgressBar, where: str, finished) -> list:
+    """The results of `finished` ((index, result) pairs as cases end) in case order, the bar
+    moved on as each ends."""
+    per_case = 2 + opts.n_traces
+    results: list = [None] * len(cases)
+    bar.update(0, f"{len(cases)} cases on {where}")
+    for done, (i, result) in enumerate(finished, 1):
+        results[i] = result
+        bar.update(done * per_case, cases[i].name)
+    return results
+
+
 def _run_parallel(cases: list, vocab: str, against, opts: DiffOptions, seed: int, jobs: int,
                   bar: ProgressBar) -> list:
     """Cases in `jobs` spawned processes (each loads the vocabulary once), results in order."""
-    per_case = 2 + opts.n_traces
-    results: list = [None] * len(cases)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-        # the largest grammars first, so that one slow case does not start last
-        order = sorted(range(len(cases)), key=lambda i: -len(cases[i].text))
-        futures = {pool.submit(_worker, (cases[i], vocab, against, opts, seed)): i for i in order}
-        bar.update(0, f"{len(cases)} cases on {jobs} processes")
-        for done, future in enumerate(as_completed(futures), 1):
-            i = futures[future]
-            results[i] = future.result()
-            bar.update(done * per_case, cases[i].name)
-    return results
+        futures = {pool.submit(_worker, (cases[i], vocab, against, opts, seed)): i for i in _largest_first(cases)}
+        return _in_order(cases, opts, bar, f"{jobs} processes",
+                         ((futures[f], f.result()) for f in as_completed(futures)))
 
 
 class RayCases:
@@ -200,12 +209,5 @@ def _run_ray(cases: list, vocab, against: Optional[str], opts: DiffOptions, seed
     """Cases on Ray actors (xg2ref/tools/cluster.py), results in order."""
     from ..cluster import ray_records
 
-    per_case = 2 + opts.n_traces
-    results: list = [None] * len(cases)
-    order = sorted(range(len(cases)), key=lambda i: -len(cases[i].text))  # the largest first, as above
-    bar.update(0, f"{len(cases)} cases on Ray")
-    for done, (i, result) in enumerate(ray_records(RayCases, (vocab, against, opts, seed),
-                                                   [(i, cases[i]) for i in order], spec), 1):
-        results[i] = result
-        bar.update(done * per_case, cases[i].name)
-    return results
+    jobs = [(i, cases[i]) for i in _largest_first(cases)]
+    return _in_order(cases, opts, bar, "Ray", ray_records(RayCases, (vocab, against, opts, seed), jobs, spec))

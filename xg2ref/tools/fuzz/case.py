@@ -178,6 +178,7 @@ class CaseChecker:
         # how worker and probe processes start: "forkserver" in a Ray actor, where a fork of the
         # actor's many threads can inherit a lock held and hang (xg2ref/tools/fuzz/runner.py)
         self.start_method = "fork"
+        self.probe_seconds = PROBE_SECONDS  # (a run with a longer case limit gives its probes longer)
 
     def asker(self, name: str) -> Asker:
         if name not in self.askers:
@@ -294,11 +295,13 @@ class CaseChecker:
             return "hang"
         return "crash" if proc.exitcode else None
 
-    def failure(self, index: int, kind: str, source: str, timeout: float = PROBE_SECONDS) -> Optional[dict]:
+    def failure(self, index: int, kind: str, source: str, timeout: Optional[float] = None) -> Optional[dict]:
         """A case that killed or stalled the worker, pinned on one engine: xg2ref when the checks
         with no other engine fail the same way, else the first engine whose checks alone fail.
         A crash is then shrunk (the case only: there is no input to shrink). None when no probe
-        fails, or when the checks with no other engine stall too (a case too slow for the oracle)."""
+        fails, or when the checks with no other engine stall too (a case too slow for the oracle).
+        A probe stalls past `timeout` (default: `probe_seconds`)."""
+        timeout = self.probe_seconds if timeout is None else timeout
         for names in [[]] + [[name] for name in self.against]:
             outcome = self.probe(kind, source, names, timeout)
             if outcome == "hang" and not names:

@@ -16,7 +16,8 @@ budget is spent, and keeps what an engine gets wrong in its smallest form:
               can spin for good inside native code (llguidance's lexeme spin, in
               other_engines.KNOWN_DEFECTS) or crash (xgrammar 0.2.8 on `r ::= r{0,2}`). A case
               over `CASE_TIMEOUT`, or one that kills the worker, is probed to pin it on one
-              engine (fuzz_case.CaseChecker.failure): a "crash" finding (shrunk) or a "hang"
+              engine (fuzz_case.CaseChecker.failure, each probe given a third of the case's
+              limit, at least `PROBE_SECONDS`): a "crash" finding (shrunk) or a "hang"
               finding; unpinned, a timeout or an error of the run. The last case, if it runs
               more than `BUDGET_GRACE` past the budget, is cut off and left untried
     resume    the results file (--results) holds JSON lines: {"type": "finding", ...} per
@@ -55,7 +56,7 @@ from typing import Optional, Sequence, Union
 
 from .. import cluster
 from ..diff.checks import DiffOptions
-from .case import KINDS, CaseChecker, default_vocabulary, draw_case, replay_command
+from .case import KINDS, PROBE_SECONDS, CaseChecker, default_vocabulary, draw_case, replay_command
 from ...tokenizer_info import QUICKTOK_STOP_TOKENS, TokenizerInfo
 from ..user_cases import UsageError, load_vocab
 from ...util import read_json_lines
@@ -233,6 +234,8 @@ class CaseRunner:
         info = vocab if isinstance(vocab, TokenizerInfo) else _vocabulary(vocab, None)[0]
         checker = CaseChecker(against, info, seed, options, shrink_seconds)
         checker.start_method = start_method
+        # a probe of a case that killed or stalled the worker may take a third of a case's limit
+        checker.probe_seconds = max(PROBE_SECONDS, timeout / 3)
         self.worker = _Worker(checker)
         self.timeout = timeout
 
