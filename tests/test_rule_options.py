@@ -452,17 +452,24 @@ def replay(engine, compiled, ops: list, default) -> list:
     return out
 
 
-@pytest.mark.xgrammar
-@pytest.mark.parametrize("grammar", DIFFERENTIAL)
-@pytest.mark.parametrize("seed", range(3))
-def test_captures_and_temperatures_agree_with_xgrammar(grammar, seed):
+def assert_replays_agree(grammar_in, seed: int) -> None:
+    """A random decoding script (seeded) replays to the same captures and temperatures in both
+    engines; `grammar_in(engine)` is what each engine's compiler takes."""
     xgrammar = pytest.importorskip("xgrammar")
     theirs = xgrammar.GrammarCompiler(xgrammar.TokenizerInfo(VOCAB, stop_token_ids=[STOP]), cache_enabled=False)
     rng = random.Random(seed)
     default = rng.choice([None, 0.7])
-    ops = walk_ops(matcher(grammar), rng, 24)
-    assert replay(xgr, COMPILER.compile_grammar(grammar), ops, default) == \
-        replay(xgrammar, theirs.compile_grammar(grammar), ops, default)
+    ours = COMPILER.compile_grammar(grammar_in(xgr))
+    ops = walk_ops(xgr.GrammarMatcher(ours), rng, 24)
+    assert replay(xgr, ours, ops, default) == \
+        replay(xgrammar, theirs.compile_grammar(grammar_in(xgrammar)), ops, default)
+
+
+@pytest.mark.xgrammar
+@pytest.mark.parametrize("grammar", DIFFERENTIAL)
+@pytest.mark.parametrize("seed", range(3))
+def test_captures_and_temperatures_agree_with_xgrammar(grammar, seed):
+    assert_replays_agree(lambda engine: grammar, seed)
 
 
 # Lark temperature rules whose body is a subgrammar (%json, %lark): xgrammar takes them as rules
@@ -477,14 +484,7 @@ LARK_TEMPERATURES = [
 @pytest.mark.parametrize("grammar", LARK_TEMPERATURES)
 @pytest.mark.parametrize("seed", range(3))
 def test_subgrammar_temperatures_agree_with_xgrammar(grammar, seed):
-    xgrammar = pytest.importorskip("xgrammar")
-    theirs = xgrammar.GrammarCompiler(xgrammar.TokenizerInfo(VOCAB, stop_token_ids=[STOP]), cache_enabled=False)
-    rng = random.Random(seed)
-    default = rng.choice([None, 0.7])
-    ours = COMPILER.compile_grammar(xgr.Grammar.from_lark(grammar))
-    ops = walk_ops(xgr.GrammarMatcher(ours), rng, 24)
-    assert replay(xgr, ours, ops, default) == \
-        replay(xgrammar, theirs.compile_grammar(xgrammar.Grammar.from_lark(grammar)), ops, default)
+    assert_replays_agree(lambda engine: engine.Grammar.from_lark(grammar), seed)
 
 
 @pytest.mark.xgrammar
