@@ -22,13 +22,18 @@ run: $(STAMP)
 # interpreted; `jit_only` tests, full-vocabulary work, are skipped there). Then the kernels'
 # property tests once more with every array index checked (NUMBA_BOUNDSCHECK=1, compiled afresh
 # in a scratch cache): an index out of bounds raises there instead of corrupting memory. Each run
-# spreads its tests over TEST_JOBS processes (pytest-xdist; default: one per core); the Ray tests
-# stay in one of them (their group), which starts one local Ray for them all.
+# spreads its tests over TEST_JOBS processes (pytest-xdist; default: one per core), a file to a
+# process, so that a module's fixtures (the JSON-Schema-Test-Suite's run, the integration runs
+# both of their tests read) are made once. The Ray
+# campaigns (tests/test_cluster.py, compiled only) run on their own after the compiled run, on one
+# local Ray that has the machine to itself: beside the other tests, on a loaded 2-core machine, a
+# campaign's actors waited minutes for a CPU.
 TEST_JOBS ?= auto
-PYTEST := $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadgroup
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile
 test: $(STAMP)
-	$(PYTEST) --durations=20
-	NUMBA_DISABLE_JIT=1 $(PYTEST) -p no:cacheprovider --durations=20
+	$(PYTEST) --durations=20 --ignore=tests/test_cluster.py
+	$(BIN)/python -m pytest -q --durations=5 tests/test_cluster.py
+	NUMBA_DISABLE_JIT=1 $(PYTEST) -p no:cacheprovider --durations=20 --ignore=tests/test_cluster.py
 	cache=$$(mktemp -d) && NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$$cache $(PYTEST) -p no:cacheprovider \
 		tests/test_repetition.py tests/test_mask_cache.py tests/test_properties.py tests/test_configurations.py \
 		tests/test_entry_build.py tests/test_slices.py tests/test_background.py tests/test_context_expansion.py \

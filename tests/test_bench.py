@@ -5,6 +5,10 @@ import pytest
 import xg2ref as xgr
 from xg2ref.tools.bench.mask import Row, bench_mask, format_table
 
+# compiled only: the benches' checks and tables are what is tested here; the kernels' Python
+# reading is checked by the kernel and property tests of the plain-Python run
+pytestmark = pytest.mark.jit_only
+
 
 def test_table_has_ratios():
     row = Row("x", tokens=2, ours_us=[2.0, 4.0], theirs_us=[1.0, 2.0], ours_compile_ms=3.0, theirs_compile_ms=1.0,

@@ -16,9 +16,10 @@ from xg2ref.tools.fuzz.case import CaseChecker
 from xg2ref.tools.fuzz.runner import CaseRunner
 
 ray = pytest.importorskip("ray")
-# one worker of `make test` runs them all, on one local Ray; compiled only (the campaigns'
-# orchestration is what is tested here, and actors inherit NUMBA_DISABLE_JIT)
-pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.jit_only]
+# `make test` runs them on their own, on one local Ray, after the compiled run (in a run spread by
+# file, one worker takes them all); compiled only (the campaigns' orchestration is what is tested here,
+# and actors inherit NUMBA_DISABLE_JIT)
+pytestmark = pytest.mark.jit_only
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -262,14 +263,17 @@ def test_an_interrupted_ray_campaign_resumes_from_its_results_file(local_ray, tm
     env = {**os.environ, "RAY_ADDRESS": local_ray.get_runtime_context().gcs_address}
     proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(results)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if results.exists() and results.read_text().count('"type": "progress"') >= 3:
-            break
-        time.sleep(0.05)
-    began = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    output = proc.communicate(timeout=120)[0].decode()
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            if results.exists() and results.read_text().count('"type": "progress"') >= 3:
+                break
+            time.sleep(0.05)
+        began = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        output = proc.communicate(timeout=120)[0].decode()
+    finally:  # (a driver left running would hold the cluster's CPUs for the tests after this one)
+        proc.kill()
     assert time.monotonic() - began < 30, "the driver waited for the cases in flight"
     assert "KeyboardInterrupt" in output, output
     assert [e["index"] for e in _records(results) if e["type"] == "progress"] == [0, 1, 2]

@@ -137,6 +137,7 @@ def test_a_wrong_mask_shrinks_to_the_keyword_that_matters(flipped):
 
 
 @pytest.mark.xgrammar
+@pytest.mark.jit_only  # (a time budget's orchestration)
 def test_a_fuzz_run_against_xgrammar_resumes(tmp_path):
     pytest.importorskip("xgrammar")
     results = tmp_path / "fuzz.jsonl"

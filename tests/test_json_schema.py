@@ -316,6 +316,7 @@ def test_a_bounded_pattern_used_twice_is_built_once():
     assert accepts(schema, '{"a": "abx", "b": "cxyz"}') and not accepts(schema, '{"a": "abx", "b": "cxyzzzz"}')
 
 
+@pytest.mark.jit_only  # (the oracle alone, pure Python in either run)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(2, 40), st.one_of(st.none(), st.integers(-5000, 5000)), st.one_of(st.none(), st.integers(-5000, 5000)),
        st.lists(st.integers(-10**7, 10**7), min_size=1, max_size=12))
@@ -567,6 +568,7 @@ def test_exact_formats_refuse_what_no_grammar_checks_unless_approximate():
     assert [a[0] for a in grammar.approximations] == ["$.properties.h.format"]
 
 
+@pytest.mark.jit_only  # (a front end's grammar; its automaton is large for the Python reading)
 def test_exact_formats_count_a_host_name_and_its_complement():
     host = {"type": "string", "format": "hostname"}
     name = ".".join(["a" * 63] * 3 + ["b" * 61])  # 253 characters

@@ -259,6 +259,16 @@ def test_sampled_sentences_and_their_prefixes_are_accepted(ir, rng):
 
 
 @SETTINGS
+@given(grammars(lookaheads=True), st.one_of(byte_strings(b"abc", 6), st.binary(max_size=5)))
+def test_skipping_dead_nodes_changes_no_fact(ir, data):
+    """At each position the table skips the plain nodes whose words cannot start with the byte
+    there (Recognizer._dead_at); every fact it then holds equals the full fixpoint's."""
+    pruned, full = Recognizer(ir), Recognizer(ir)
+    full._dead_at = lambda byte: [False] * len(full._kind)
+    assert pruned._chart(data)[1:] == full._chart(data)[1:]
+
+
+@SETTINGS
 @given(grammars(lookaheads=True), byte_strings(b"abc", 5), st.randoms(use_true_random=False))
 def test_verdicts_are_consistent(ir, data, rng):
     rec = Recognizer(ir)

@@ -46,7 +46,8 @@ def test_exact_formats_accept_every_valid_instance_and_count_a_host_name():
     from xg2ref.config import json_schema_approximate, json_schema_exact_formats
 
     groups = {"format:time", "format:date-time", "format:email", "format:uri", "format:hostname"}
-    cases = [c for c in ss.load_suite() if c.group in groups]
+    # (draft 2020-12's cases only: draft 7's copies of these groups hold a subset of its tests)
+    cases = [c for c in ss.load_suite() if c.group in groups and c.draft == "draft2020-12"]
     with json_schema_exact_formats(True), json_schema_approximate(True):  # (the A-labels: approximations)
         records = ss.run_suite(cases, ["xg2ref"], timeout=120)
     assert all(r["compiled"] for r in records)

@@ -24,7 +24,9 @@ Each fact is the least solution of the inference rules written above the code th
 them, so left recursion, nullable rules and unproductive rules need no special case: a fact
 holds iff a finite derivation proves it. reach(e, i) and pre(e, i) only read facts at
 positions >= i, so positions are filled from n down to 0, each by iterating all nodes at that
-position until nothing changes (positions > i are final by then).
+position until nothing changes (positions > i are final by then). A node none of whose
+non-empty words starts with the byte at i gets its facts there at once and stays out of that
+iteration (DEAD, `_dead_at`): in a grammar of many rules most nodes are dead at most positions.
 
 What it leaves out: speed. Every call rebuilds the table (the last one is kept, so asking both
 questions about one input costs one table). The work grows like nodes * n^2 for unambiguous
@@ -126,6 +128,12 @@ def codepoints_starting_with(seq: bytes) -> Optional[tuple[int, int]]:
 _starting_with = lru_cache(maxsize=1 << 16)(codepoints_starting_with)  # the same few byte runs recur
 
 
+@lru_cache(maxsize=1 << 12)
+def _lead_bytes(ranges: tuple[tuple[int, int], ...]) -> int:
+    """The first bytes of the UTF-8 of the class's codepoints, as a 256-bit int."""
+    return sum(1 << b for b in range(256) if _meets(ranges, _starting_with(bytes((b,)))))
+
+
 def _meets(ranges: tuple[tuple[int, int], ...], interval: Optional[tuple[int, int]]) -> bool:
     if interval is None:
         return False
@@ -196,6 +204,8 @@ class Recognizer:
                 self._rest_nonempty[v] = [all(self._nonempty[k] for k in kids[t + 1:]) for t in range(len(kids))]
         self._last: Optional[tuple] = None  # (input key, chart) of the last input
         self._marks: dict = {}
+        self._first, self._nullable, self._plain = self._first_bytes()
+        self._dead: dict = {}  # byte -> dead[v] (see _dead_at)
 
     def _add(self, expr: Expr, refs: list[tuple[int, str]]) -> int:
         if isinstance(expr, ByteString):
@@ -270,6 +280,108 @@ class Recognizer:
                 pending.extend(readers[v])
         return ne
 
+    def _first_bytes(self) -> tuple[list[int], list[bool], list[bool]]:
+        """(first, nullable, plain) per node, which let the table skip the nodes that cannot
+        start at a position (_chart):
+
+            first(e)     the bytes a non-empty word of L(e) may start with (a 256-bit int)
+            nullable(e)  the empty word is in L(e)
+            plain(e)     no intrinsic below e, through references too: first and nullable are
+                         then facts of L(e) alone (an intrinsic's reading may depend on the
+                         input's token marks, so a node that reads one is never skipped)
+
+        Least fixpoints, like nonempty:
+
+            first("s") = {s[0]}                          nullable("s") iff s = ""
+            first([...]) = the lead bytes of its codepoints   never nullable
+            first(e1 ... ek) = first(e1) U ... U first(et), et the first non-nullable item
+            first(e1 | ... | ek) = first(e1) U ... U first(ek)
+            first(b{m,M}) = first(b) (M > 0)             nullable iff m = 0, M = 0 or nullable(b)
+            first(A) = first(body of A)                  nullable(A) iff nullable(body of A)
+
+        (an intrinsic: every byte, and nullable, so that the nodes above it over-approximate)"""
+        size, readers = len(self._kind), self._readers()
+        plain = [True] * size
+        stack = [v for v, kind in enumerate(self._kind) if kind == _INTRINSIC]
+        while stack:
+            v = stack.pop()
+            if plain[v]:
+                plain[v] = False
+                stack.extend(readers[v])
+
+        def nullable_of(v: int, nl: list) -> bool:
+            kind, arg, kids = self._kind[v], self._arg[v], self._kids[v]
+            if kind == _BYTES:
+                return not arg
+            if kind == _CLASS:
+                return False
+            if kind == _SEQ:
+                return all(nl[k] for k in kids)
+            if kind == _CHOICE:
+                return any(nl[k] for k in kids)
+            if kind == _REPEAT:
+                return arg[0] == 0 or arg[1] == 0 or nl[kids[0]]
+            if kind == _INTRINSIC:
+                return True
+            return nl[arg]
+
+        def first_of(v: int, fs: list) -> int:
+            kind, arg, kids = self._kind[v], self._arg[v], self._kids[v]
+            if kind == _BYTES:
+                return 1 << arg[0] if arg else 0
+            if kind == _CLASS:
+                return _lead_bytes(arg)
+            if kind == _SEQ:
+                out = 0
+                for k in kids:
+                    out |= fs[k]
+                    if not nullable[k]:
+                        break
+                return out
+            if kind == _CHOICE:
+                out = 0
+                for k in kids:
+                    out |= fs[k]
+                return out
+            if kind == _REPEAT:
+                return 0 if arg[1] == 0 else fs[kids[0]]
+            if kind == _INTRINSIC:
+                return (1 << 256) - 1
+            return fs[arg]
+
+        nullable = self._fixpoint(nullable_of, False)
+        first = self._fixpoint(first_of, 0)
+        return first, nullable, plain
+
+    def _fixpoint(self, step, bottom) -> list:
+        """The least solution of fact[v] = step(v, fact) over every node (monotone steps)."""
+        readers = self._readers()
+        fact = [bottom] * len(self._kind)
+        pending = list(range(len(self._kind)))
+        while pending:
+            v = pending.pop()
+            new = step(v, fact)
+            if new != fact[v]:
+                fact[v] = new
+                pending.extend(readers[v])
+        return fact
+
+    def _dead_at(self, byte: Optional[int]) -> list[bool]:
+        """dead[v]: v is plain and no non-empty word of L(v) starts with `byte` (None: at the
+        end of the input, where every plain node is). Then, at a position i holding that byte,
+
+            DEAD   reach(v, i) = {i} if nullable(v) else {}      pre(v, i) = False (i < n)
+
+        since a word of L(v) that starts at i and is not empty starts with d[i]: such nodes
+        get their facts at once and are left out of the fixpoint."""
+        if byte not in self._dead:
+            if byte is None:
+                self._dead[byte] = list(self._plain)
+            else:
+                bit = 1 << byte
+                self._dead[byte] = [p and not f & bit for p, f in zip(self._plain, self._first)]
+        return self._dead[byte]
+
     def is_sentence(self, data: bytes, marks: Optional[dict] = None) -> bool:
         """True iff `data` is in the language of the root rule (`marks`: see the module
         docstring)."""
@@ -293,11 +405,18 @@ class Recognizer:
         reach: list[list[frozenset[int]]] = [[] for _ in range(n + 1)]
         pre: list[list[bool]] = [[] for _ in range(n + 1)]
         readers = self._readers()
+        nullable = [v for v in range(size) if self._nullable[v] and self._plain[v]]
         for i in range(n, -1, -1):
-            # Chaotic iteration to the least fixpoint: one sweep over every node, then only the
+            # Chaotic iteration to the least fixpoint: one sweep over every node but the dead
+            # ones (_dead_at: their facts are set at once and never queued), then only the
             # nodes that read (at position i) a fact that changed.
+            dead = self._dead_at(data[i] if i < n else None)
             reach[i] = [_NOTHING] * size
-            todo = list(range(size - 1, -1, -1))
+            here = frozenset((i,))
+            for v in nullable:
+                if dead[v]:
+                    reach[i][v] = here
+            todo = [v for v in range(size - 1, -1, -1) if not dead[v]]
             queued = [True] * size
             while todo:
                 v = todo.pop()
@@ -314,7 +433,7 @@ class Recognizer:
                 pre[i] = list(self._nonempty)
                 continue
             pre[i] = [False] * size
-            todo = list(range(size - 1, -1, -1))
+            todo = [v for v in range(size - 1, -1, -1) if not dead[v]]
             queued = [True] * size
             while todo:
                 v = todo.pop()

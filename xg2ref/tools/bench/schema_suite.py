@@ -217,16 +217,24 @@ def llguidance_acceptor(schema) -> Callable[[str], bool]:
 ACCEPTORS = {"xg2ref": xg2ref_acceptor, "xgrammar": xgrammar_acceptor, "llguidance": llguidance_acceptor}
 
 
-def run_case(case: SuiteCase, engine: str, timeout: Optional[float] = 30.0) -> dict:
+def run_case(case: SuiteCase, engine: str, timeout: Optional[float] = 30.0, compiled: Optional[dict] = None) -> dict:
     """One case read by one engine: {"key", "engine", "compiled", "error", "right": [bool per
-    test] (None when not compiled), "seconds"}."""
+    test] (None when not compiled), "seconds"}. `compiled` (schema text -> acceptor), when
+    given, holds the engine's acceptors of the schemas read before: the suite repeats a schema
+    over several cases (a format's valid and invalid tests), each compiled once."""
     from .jsonschemabench import TimedOut, time_limit
 
     start = time.perf_counter()
     rec = {"key": case.key, "engine": engine, "compiled": False, "error": None, "right": None}
+    schema = schema_for(case)
+    key = json.dumps(schema, sort_keys=True)
     try:
         with time_limit(timeout):
-            accepts = ACCEPTORS[engine](schema_for(case))
+            accepts = compiled.get(key) if compiled is not None else None
+            if accepts is None:
+                accepts = ACCEPTORS[engine](schema)
+                if compiled is not None:
+                    compiled[key] = accepts
             rec["compiled"] = True
             rec["right"] = [bool(accepts(instance_text(data))) == valid for _, data, valid in case.tests]
     except TimedOut:
@@ -244,8 +252,9 @@ def run_suite(cases: List[SuiteCase], engines: Iterable[str] = ENGINES, timeout:
     records, engines = [], list(engines)
     total = len(cases) * len(engines)
     for engine in engines:
+        compiled: dict = {}
         for case in cases:
-            records.append(run_case(case, engine, timeout))
+            records.append(run_case(case, engine, timeout, compiled))
             if progress:
                 progress(len(records), total)
     return records
