@@ -97,6 +97,12 @@ class ItemPrinter:
         return f"{lhs}{before + ' ' if before else ''}• {nxt}  @{item.origin}"
 
 
+# A parser's chart starts small and doubles as its parse needs (kernels/chart.py `grown_chart`):
+# a server keeps a chart per live request, most of which hold a few hundred items; at the
+# kernels' default sizes each would take about 200 KB before reading a byte.
+PARSER_CHART = dict(item_capacity=256, max_sets=64, table_size=64)
+
+
 class EarleyParser:
     """An Earley recognizer over a grammar's FSM arrays, with exact byte-level rollback."""
 
@@ -104,7 +110,7 @@ class EarleyParser:
         self.fsms = fsms
         self.arrays = arrays if arrays is not None else fsms.to_arrays()
         self._global_to_local = fsms.state_offsets()
-        self.chart = K.new_chart()
+        self.chart = K.new_chart(**PARSER_CHART)
         self._advance_bytes = None  # advance_bytes' compiled entry, bound on first use (util.bound_kernel)
         self._advance_span = None  # ... and advance_span's
         # handles of the NamedTuples the per-token kernels read (kernels/handles.py)
