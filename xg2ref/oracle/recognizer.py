@@ -252,33 +252,24 @@ class Recognizer:
             nonempty(b{m,M})       iff m = 0 or nonempty(b)
             nonempty(A)            iff nonempty(body of A)
         """
-        ne = [False] * len(self._kind)
-        readers = self._readers()
-        pending = list(range(len(self._kind)))  # a worklist: a node is looked at again when a
-        while pending:                           # node it reads becomes non-empty
-            v = pending.pop()
-            if ne[v]:
-                continue
+        def nonempty_of(v: int, ne: list) -> bool:
             kind, kids = self._kind[v], self._kids[v]
             if kind == _BYTES:
-                new = True
-            elif kind == _INTRINSIC:
+                return True
+            if kind == _INTRINSIC:
                 arg = self._arg[v]
-                new = arg.productive({name for name, k in zip(arg.rule_names(), kids) if ne[k]})
-            elif kind == _CLASS:
-                new = bool(self._arg[v])
-            elif kind == _SEQ:
-                new = all(ne[k] for k in kids)
-            elif kind == _CHOICE:
-                new = any(ne[k] for k in kids)
-            elif kind == _REPEAT:
-                new = self._arg[v][0] == 0 or ne[kids[0]]
-            else:
-                new = ne[self._arg[v]]
-            if new:
-                ne[v] = True
-                pending.extend(readers[v])
-        return ne
+                return arg.productive({name for name, k in zip(arg.rule_names(), kids) if ne[k]})
+            if kind == _CLASS:
+                return bool(self._arg[v])
+            if kind == _SEQ:
+                return all(ne[k] for k in kids)
+            if kind == _CHOICE:
+                return any(ne[k] for k in kids)
+            if kind == _REPEAT:
+                return self._arg[v][0] == 0 or ne[kids[0]]
+            return ne[self._arg[v]]
+
+        return self._fixpoint(nonempty_of, False)
 
     def _first_bytes(self) -> tuple[list[int], list[bool], list[bool]]:
         """(first, nullable, plain) per node, which let the table skip the nodes that cannot
