@@ -81,7 +81,7 @@ def test_a_fill_never_takes_an_entry_its_view_of_the_store_lacks():
     matcher, reference = xgr.GrammarMatcher(compiled), xgr.GrammarMatcher(whole)
     for m in (matcher, reference):
         assert m.accept_string("[1")
-    old, old_scratch = mc._store.kernel_arrays, mc.new_scratch()
+    old, old_scratch = mc._store.kernel_arrays, mc.scratch.new()
     store = mc._store
     store.sizes[EB.SIZE_NEED_ENTRIES] = len(store.entry_kind) + 1  # a growth, as a NEED_STORE asks
     store.grow()
@@ -92,7 +92,7 @@ def test_a_fill_never_takes_an_entry_its_view_of_the_store_lacks():
     assert mc.ensure_entries(c.item_state[c.set_start[k]:c.set_start[k + 1]]) > 0  # stored in the new arrays
     words = np.zeros((info.vocab_size + 31) // 32, dtype=np.int32)
     args = (matcher._not_regular, matcher._stop_array, words)
-    new_scratch = mc.fit_scratch(old_scratch)
+    new_scratch = mc.scratch.fit(old_scratch)
     for arrays, scratch in ((old, old_scratch), (old, new_scratch), (store.kernel_arrays, old_scratch)):
         status = MF.fill_mask(parser.arrays, c, arrays, mc.vocab, scratch, *args)[0]
         assert status == MF.NEED_ENTRY

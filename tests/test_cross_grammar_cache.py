@@ -125,15 +125,24 @@ def test_byte_limit_clear_and_size():
     assert off.pool is None and off.cache_stats is None
 
 
-def test_index_sets_round_trip():
+def test_index_sets_round_trip_in_the_smallest_form():
+    """Each of the three forms (list, complement list, bitset) is chosen where it is smallest,
+    and reads back the same set: as indices, joined with more, as the kernel's raw form, and
+    as its length."""
     rng = np.random.default_rng(0)
-    for n, k in ((1000, 3), (1000, 900), (128_000, 60_000), (17, 0)):
+    forms = set()
+    for n, k in ((1000, 3), (1000, 900), (1000, 999), (128_000, 60_000), (128_000, 127_990), (17, 0), (17, 17)):
         idx = np.sort(rng.choice(n, size=k, replace=False)).astype(np.int32)
         s = IndexSet(idx, n)
-        assert s.indices().tolist() == idx.tolist()
-        assert s.nbytes <= max(4 * k, (n + 7) // 8)
+        forms.add(s._form)
+        assert s.indices().tolist() == idx.tolist() and len(s) == k
+        assert s.nbytes <= min(4 * k, 4 * (n - k), (n + 7) // 8)
         more = rng.choice(n, size=min(40, n), replace=False).astype(np.int32)
         assert s.union(more).tolist() == np.union1d(idx, more).tolist()
+        raw = s.raw
+        got = raw if raw.dtype == np.int32 else np.flatnonzero(np.unpackbits(raw, count=n))
+        assert got.tolist() == idx.tolist()
+    assert forms == {IndexSet.LIST, IndexSet.COMPLEMENT, IndexSet.BITS}
 
 
 @settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])

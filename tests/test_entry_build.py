@@ -108,26 +108,40 @@ def test_the_fill_kernel_builds_missing_entries_itself(small_info, monkeypatch):
     assert compiled.mask_cache.stats.entries > 0
 
 
-def test_batches_resume_after_every_kind_of_stop(small_info):
+def test_batches_resume_after_every_kind_of_stop(small_info, monkeypatch):
     """Charts, pure-state table and entry arrays all start too small: every NEED_* comes back to
-    Python, is grown, and the batch goes on where it stopped, with the same masks."""
+    Python, is grown, and the batch goes on where it stopped, with the same masks. (The charts
+    are the leased build buffers: the vocabulary's free list is emptied and new sets start tiny.)"""
+    import xg2ref.mask.classifier as C
+
     want = _masks(xgr.GrammarCompiler(small_info, jit=False, cache_enabled=False), SCHEMA, TEXT)
-    for jit in (False, True):
-        compiler = xgr.GrammarCompiler(small_info, jit=jit, cache_enabled=False)
-        compiled = compiler.compile_json_schema(SCHEMA)
-        cache = compiled.mask_cache
-        clf = cache.classifier
-        clf.chart = K.new_chart(2, 2, 2)
-        clf.charts = KC.ContextCharts(K.new_chart(2, 2, 2), K.new_chart(2, 2, 2))
-        matcher = xgr.GrammarMatcher(compiled)
-        got = [matcher.compute_bool_mask()]
-        for b in TEXT:
-            assert matcher.accept_string(bytes([b]))
-            got.append(matcher.compute_bool_mask())
-        assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
-        for chart in (clf.chart, clf.charts.union, clf.charts.every):  # grown when built after the small charts
-            assert len(chart.item_state) > 2 or len(chart.set_start) > 3 or not jit  # (items and sets grow apart)
-        assert len(clf.chart.item_state) > 2 or not jit
+    real = C._new_buffers
+
+    def tiny(n):
+        return real(n)._replace(chart=K.new_chart(2, 2, 2),
+                                charts=KC.ContextCharts(K.new_chart(2, 2, 2), K.new_chart(2, 2, 2)))
+
+    monkeypatch.setattr(C, "_new_buffers", tiny)
+    free = C._free_list(small_info.vocab_arrays())
+    kept = list(free)
+    try:
+        for jit in (False, True):
+            free.clear()
+            compiler = xgr.GrammarCompiler(small_info, jit=jit, cache_enabled=False, background_builds=False)
+            compiled = compiler.compile_json_schema(SCHEMA)
+            matcher = xgr.GrammarMatcher(compiled)
+            got = [matcher.compute_bool_mask()]
+            for b in TEXT:
+                assert matcher.accept_string(bytes([b]))
+                got.append(matcher.compute_bool_mask())
+            assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
+            assert len(free) == 1  # one build at a time: one set, given back
+            (buffers,) = free
+            for chart in (buffers.chart, *buffers.charts):  # grown from the tiny charts
+                assert len(chart.item_state) > 2 or len(chart.set_start) > 3  # (items and sets grow apart)
+            assert len(buffers.chart.item_state) > 2
+    finally:
+        free[:] = kept
 
 
 def test_a_compile_time_batch_grows_from_the_smallest_arrays(small_info, monkeypatch):

@@ -44,7 +44,7 @@ def test_fills_and_accepts_through_handles_equal_the_plain_kernels():
     for step, token in enumerate(_encode(text)):
         matcher.compute_bool_mask()  # (builds what the state needs)
         plain, handed = np.zeros_like(matcher._words), np.zeros_like(matcher._words)
-        args = (parser.arrays, parser.chart, cache._store.kernel_arrays, cache.vocab, matcher._scratch,
+        args = (parser.arrays, parser.chart, cache._store.kernel_arrays, cache.vocab, cache.scratch.take(),
                 matcher._not_regular, matcher._stop_array)
         bound_kernel(MF.fill_mask, *args, plain)(*args, plain)
         hargs = parser.fill_handles(*args[2:5]) + args[5:]

@@ -100,11 +100,12 @@ def test_entries_with_the_slice_equal_the_walk_over_every_token():
         a, ids = cache.arrays, info.vocab_arrays().sorted_ids
         regular = set(ids.tolist())
         for s in cache.class_representatives.tolist():
-            used += KS.slice_contained(clf.inputs.slice.dfa, clf.pure_row, clf.pure_next, s, pairs)
             e = int(a.state_entry[s])
-            clf.classify(s)
-            want_acc = {int(ids[j]) for j in clf.accepted()}
-            want_unc = set(clf.uncertain().tolist())
+            with clf.lease():
+                clf.classify(s)  # (fills the rows of s's rule in the pure-state table, let go once all was built)
+                used += KS.slice_contained(clf.inputs.slice.dfa, clf.pure_row, clf.pure_next, s, pairs)
+                want_acc = {int(ids[j]) for j in clf.accepted()}
+                want_unc = set(clf.uncertain().tolist())
             listed = set(a.list_ids[a.list_indptr[e]:a.list_indptr[e + 1]].tolist())
             unc = set(a.unc_sorted[a.unc_indptr[e]:a.unc_indptr[e + 1]].tolist())
             if a.entry_kind[e] == xgr.mask.KIND_ACCEPTED:

@@ -80,6 +80,7 @@ from .kernels import handles as H
 from .kernels import mask_fill as MF
 from .marker_close import Closes
 from .mask.cache import fill_rows, finish_fills, prepare_fills
+from .mask.scratch import give_back, with_scratch
 from .rule_options import RuleOptionTables, active_temperature, captures, float32_temperature
 from .tokenizer_info import sorted_regular_tokens, stop_token_list
 from .util import Crew, layout_key
@@ -149,8 +150,7 @@ class GrammarMatcher:
         self._token_member, self._token_words = token_set_tables(
             compiled_grammar.fsms.token_sets, self._vocab, self._is_stop, self._vocab_size)
         self._parser = EarleyParser(compiled_grammar.fsms, compiled_grammar.arrays)
-        self._mask_cache = compiled_grammar.mask_cache
-        self._scratch = self._mask_cache.new_scratch()  # the fill's own (no other thread's fill shares it)
+        self._mask_cache = compiled_grammar.mask_cache  # (its fills' scratch is the grammar's: mask/scratch.py)
         # rule options `capture` / `temperature` (xg2ref/rule_options.py): None for grammars without
         # them; with captures, the accepted bytes (the spans are cut out of them)
         fsms = compiled_grammar.fsms
@@ -224,7 +224,7 @@ class GrammarMatcher:
         """An independent matcher in the same state."""
         other = object.__new__(GrammarMatcher)
         other.__dict__.update(self.__dict__)
-        other._parser, other._scratch = self._parser.copy(), self._mask_cache.new_scratch()
+        other._parser = self._parser.copy()
         other._history = list(self._history)
         other._closes = None if self._closes is None else self._closes.copy()
         other._accepted = None if self._accepted is None else bytearray(self._accepted)
@@ -349,17 +349,14 @@ class GrammarMatcher:
         if words is None:
             words = self._own_words()
         if self._plain:
-            _, full, self._scratch = self._mask_cache.fill(self._parser, words, self._not_regular, self._stop_array,
-                                                           self._scratch)
-            return full
+            return self._mask_cache.fill_shared(self._parser, words, self._not_regular, self._stop_array)
         enforced = self._budget_mask()
         if enforced is None and self._char_budgets:
             enforced = self._every_token_mask()
         if enforced is not None:
             pack_bool_mask(enforced, words)
             return bool(MF.all_allowed(words, self._vocab_size))
-        _, full, self._scratch = self._mask_cache.fill(self._parser, words, self._not_regular, self._stop_array,
-                                                       self._scratch)
+        full = self._mask_cache.fill_shared(self._parser, words, self._not_regular, self._stop_array)
         if len(self._extra_regular):
             bits = words.view(np.uint32)
             for t in self._extra_regular:
@@ -451,8 +448,7 @@ class GrammarMatcher:
         self._check_terminated()
         if direct is not None:  # the kernel writes the row itself: no copy
             if self._plain:  # (the common case, without a layer)
-                _, full, self._scratch = self._mask_cache.fill(self._parser, direct, self._not_regular,
-                                                               self._stop_array, self._scratch)
+                full = self._mask_cache.fill_shared(self._parser, direct, self._not_regular, self._stop_array)
             else:
                 full = self._fill_words(direct)
         else:
@@ -592,9 +588,10 @@ class BatchGrammarMatcher:
             if view[1] is None:
                 others.append((m, rows_of_m))
                 continue
-            jobs.append((m._mask_cache, m._parser, view[1], m._not_regular, m._stop_array, m._scratch))
+            jobs.append((m._mask_cache, m._parser, view[1], m._not_regular, m._stop_array, None))
             owners.append((m, view))
             later += [(m, row) for row in rows_of_m[1:]]
+        jobs = with_scratch(jobs)
         fills = prepare_fills(jobs)
         threads = (os.cpu_count() or 1) if self.max_threads == "auto" else self.max_threads
         parts = max(1, min(len(jobs), FILL_SHARES * threads))
@@ -615,7 +612,8 @@ class BatchGrammarMatcher:
             else:
                 _fill_pool(min(threads, len(shares))).run(fill, shares)  # (every share runs, then an error is raised)
         finally:  # (the plain rows are finished even when another share raised)
-            for (m, (row, _, tail)), (_, m._scratch) in zip(owners, finish_fills(fills)):
+            give_back(jobs, finish_fills(fills))
+            for m, (row, _, tail) in owners:
                 if tail:
                     row[m._n_words:] = 0
         for m, row in later:

@@ -39,9 +39,9 @@ Python grows buffers and charts when a kernel asks.
 
 The cache is a composition, each part owning its state: `EntryStore` (entries.py: the flat
 arrays), `JitSchedule` (jit.py: what is built when), `CountedZones` (counted.py: the other zones
-of counted repetitions), `Classifier` (classifier.py: the charts and buffers of a build) and,
-beside decoding, the builder thread's `AheadState` (background.py). What the compiler hands it
-is one `AnalysedGrammar` (xg2ref/analysis.py).
+of counted repetitions), `Classifier` (classifier.py: a build's tables, its vocabulary-sized
+buffers leased per build) and the builder thread's `AheadState` (background.py). Once every
+entry is built the cache is compacted (COMPACT, `_compact_if_complete`).
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ from .classifier import Classifier, vocab_facts
 from .counted import CountedZones
 from .entries import UNBUILT, EntryStore, MaskCacheArrays, pack_ids
 from .jit import JitSchedule
+from .scratch import FillScratches
 from .state_classes import shareable_rules, state_classes
 
 fixed_layout(MF.FillScratch)
@@ -140,9 +141,10 @@ class AdaptiveTokenMaskCache:
         pack_ids(vocab.sorted_ids, regular_words)
         self._store = EntryStore(len(fsm.state_rule), regular_words, longest)
         self._state_entry = self._store.state_entry  # (fixed size: the store never replaces it)
+        self.scratch = FillScratches(self._store, self._words)  # the fills' scratch, shared by the matchers
         self._state_entry[scannable] = UNBUILT
         self._fsm = fsm
-        self._classifier = Classifier(fsm, vocab, lookahead, follow, records=pool is not None)
+        self._classifier = Classifier(fsm, vocab, lookahead, follow, shared=True)
         self._pool = pool  # a cross_grammar.PoolView, or None
         self._state_class = np.full(len(fsm.state_rule), -1, dtype=np.int64)  # class of each state
         self._state_class[scannable] = member_class
@@ -163,6 +165,7 @@ class AdaptiveTokenMaskCache:
         self._jobs = np.zeros(max(n_classes, 1), dtype=np.int64)
         self._kernels: dict = {}  # bound entries (util.bound_kernel), by kernel
         self._owing = False  # records of kernel builds wait in the pool's `owed` list
+        self._complete = False  # every class built and what only building reads let go (COMPACT)
         # writers (builds, growth, publication) hold the lock; plain fills never take it
         # (mask/background.py: the contract with the background builder)
         self.lock = threading.RLock()
@@ -198,7 +201,7 @@ class AdaptiveTokenMaskCache:
         """Build the entries of `classes` (class numbers, or (class, zone) pairs for a counted
         repetition's other zones: ZONE_NOEXIT or a count): the plain ones in one kernel batch,
         the others one by one."""
-        with self._first_in_line():
+        with self._first_in_line(), self._classifier.lease():
             self._build_locked(classes, progress)
 
     def _build_locked(self, classes, progress) -> None:
@@ -244,6 +247,7 @@ class AdaptiveTokenMaskCache:
             if progress is not None:
                 progress(done, len(classes) + len(others))
         self.build_seconds += time.perf_counter() - start
+        self._compact_if_complete()
 
     @property
     def unbuilt_entries(self) -> int:
@@ -282,8 +286,9 @@ class AdaptiveTokenMaskCache:
         """Move what kernel builds owe the cross-grammar cache into it (kernels/cross_grammar.py)."""
         with self._first_in_line():
             self._owing = False
-            if self._pool is not None and self._classifier.work.records.sizes[0]:
-                self._pool.take(self._classifier.work.records, self._class_rep, self._members)
+            for records in self._classifier.owed_records():
+                if self._pool is not None:
+                    self._pool.take(records, self._class_rep, self._members)
 
     def _owe_records(self) -> None:
         """Leave what kernel builds owe the cross-grammar cache for its next read (off the
@@ -334,9 +339,11 @@ class AdaptiveTokenMaskCache:
             if not listed:
                 return
             start = time.perf_counter()
-            self._run_batch(np.array(listed, dtype=np.int64), yields=True)
-            self._owe_records()
+            with self._classifier.lease():
+                self._run_batch(np.array(listed, dtype=np.int64), yields=True)
+                self._owe_records()
             self.build_seconds += time.perf_counter() - start
+            self._compact_if_complete()
 
     def _store_entry(self, acc: np.ndarray, unc: np.ndarray, members: np.ndarray, state: int) -> int:
         """Store an entry classified from Python (kernels/entry_build.py `store_entry`)."""
@@ -358,32 +365,16 @@ class AdaptiveTokenMaskCache:
         else:
             self._classifier.grow(status, which)
 
-    def new_scratch(self) -> MF.FillScratch:
-        """A fill's scratch of its own (each matcher holds one: fills on several threads never
-        share one), sized for the entries built so far."""
-        empty = MF.FillScratch(np.zeros(1, dtype=np.int64), np.zeros(self._words, dtype=np.int32),
-                               np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int64))
-        return self.fit_scratch(empty)
-
-    def fit_scratch(self, s: MF.FillScratch) -> MF.FillScratch:
-        """Scratch `s`, or a larger copy, sized for the entries built so far: a mark per entry
-        (the generation counter last) and room for every uncertain id once. A fill uses only the
-        entries its scratch was sized for (`FillScratch.sized`), so one that another thread
-        publishes meanwhile sends it to the building path, which fits the scratch first."""
-        n, unc = self._store.n_entries, int(self._store.sizes[EB.SIZE_UNC])
-        if s.sized[0] >= n:
-            return s
-        marks, cand, tmp = s.entry_mark, s.cand, s.cand_tmp
-        if len(marks) < n + 1:
-            marks = np.zeros(max(n + 1, 2 * len(marks)), dtype=np.int64)
-            marks[-1] = s.entry_mark[-1]
-        if len(cand) < unc:
-            cand = np.zeros(max(unc, 2 * len(cand)), dtype=np.int32)
-            tmp = np.zeros_like(cand)
-        if marks is s.entry_mark and cand is s.cand:
-            s.sized[0] = n  # room for them all already
-            return s
-        return MF.FillScratch(marks, s.or_words, cand, tmp, np.array([n], dtype=np.int64))
+    def _compact_if_complete(self) -> None:
+        """COMPACT: once every class has its FREE entry, the entry arrays are cut to their filled
+        part and what only building reads (the pure-state table, the pool lookups) let go; a
+        counted zone built later fills the table again (called holding the lock)."""
+        if self._complete or self.schedule.unbuilt:
+            return
+        self._complete = True
+        self._store.trim()
+        self._classifier.drop_pure_table()
+        self._classes = self._classes._replace(hits=_no_hits(len(self._class_rep)))
 
     def _check_bytes(self) -> None:
         if 0 <= self.max_bytes < self._store.sizes[EB.SIZE_BYTES]:
@@ -441,7 +432,7 @@ class AdaptiveTokenMaskCache:
         """`fill_mask_building` until it has built what the current set needs and filled the mask
         (plain entries in the kernel, the others here); returns its (status, j, n_cand, full)
         and the scratch, fitted to the entries now built."""
-        with self._first_in_line():
+        with self._first_in_line(), self._classifier.lease():
             start = time.perf_counter()
             clf = self._classifier
             while True:
@@ -453,7 +444,7 @@ class AdaptiveTokenMaskCache:
                 if status == EB.NEED_BUILD:
                     q = clf.work.queue
                     if q[EB.Q_STATUS] == EB.NEED_SCRATCH:
-                        scratch = self.fit_scratch(scratch)
+                        scratch = self.scratch.fit(scratch)
                     else:
                         self._grow(int(q[EB.Q_STATUS]), int(q[EB.Q_WHICH]))
                 elif status == MF.NEED_ENTRY:  # an entry the fill kernel does not build: build it here
@@ -464,6 +455,7 @@ class AdaptiveTokenMaskCache:
                 else:
                     self._owe_records()  # taken before the pool is next read
                     self.build_seconds += time.perf_counter() - start
+                    self._compact_if_complete()
                     background.note_activity()
                     return status, j, n_cand, full, scratch
 
@@ -474,7 +466,7 @@ class AdaptiveTokenMaskCache:
         `parser` is the matcher's EarleyParser (xg2ref/earley.py): its `arrays`, its `chart`,
         and `grow` when a check needs a larger chart.
 
-        `scratch` is the caller's own (`new_scratch`); pass back the one returned, fitted to
+        `scratch` is the caller's (`scratch.take()`); pass back the one returned, fitted to
         the entries built meanwhile. Callers pass
         the same arrays on every call (the kernel entry is bound to their types). Missing plain
         entries are built by the fill kernel itself (kernels/entry_build.py `fill_mask_building`),
@@ -491,6 +483,16 @@ class AdaptiveTokenMaskCache:
                     stop_ids, words)
             status, j, n_cand, full = self._kernel(MF.fill_mask, *args)(*args)
         return self.finish_fill(parser, words, not_regular, stop_ids, scratch, status, j, n_cand, full)
+
+    def fill_shared(self, parser, words: np.ndarray, not_regular: np.ndarray, stop_ids: np.ndarray) -> bool:
+        """`fill` with a scratch of the grammar's taken for it and given back whatever the fill
+        raises (mask/scratch.py, SHARED SCRATCH). Returns whether every id is allowed."""
+        scratch = self.scratch.take()
+        try:
+            _, full, scratch = self.fill(parser, words, not_regular, stop_ids, scratch)
+        finally:
+            self.scratch.give(scratch)
+        return full
 
     def bind_fill(self, parser, words, not_regular, stop_ids, scratch) -> tuple:
         """`fill`'s kernel entry and arguments (handles), kept on the parser while they stay the

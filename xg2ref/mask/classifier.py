@@ -7,7 +7,9 @@ vocabulary trie (`vocab_facts`), the rules' occurrences for context expansion (X
 
 from __future__ import annotations
 
+import threading
 import weakref
+from contextlib import contextmanager
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -69,6 +71,86 @@ def vocab_facts(vocab: VocabArrays) -> VocabFacts:
     return held[1]
 
 
+class BuildBuffers(NamedTuple):
+    """The vocabulary-sized arrays of a build: the classify kernel's chart and context charts,
+    its outputs (ClassifyOutputs, n sorted tokens), the merged list (int32[n]) and the pool's
+    outbox (PoolRecords). Nothing in them outlives a build except the outbox, which a lease
+    that ends with it untaken copies out (`Classifier.lease`); so a process needs one set per
+    build running at once, not one per grammar (XGrammar-2 §3.5's builds, any thread)."""
+
+    chart: tuple
+    charts: tuple
+    outs: tuple
+    merged: np.ndarray
+    records: tuple
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for part in (self.chart, *self.charts, self.outs, self.records) for a in part) \
+            + self.merged.nbytes
+
+
+def _new_buffers(n: int) -> BuildBuffers:
+    outs = KC.ClassifyOutputs(np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32),
+                              np.zeros(KC.N_LISTS, dtype=np.int64), np.zeros(n, dtype=np.int32),
+                              np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32), np.full(1, -1, dtype=np.int32),
+                              np.zeros(1, dtype=np.int8))
+    records = KX.PoolRecords(np.zeros((4, KX.EV_COLUMNS), dtype=np.int64), np.zeros(256, dtype=np.int32),
+                             np.zeros(4, dtype=np.int64))
+    return BuildBuffers(K.new_chart(), KC.ContextCharts(K.new_chart(), K.new_chart()), outs,
+                        np.zeros(n, dtype=np.int32), records)
+
+
+_IDLE: list = []  # the stand-ins a classifier holds between leases (never written: no kernel runs then)
+_FREE: dict = {}  # id(sorted_offsets) -> (weak reference to it, the free BuildBuffers of that vocabulary)
+_FREE_LOCK = threading.Lock()
+
+
+def _idle_buffers() -> BuildBuffers:
+    if not _IDLE:
+        small = K.new_chart(1, 1, 1)
+        _IDLE.append(_new_buffers(1)._replace(chart=small, charts=KC.ContextCharts(small, small)))
+    return _IDLE[0]
+
+
+def _free_list(vocab: VocabArrays) -> list:
+    key = id(vocab.sorted_offsets)
+    held = _FREE.get(key)
+    if held is None or held[0]() is not vocab.sorted_offsets:
+        with _FREE_LOCK:
+            held = _FREE.get(key)
+            if held is None or held[0]() is not vocab.sorted_offsets:
+                for k in [k for k, v in _FREE.items() if v[0]() is None]:
+                    del _FREE[k]
+                held = _FREE[key] = (weakref.ref(vocab.sorted_offsets), [])
+    return held[1]
+
+
+def shared_build_bytes() -> int:
+    """Bytes of the build buffers idle in every vocabulary's free list (the memory account's
+    line for them: made once per build running at once, kept for the process)."""
+    with _FREE_LOCK:
+        lists = [held[1] for held in _FREE.values()]
+    return sum(b.nbytes for free in lists for b in list(free))
+
+
+def _compact(owed: Optional[KX.PoolRecords], records: KX.PoolRecords) -> Optional[KX.PoolRecords]:
+    """`owed` and the used part of `records` in one outbox of their own size (the data offsets
+    of the events of `records` moved past `owed`'s); `records` is emptied."""
+    z = records.sizes
+    n_ev, n_data = int(z[KX.R_EVENTS]), int(z[KX.R_DATA])
+    if n_ev == 0:
+        return owed
+    event, data = records.event[:n_ev].copy(), records.data[:n_data].copy()
+    z[KX.R_EVENTS] = z[KX.R_DATA] = 0
+    if owed is not None:
+        shift = int(owed.sizes[KX.R_DATA])
+        event[:, KX.EV_ACC0:KX.EV_END + 1] += shift
+        event = np.concatenate([owed.event[:owed.sizes[KX.R_EVENTS]], event])
+        data = np.concatenate([owed.data[:shift], data])
+    return KX.PoolRecords(event, data, np.array([len(event), len(data), 0, 0], dtype=np.int64))
+
+
 class Classifier:
     """Owns what building entries reads and writes: the inputs of the classify kernel
     (`inputs`: trie, context, pure-state table, lookahead filters), its work arrays (`work`) and
@@ -77,9 +159,10 @@ class Classifier:
     the same arrays (mask/cache.py)."""
 
     def __init__(self, fsm: FSMArrays, vocab: VocabArrays, lookahead: Optional[LookaheadArrays] = None,
-                 follow: Optional[np.ndarray] = None, records: bool = False):
-        """`records`: room for what `record` lists and for the kernel's pool records (a cache
-        with a cross-grammar cache); without it they are made on first use from Python."""
+                 follow: Optional[np.ndarray] = None, shared: bool = False):
+        """`shared`: the vocabulary-sized arrays are leased from the vocabulary's free list for
+        each build (`lease`, a mask cache's classifier); else this classifier holds a set of
+        its own from the first classification on (the teaching views)."""
         self.fsm, self.vocab = fsm, vocab
         self.lookahead = lookahead if lookahead is not None else no_lookahead(len(fsm.rule_start))
         self.occ_indptr, self.occ_dst = rule_occurrences(fsm)
@@ -101,26 +184,21 @@ class Classifier:
         self._pure_build = EB.PureBuild(lo.astype(np.int64), hi.astype(np.int64), np.zeros(n_rules, np.int8),
                                         np.array([0, MAX_PURE_ROWS, 0 if ordered else 1], dtype=np.int64))
         self._pure = PW.PureTable(np.full(n_states, -1, dtype=np.int32), np.zeros((0, 256), dtype=np.int32))
-        self.chart = K.new_chart()
-        self.charts = KC.ContextCharts(K.new_chart(), K.new_chart())  # context expansion's
-        m = len(vocab.sorted_ids)
-        r = m if records else 1
-        self._outs = KC.ClassifyOutputs(np.zeros(m, dtype=np.int8), np.zeros(m, dtype=np.int32),
-                                        np.zeros(m, dtype=np.int32), np.zeros(KC.N_LISTS, dtype=np.int64),
-                                        np.zeros(r, dtype=np.int32), np.zeros(r, dtype=np.int32),
-                                        np.zeros(r, dtype=np.int32), np.full(1, -1, dtype=np.int32),
-                                        np.zeros(1, dtype=np.int8))
+        # the vocabulary-sized arrays (charts, outputs, the merged list, the pool's outbox) are
+        # leased for the length of a build (`lease`): a kept grammar holds none of them
+        self._shared = shared
+        self._depth = 0
+        self._leased: Optional[BuildBuffers] = None
+        self._owed: Optional[KX.PoolRecords] = None  # the outbox, compacted when a lease ends untaken
         scratch = KC.ClassifyScratch(np.zeros(longest + 2, dtype=np.int8),
                                      np.full(CX.CTX_CLIMBED + longest + 2, -1, dtype=np.int64),
                                      np.zeros(n_rules + 1, dtype=np.int64),
                                      np.zeros(256, dtype=np.bool_), np.zeros(longest + 2, dtype=np.int32),
                                      np.array([0, KC.WORK_BUDGET], dtype=np.int64))
-        self.work = EB.EntryWork(scratch, self._outs, self._pure_build, np.zeros(EB.N_QUEUE, dtype=np.int64),
-                                 np.zeros(m, dtype=np.int32),
-                                 KX.PoolRecords(np.zeros((4 if records else 1, KX.EV_COLUMNS), dtype=np.int64),
-                                                np.zeros(256 if records else 1, dtype=np.int32),
-                                                np.zeros(4, dtype=np.int64)),
-                                 np.zeros(2 * KS.MAX_SLICE_PAIRS, dtype=np.int64))
+        idle = _idle_buffers()
+        self.chart, self.charts, self._outs = idle.chart, idle.charts, idle.outs
+        self.work = EB.EntryWork(scratch, idle.outs, self._pure_build, np.zeros(EB.N_QUEUE, dtype=np.int64),
+                                 idle.merged, idle.records, np.zeros(2 * KS.MAX_SLICE_PAIRS, dtype=np.int64))
         trie = TW.TrieArrays(vocab.sorted_bytes, vocab.sorted_offsets, self.identity, vocab.sorted_lcp,
                              self.subtree_end)
         memo = CX.MEMO_SLOTS  # the answers of context expansion, asked once per grammar
@@ -130,8 +208,64 @@ class Classifier:
         self.inputs = EB.EntryInputs(trie, context, self._pure, self.lookahead, vocab.sorted_ids,
                                      json_string_slice(vocab))
         self.loops = self.exits = None
+        if not shared:
+            self._attach()
+            self._depth = 1  # (held for good)
         self._no_marks = np.zeros(0, dtype=np.int32)
         self._kernel = None  # classify_tokens' entry for these argument types (util.bound_kernel)
+
+    @contextmanager
+    def lease(self):
+        """The vocabulary-sized arrays for a build, from the vocabulary's free list (a new set
+        when none is free), given back when the outermost lease ends. Builds of one grammar
+        hold its cache's lock, so one thread at a time leases through a classifier."""
+        if self._depth == 0:
+            self._attach()
+        self._depth += 1
+        try:
+            yield self
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self._detach()
+
+    def _attach(self) -> None:
+        free = _free_list(self.vocab)
+        try:
+            b = free.pop()
+        except IndexError:
+            b = _new_buffers(len(self.vocab.sorted_ids))
+        self._leased = b
+        self.chart, self.charts, self._outs = b.chart, b.charts, b.outs
+        self.work = self.work._replace(outs=b.outs, merged=b.merged, records=b.records)
+        self.work.scratch.work[CX.CTX_RULE] = -1  # the union chart holds another grammar's question now
+
+    def _detach(self) -> None:
+        work = self.work
+        self._owed = _compact(self._owed, work.records)
+        b = BuildBuffers(self.chart, self.charts, work.outs, work.merged, work.records)
+        idle = _idle_buffers()
+        self._leased, self.chart, self.charts, self._outs = None, idle.chart, idle.charts, idle.outs
+        self.work = work._replace(outs=idle.outs, merged=idle.merged, records=idle.records)
+        _free_list(self.vocab).append(b)
+
+    def drop_pure_table(self) -> None:
+        """Let the pure-state table go (COMPACT): its rows are filled again, a rule at a time, if
+        a later build needs them (EB.ensure_pure)."""
+        self._pure_build.done[:] = EB.PURE_NONE
+        self._pure_build.rows[EB.PURE_ROWS] = 0
+        self._pure.pure_row[:] = -1
+        self._pure = self._pure._replace(pure_next=np.zeros((0, 256), dtype=np.int32))
+        self.inputs = self.inputs._replace(pure=self._pure)
+
+    def owed_records(self) -> list:
+        """The pool's outboxes not taken yet: the one compacted when a lease ended, then the
+        leased one (`CrossGrammarCache.take` empties each)."""
+        out = [self._owed] if self._owed is not None else []
+        self._owed = None
+        if self._leased is not None and self.work.records.sizes[KX.R_EVENTS]:
+            out.append(self.work.records)
+        return out
 
     @property
     def pure_row(self) -> np.ndarray:

@@ -54,37 +54,52 @@ ENTRY_OVERHEAD_BYTES = 128  # what an entry costs beyond its arrays, for the byt
 
 
 class IndexSet:
-    """A sorted set of sorted-vocabulary indices, kept as a list of int32 or, when that is
-    larger, as a bitset over the sorted vocabulary (n / 8 bytes)."""
+    """A sorted set of sorted-vocabulary indices in the smallest of three forms (XGrammar §3.1's
+    rule, here for the pool): the int32 list of its members, the int32 list of the indices it
+    lacks, or a bitset over the sorted vocabulary (n / 8 bytes)."""
 
-    __slots__ = ("_data", "_n", "_bits")
+    __slots__ = ("_data", "_n", "_form", "_len")
+
+    LIST, COMPLEMENT, BITS = 0, 1, 2
 
     def __init__(self, indices: np.ndarray, n: int):
-        self._n, self._bits = n, 4 * len(indices) > (n + 7) // 8
-        if self._bits:
+        self._n, self._len = n, len(indices)
+        sizes = (4 * len(indices), 4 * (n - len(indices)), (n + 7) // 8)
+        self._form = int(np.argmin(sizes))
+        if self._form == self.LIST:
+            self._data = indices.astype(np.int32)
+        else:
             mask = np.zeros(n, dtype=np.bool_)
             mask[indices] = True
-            self._data = np.packbits(mask)
-        else:
-            self._data = indices.astype(np.int32)
+            self._data = np.packbits(mask) if self._form == self.BITS else np.flatnonzero(~mask).astype(np.int32)
+
+    def _mask(self) -> np.ndarray:
+        if self._form == self.BITS:
+            return np.unpackbits(self._data, count=self._n).view(np.bool_)
+        mask = np.full(self._n, self._form == self.COMPLEMENT, dtype=np.bool_)
+        mask[self._data] = self._form == self.LIST
+        return mask
 
     def indices(self) -> np.ndarray:
-        if self._bits:
-            return np.flatnonzero(np.unpackbits(self._data, count=self._n)).astype(np.int32)
-        return self._data
+        if self._form == self.LIST:
+            return self._data
+        return np.flatnonzero(self._mask()).astype(np.int32)
 
     def union(self, more: np.ndarray) -> np.ndarray:
         """The sorted indices of this set and of `more` (linear in n: a mask, not a sort)."""
-        mask = np.unpackbits(self._data, count=self._n).view(np.bool_) if self._bits \
-            else np.zeros(self._n, dtype=np.bool_)
-        if not self._bits:
-            mask[self._data] = True
+        mask = self._mask()
         mask[more] = True
         return np.flatnonzero(mask).astype(np.int32)
 
+    def __len__(self) -> int:
+        return self._len
+
     @property
     def raw(self) -> np.ndarray:
-        """The stored form: int32 sorted indices, or uint8 `np.packbits` of the mask."""
+        """The form the build kernel reads: int32 sorted indices (a list), else uint8
+        `np.packbits` of the mask (made here for a complement)."""
+        if self._form == self.COMPLEMENT:
+            return np.packbits(self._mask())
         return self._data
 
     @property
@@ -97,8 +112,8 @@ class PoolEntry:
     """The part of a state's entry that holds in every grammar (sorted-vocabulary indices)."""
 
     acc0: IndexSet
-    ends: np.ndarray
-    passes: dict  # lookahead key -> the tokens of `ends` that agree with it
+    ends: IndexSet
+    passes: dict  # lookahead key -> the tokens of `ends` that agree with it (an IndexSet)
     witness: tuple  # (GrammarFSMs, RuleHashes, rule): the rule this entry was built for
     keys: list = field(default_factory=list)  # every (hash, canonical state) leading here
 
@@ -340,10 +355,10 @@ class PoolView:
             return acc, unc
         passes = entry.passes.get(la)
         if passes is not None:  # PERFECT: only the tokens that reach the context
-            classifier.classify(state, marked=passes, count=count)
+            classifier.classify(state, marked=passes.indices(), count=count)
             mode, candidates = KX.POOL_PERFECT, len(passes)
         else:  # PARTIAL: the tokens A may end inside, under this lookahead
-            classifier.classify(state, marked=entry.ends, record=True, count=count)
+            classifier.classify(state, marked=entry.ends.indices(), record=True, count=count)
             self._add_passes(entry, la, classifier.recorded()[2])
             mode, candidates = KX.POOL_PARTIAL, len(entry.ends)
         accepted = entry.acc0.union(classifier.accepted())
@@ -360,13 +375,14 @@ class PoolView:
 
     def _add_miss(self, key, rule, la, members, count, n, acc0, ends, passes) -> None:
         """A new pool entry from a MISS's record (n: the sorted vocabulary's size)."""
-        entry = PoolEntry(IndexSet(acc0, n), ends.copy(), {la: passes.copy()}, (self.fsms, self.hashes, rule))
+        entry = PoolEntry(IndexSet(acc0, n), IndexSet(ends, n), {la: IndexSet(passes, n)},
+                          (self.fsms, self.hashes, rule))
         keys = [k for k in (self.key(int(s), count) for s in members) if k is not None]
         self.pool.add([key] + [k for k in keys if k != key], entry)
 
     def _add_passes(self, entry: PoolEntry, la: bytes, passes: np.ndarray) -> None:
         before = entry.nbytes
-        entry.passes[la] = passes.copy()
+        entry.passes[la] = IndexSet(passes, self.n_sorted)
         if entry.keys and self.pool.entry(entry.keys[0]) is entry:  # (not evicted since it was found)
             self.pool.grew(entry, before)
 
@@ -410,7 +426,7 @@ class PoolView:
             passes = entry.passes.get(la)
             mode[c] = KX.POOL_PERFECT if passes is not None else KX.POOL_PARTIAL
             cands = passes if passes is not None else entry.ends
-            marked.append(cands)
+            marked.append(cands.indices())
             marked_len[c] = len(cands)
             data = entry.acc0.raw
             kind = acc0_kind[c] = KX.ACC0_BITS if data.dtype == np.uint8 else KX.ACC0_LIST
@@ -431,7 +447,7 @@ class PoolView:
         ev, data, n = records.event[:z[KX.R_EVENTS]], records.data, self.n_sorted
         for row in ev.tolist():
             c, mode = row[KX.EV_CLASS], row[KX.EV_MODE]
-            key, rule, la, entry = self._resolved[c]
+            key, rule, la, entry = self._resolved.pop(c)  # (a class is built once: its lookup is done)
             s = int(class_rep[c])
             if mode == KX.POOL_UNHASHED:
                 self._tell(s, 0, "unhashed", n, row[KX.EV_ACCEPTED], row[KX.EV_UNCERTAIN])

@@ -147,6 +147,24 @@ class EntryStore:
         self.sizes = self.sizes.copy()
         self._publish()
 
+    def trim(self) -> None:
+        """A new version whose arrays hold the filled part only (COMPACT, once every entry is
+        built: doubling leaves up to half of each array empty); a later store grows it again."""
+        z, n = self.sizes, self.n_entries
+        self.entry_state, self.entry_kind = self.entry_state[:n].copy(), self.entry_kind[:n].copy()
+        self.bitset_offset, self.counts = self.bitset_offset[:n].copy(), self.counts[:n].copy()
+        self.list_indptr, self.unc_indptr = self.list_indptr[:n + 1].copy(), self.unc_indptr[:n + 1].copy()
+        self.list_ids = self.list_ids[:z[EB.SIZE_LIST]].copy()
+        self.bitset_words = self.bitset_words[:z[EB.SIZE_WORDS]].copy()
+        self.unc_sorted = self.unc_sorted[:z[EB.SIZE_UNC]].copy()
+        self.sizes = self.sizes.copy()
+        self._publish()
+
+    @property
+    def capacity_bytes(self) -> int:
+        """Bytes of every array at capacity (what the store holds)."""
+        return int(sum(a.nbytes for a in self.kernel_arrays))
+
     def set_exact(self, ex_key: np.ndarray, ex_entry: np.ndarray) -> None:
         """The sorted (state << 32 | count) -> entry table of counts near a bound."""
         self.ex_key, self.ex_entry = ex_key, ex_entry

@@ -1,0 +1,185 @@
+"""What a compiled grammar keeps (xg2ref/mask/classifier.py build buffers, mask/cache.py
+COMPACT, mask/cross_grammar.py IndexSet): the vocabulary-sized arrays of a build are leased per
+build, not kept per grammar; a grammar whose entries are all built lets go of what only
+building reads; none of it changes a mask."""
+
+import random
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xg2ref as xgr
+import xg2ref.mask.classifier as C
+from xg2ref.compiler import compile_ir_grammar
+from xg2ref.grammar.grammar import Grammar
+from xg2ref.kernels import cross_grammar as KX
+from xg2ref.kernels import handles as H
+from xg2ref.mask.cache import AdaptiveTokenMaskCache
+from xg2ref.mask.cross_grammar import CrossGrammarCache
+from xg2ref.oracle.strategies import grammars, vocabularies
+from tests.hypothesis_budget import examples
+
+SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}}, "required": ["name"]},
+    {"type": "array", "items": {"type": "string", "pattern": "^[a-z]{2,5}$"}, "maxItems": 4},
+    {"type": "object", "properties": {"tags": {"type": "array", "items": {"enum": ["x", "yy", "zzz"]}}}},
+]
+
+
+def _walk(matchers, stop_ids, seed, steps=10):
+    """Masks of `matchers` (all in the same state) along one random accepted path; each step's
+    masks must be equal."""
+    rng = random.Random(seed)
+    for _ in range(steps):
+        masks = [m.compute_bool_mask() for m in matchers]
+        for mask in masks[1:]:
+            assert np.array_equal(mask, masks[0])
+        allowed = [int(t) for t in np.flatnonzero(masks[0]) if t not in stop_ids]
+        if not allowed:
+            return
+        t = rng.choice(allowed)
+        assert all(m.accept_token(t) for m in matchers)
+
+
+def test_kept_grammars_hold_no_vocabulary_sized_build_arrays():
+    from xg2ref.mask.background import BUILDER
+
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    free = C._free_list(info.vocab_arrays())  # (the process's: earlier tests' builds may have left sets)
+    assert BUILDER.wait_idle(120)
+    before = len(free)
+    compiler = xgr.GrammarCompiler(info, background_builds=False)
+    n = len(info.vocab_arrays().sorted_ids)
+    bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
+    for schema in SCHEMAS:
+        matcher = xgr.GrammarMatcher(compiler.compile_json_schema(schema))
+        matcher.fill_next_token_bitmask(bitmask)  # (builds the entries the first mask lacks: JIT)
+    for compiled in compiler._cache.values():
+        clf = compiled.mask_cache.classifier
+        assert clf._leased is None
+        assert len(clf.work.outs.out) == 1 and len(clf.work.merged) == 1 and len(clf.chart.item_state) == 1
+    assert BUILDER.wait_idle(120)
+    assert len(free) == max(before, 1)  # one build at a time here: one set taken and given back
+    assert all(len(b.outs.out) == n for b in free)
+
+
+def test_a_complete_cache_is_compacted():
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    compiled = xgr.GrammarCompiler(info, jit=False, cache_enabled=False).compile_json_schema(SCHEMAS[0])
+    cache = compiled.mask_cache
+    assert cache.unbuilt_entries == 0 and cache._complete
+    store = cache._store
+    assert store.capacity_bytes - store.memory_size_bytes <= 16  # (sizes: the tallies, a fixed 16 bytes more)
+    assert len(cache.classifier.pure_next) == 0 and (cache.classifier.pure_row == -1).all()
+    assert len(cache._classes.hits.marked) == 0
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(max_rules=3), vocabularies(b"abc", 10), st.integers(0, 2**16))
+def test_compaction_changes_no_mask(ir, vocab_spec, seed):
+    """Eager and JIT caches, with and without the pool, compacted when complete, give the masks
+    of a cache that never compacts; a counted repetition's zones built after the compaction
+    fill the pure-state table again."""
+    vocab, stop_ids, _ = vocab_spec
+    info = xgr.TokenizerInfo(vocab, stop_token_ids=list(stop_ids))
+    real = AdaptiveTokenMaskCache._compact_if_complete
+    AdaptiveTokenMaskCache._compact_if_complete = lambda self: None
+    try:
+        never = xgr.GrammarMatcher(compile_ir_grammar(Grammar.from_ir(ir), info, repetition_threshold=2))
+    finally:
+        AdaptiveTokenMaskCache._compact_if_complete = real
+    eager = compile_ir_grammar(Grammar.from_ir(ir), info, repetition_threshold=2)
+    assert eager.mask_cache._complete
+    lazy = compile_ir_grammar(Grammar.from_ir(ir), info, jit=True, pool=CrossGrammarCache(), repetition_threshold=2)
+    matchers = [never, xgr.GrammarMatcher(eager), xgr.GrammarMatcher(lazy)]
+    _walk(matchers, stop_ids, seed)
+
+
+def test_counted_zones_after_compaction():
+    """A counted repetition (xg2ref/grammar/repetition.py) whose body reaches a recursive rule
+    is not shallow: its zones near the bounds are classified on first use, after the cache was
+    compacted at compile time, and fill the pure-state table again."""
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    ebnf = 'root ::= "<" ([a-z] | "(" inner ")"){2,40} ">"\ninner ::= [0-9] | "(" inner ")"'
+    compiled = xgr.GrammarCompiler(info, jit=False, cache_enabled=False).compile_grammar(ebnf)
+    cache = compiled.mask_cache
+    assert cache._complete and not cache.zones.shallow.any()
+    real = AdaptiveTokenMaskCache._compact_if_complete
+    AdaptiveTokenMaskCache._compact_if_complete = lambda self: None
+    try:
+        never = xgr.GrammarCompiler(info, jit=False, cache_enabled=False).compile_grammar(ebnf)
+    finally:
+        AdaptiveTokenMaskCache._compact_if_complete = real
+    built = cache.stats.entries
+    a, b = xgr.GrammarMatcher(compiled), xgr.GrammarMatcher(never)
+    for text in ["<", "a", "(1)", "b" * 30, "((2))", "c" * 6, ">"]:
+        assert np.array_equal(a.compute_bool_mask(), b.compute_bool_mask())
+        assert a.accept_string(text) and b.accept_string(text)
+    assert a.is_completed()
+    assert cache.stats.entries > built  # zones built after the compaction ...
+    assert (cache.classifier._pure_build.done != 0).any()  # ... through the pure-state table, filled again
+
+
+def test_outboxes_compacted_across_leases_are_taken_whole():
+    """Two builds' pool records, the first compacted when its lease ended, read back as one
+    outbox whose offsets point at the same lists."""
+    def records(events):
+        rec = KX.PoolRecords(np.zeros((8, KX.EV_COLUMNS), dtype=np.int64), np.zeros(64, dtype=np.int32),
+                             np.zeros(4, dtype=np.int64))
+        at = 0
+        for k, (c, lists) in enumerate(events):
+            rec.event[k, KX.EV_CLASS], rec.event[k, KX.EV_MODE] = c, KX.POOL_MISS
+            for col, items in zip((KX.EV_ACC0, KX.EV_ENDS, KX.EV_PASS), lists):
+                rec.event[k, col] = at
+                rec.data[at:at + len(items)] = items
+                at += len(items)
+            rec.event[k, KX.EV_END] = at
+        rec.sizes[KX.R_EVENTS], rec.sizes[KX.R_DATA] = len(events), at
+        return rec
+
+    def lists(rec):
+        out = []
+        for row in rec.event[:rec.sizes[KX.R_EVENTS]]:
+            cols = [KX.EV_ACC0, KX.EV_ENDS, KX.EV_PASS, KX.EV_END]
+            out.append((int(row[KX.EV_CLASS]),
+                        [rec.data[row[a]:row[b]].tolist() for a, b in zip(cols, cols[1:])]))
+        return out
+
+    first = [(3, ([1, 2], [5], [5])), (4, ([], [7, 8], [8]))]
+    second = [(9, ([0, 1, 2], [], []))]
+    owed = C._compact(None, records(first))
+    rec2 = records(second)
+    both = C._compact(owed, rec2)
+    assert rec2.sizes[KX.R_EVENTS] == 0  # the leased outbox is emptied
+    assert lists(both) == [(c, [list(x) for x in ls]) for c, ls in first + second]
+
+
+def test_matchers_share_their_grammars_fill_scratch():
+    """SHARED SCRATCH (mask/scratch.py): a thousand matchers filled in turn leave one
+    scratch with their grammar; a batch takes one per row and, next time, each row's own back."""
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    compiled = xgr.GrammarCompiler(info, background_builds=False).compile_json_schema(SCHEMAS[0])
+    cache = compiled.mask_cache
+    bitmask = xgr.allocate_token_bitmask(40, info.vocab_size)
+    matchers = [xgr.GrammarMatcher(compiled) for _ in range(1000)]
+    for m in matchers:
+        m.fill_next_token_bitmask(bitmask)
+        assert m.accept_string('{"name": "')
+        m.fill_next_token_bitmask(bitmask)
+    assert len(cache.scratch) == 1
+    batch = xgr.BatchGrammarMatcher(max_threads=2)
+    rows = matchers[:40]
+    batch.batch_fill_next_token_bitmask(rows, bitmask)
+    first = [id(s) for s in cache.scratch.held()]
+    if H.ENABLED:  # the rows' kernels run in shares: a scratch per row
+        assert len(set(first)) == 40
+    else:  # (plain Python: each row is the matcher's own fill, on one of two threads)
+        assert 1 <= len(set(first)) <= 2
+    want = np.stack([m.compute_bool_mask() for m in rows])
+    batch.batch_fill_next_token_bitmask(rows, bitmask)
+    if H.ENABLED:
+        assert [id(s) for s in cache.scratch.held()] == first  # the same scratch per row, no new one
+    words = np.asarray(bitmask.numpy() if hasattr(bitmask, "numpy") else bitmask)
+    got = np.unpackbits(words.view(np.uint8), bitorder="little", axis=1)[:, :info.vocab_size].astype(bool)
+    assert np.array_equal(got, want)
