@@ -1,5 +1,8 @@
 """`xg2ref bench mask`: correctness is checked before timings are reported."""
 
+import json
+import re
+
 import pytest
 
 import xg2ref as xgr
@@ -573,3 +576,21 @@ def test_long_bench_reads_whole_documents_in_both_engines_and_rolls_back(tmp_pat
                               "schema-objects", "gbnf-list", "lark-list"}
     with pytest.raises(ValueError, match="unknown workload"):
         bench_long(tokens=10, cases=["nope"], out=lines.append)
+
+
+def test_memory_bench_measures_both_engines_and_compares_first_masks(tmp_path, capsys):
+    from xg2ref.tools.bench.memory import bench_memory
+
+    plot = tmp_path / "memory.png"
+    assert bench_memory("../shared/data", n=6, limit_mb=1.0, matchers=50, plot_path=str(plot), progress=False) == 0
+    out = capsys.readouterr().out
+    same, both = map(int, re.search(r"first masks: (\d+) of (\d+) equal", out).groups())
+    assert both >= 5 and same >= both - 1  # (an untyped schema is every type to xg2ref: specs/05)
+    rows = re.findall(r"^\| (default|limit 1 MB) \| (\d+) \| (\d+) \| (\d+) \|", out, re.M)
+    assert len(rows) >= 2 * 5 and {r[0] for r in rows} == {"default", "limit 1 MB"}
+    assert re.search(r"50 live matchers, 30 tokens each: xg2ref [\d.]+ KB, xgrammar [\d.]+ KB", out)
+    assert plot.exists() and (tmp_path / "memory.json").exists()
+    runs = json.loads((tmp_path / "memory.json").read_text())
+    # the limited compiler keeps at most its limit beyond its vocabulary's tables, which it reports too
+    for point in runs["xg2ref/limit 1 MB"]["points"]:
+        assert 0 < point["reported_mb"] - point["vocabulary_mb"] <= 1.0

@@ -119,7 +119,9 @@ def test_byte_limit_clear_and_size():
         assert bounded.pool.size_bytes() <= limit // 3
     assert bounded.pool.stats.entries < unbounded.pool.stats.entries
     bounded.clear_cache()
-    assert bounded.get_cache_size_bytes() == 0 and bounded.pool.stats.entries == 0
+    # what is left is the vocabulary's tables (shared by every compiler over it) and the empty caches
+    lines = bounded.memory_account()
+    assert lines["grammars"] == 0 and bounded.pool.stats.entries == 0 and lines["pool"] < 8192
     off = xgr.GrammarCompiler(info, cross_grammar_cache=False)
     off.compile_json_schema(schemas[0])
     assert off.pool is None and off.cache_stats is None

@@ -35,6 +35,7 @@ from .grammar.ir import GrammarIR
 from .grammar.repetition import REPETITION_THRESHOLD
 from .linking import PartCache, link, stub_rule
 from .lookahead import LookaheadReport
+from .memory import CacheBound
 from .mask.cache import AdaptiveTokenMaskCache, BuildPlan, GrammarFacts
 from .tokenizer_info import TokenizerInfo
 
@@ -169,8 +170,11 @@ class GrammarCompiler:
     (`mask/jit.py auto_eager`), the cross-grammar cache (§3.3) with linked sub-grammars, and
     repetition compression (§3.6). Two caches, as in xgrammar: whole grammars keyed by their
     printed form (or a front end's input), and the cross-grammar cache of mask entries, shared by
-    all grammars this compiler compiles. `cache_limit_bytes` (negative: no limit) bounds both,
-    two thirds for grammars and one third for entries.
+    all grammars this compiler compiles. `cache_limit_bytes` (negative: no limit) bounds all the
+    compiler keeps (`memory_account`: grammars, the pool, the shape cache, linked parts and its
+    vocabulary's tables), checked at each compile and each reading of the account: least
+    recently used grammars go first, and the
+    pool, shapes and parts while they hold more than a third of it (xg2ref/memory.py, LIMIT).
 
     Switches, for the ablation (XGrammar-2 Table 4; masks are the same in every configuration):
     `jit=False` builds every entry at compile time; `background_builds=False` keeps JIT entries
@@ -223,6 +227,7 @@ class GrammarCompiler:
         self.pool = CrossGrammarCache(cache_limit_bytes // 3 if cache_limit_bytes >= 0 else -1) if use_pool else None
         # sub-grammars compiled once and linked into the grammars that embed them (linking.py)
         self.parts = PartCache() if use_pool else None
+        self._bound = CacheBound(self)  # the memory account and the limit on it (memory.py)
 
     def _compile(self, grammar: Grammar) -> CompiledGrammar:
         with self._lock, foreground():  # (the builder thread waits for a gap in the foreground's work)
@@ -270,7 +275,9 @@ class GrammarCompiler:
             return hit
         compiled = self._compile(make_grammar())
         self._cache[key] = compiled
-        self._evict()
+        if self.cache_limit_bytes >= 0:
+            self._bound.note(compiled)
+            self._bound.enforce(self.cache_limit_bytes)
         return compiled
 
     def _input_key(self, kind: str, value, *options) -> Optional[tuple]:
@@ -340,11 +347,21 @@ class GrammarCompiler:
         """The builtin JSON grammar (`Grammar.builtin_json_grammar()`)."""
         return self.compile_grammar(Grammar.builtin_json_grammar())
 
-    def get_cache_size_bytes(self) -> int:
-        """Bytes held by the cached grammars and the cross-grammar cache."""
+    def memory_account(self) -> dict:
+        """Bytes this compiler keeps, by part: "vocabulary" (its tokenizer's tables, shared with
+        every compiler over it), "grammars", "pool" (the cross-grammar cache), "shapes" and
+        "parts" (linked sub-grammars); each object counted once (xg2ref/memory.py, ACCOUNT). Entries
+        built since the last compile may have passed `cache_limit_bytes`: it is enforced first."""
         with self._lock:
-            pool = self.pool.size_bytes() + self.parts.size_bytes() if self.pool is not None else 0
-            return sum(c.memory_size_bytes for c in self._cache.values()) + pool
+            lines = self._bound.walk()
+            if 0 <= self.cache_limit_bytes < sum(lines.values()) - lines["vocabulary"]:
+                self._bound.enforce(self.cache_limit_bytes)  # (entries built since the last compile)
+                lines = self._bound.walk()
+            return lines
+
+    def get_cache_size_bytes(self) -> int:
+        """Bytes this compiler keeps: the sum of `memory_account()`."""
+        return sum(self.memory_account().values())
 
     def clear_cache(self) -> None:
         """Empty both caches (statistics are kept)."""
@@ -353,15 +370,9 @@ class GrammarCompiler:
             if self.pool is not None:
                 self.pool.clear()
                 self.parts.clear()
+            self._bound.walk()
 
     @property
     def cache_stats(self):
         """The cross-grammar cache's `PoolStats` (None when it is off)."""
         return self.pool.stats if self.pool is not None else None
-
-    def _evict(self) -> None:
-        if self.cache_limit_bytes < 0:
-            return
-        limit = self.cache_limit_bytes - self.cache_limit_bytes // 3 if self.pool is not None else self.cache_limit_bytes
-        while self._cache and sum(c.memory_size_bytes for c in self._cache.values()) > limit:
-            self._cache.popitem(last=False)

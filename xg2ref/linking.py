@@ -136,8 +136,13 @@ class PartCache:
                 self._parts.popitem(last=False)
         return part
 
-    def size_bytes(self) -> int:
-        return sum(sum(a.nbytes for a in p.arrays) for p in self._parts.values())
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def evict_to(self, n: int) -> None:
+        """Keep the `n` most recently used parts."""
+        while len(self._parts) > max(n, 0):
+            self._parts.popitem(last=False)
 
     def clear(self) -> None:
         self._parts.clear()

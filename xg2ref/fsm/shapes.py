@@ -87,6 +87,11 @@ class ShapeCache:
         while len(self._fsms) > self.max_shapes:
             self._fsms.popitem(last=False)
 
+    def evict_to(self, n: int) -> None:
+        """Keep the `n` most recently used machines."""
+        while len(self._fsms) > max(n, 0):
+            self._fsms.popitem(last=False)
+
     def clear(self) -> None:
         self._fsms.clear()
 

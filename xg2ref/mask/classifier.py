@@ -229,6 +229,13 @@ class Classifier:
             if self._depth == 0:
                 self._detach()
 
+    def leased(self) -> Optional[BuildBuffers]:
+        """The vocabulary's build buffers this classifier holds while a build runs, else None
+        (the memory account counts them with the vocabulary's tables, where they go back)."""
+        if self._leased is None:
+            return None
+        return BuildBuffers(self.chart, self.charts, self.work.outs, self.work.merged, self.work.records)
+
     def _attach(self) -> None:
         free = _free_list(self.vocab)
         try:

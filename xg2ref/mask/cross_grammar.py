@@ -107,6 +107,9 @@ class IndexSet:
         return int(self._data.nbytes)
 
 
+MAX_KNOWN_RULES = 1 << 14  # rule hashes kept for the `rules_known` statistic (a compiler lives for days)
+
+
 @dataclass
 class PoolEntry:
     """The part of a state's entry that holds in every grammar (sorted-vocabulary indices)."""
@@ -171,7 +174,7 @@ class CrossGrammarCache:
         self._alias: dict = {}  # every key -> first key
         self._bytes = 0
         self._counts = {"perfect": 0, "partial": 0, "misses": 0, "collisions": 0, "seen": 0, "known": 0}
-        self._known_rules: set = set()
+        self._known_rules: dict = {}  # the hashes of rules seen, newest last (at most MAX_KNOWN_RULES)
         self._owed: list = []  # records of kernel-built entries not taken yet (`owed`)
         self._observers: list = []
         self.shapes = ShapeCache()  # rule machines by shape (fsm/shapes.py), for every grammar too
@@ -208,8 +211,10 @@ class CrossGrammarCache:
         substructure reuse of XGrammar-2 Table 1)."""
         mine = {h for h in hashes.hashes if h is not None}
         self._counts["seen"] += len(mine)
-        self._counts["known"] += len(mine & self._known_rules)
-        self._known_rules |= mine
+        self._counts["known"] += len(mine & self._known_rules.keys())
+        self._known_rules.update(dict.fromkeys(mine))
+        if len(self._known_rules) > MAX_KNOWN_RULES:  # the statistic forgets the oldest half
+            self._known_rules = dict.fromkeys(list(self._known_rules)[-MAX_KNOWN_RULES // 2:])
 
     def counts(self) -> dict:
         """A copy of the counters: perfect, partial, misses, collisions, seen, known."""
@@ -256,9 +261,17 @@ class CrossGrammarCache:
         self._bytes -= entry.nbytes
 
     def _evict(self) -> None:
-        if self.limit_bytes < 0:
-            return
-        while self._entries and self._bytes > self.limit_bytes:
+        if self.limit_bytes >= 0:
+            self._evict_to(self.limit_bytes)
+
+    def evict_to(self, limit_bytes: int) -> None:
+        """Drop least recently used entries until the pool holds at most `limit_bytes`."""
+        self.settle()
+        with self.lock:
+            self._evict_to(limit_bytes)
+
+    def _evict_to(self, limit_bytes: int) -> None:
+        while self._entries and self._bytes > limit_bytes:
             self._drop(next(iter(self._entries)))
 
     def view(self, fsms: GrammarFSMs, hashes: RuleHashes, lookahead: Optional[LookaheadArrays],

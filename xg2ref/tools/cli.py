@@ -527,7 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("bench", "benchmarks beside xgrammar 0.2.8 (correctness checked first)", cmd_bench)
     p.add_argument("what", choices=("mask", "jsonschemabench", "tagdispatch", "dynamic", "ablation", "targets",
                                     "kernels", "maskbench", "xg1-ablation", "earley-vs-pda", "formats", "schema-suite",
-                                    "token-classes", "wgrammar", "concurrency", "long"),
+                                    "token-classes", "wgrammar", "concurrency", "long", "memory"),
                    help="mask: per-token mask time, compile time, cache size; jsonschemabench: compile rate and "
                         "output validity per JSONSchemaBench subset; tagdispatch: XGrammar-2 Table 2; dynamic: "
                         "Table 1 and Figure 6; ablation: Table 4; targets: the default path's time to first mask and "
@@ -551,11 +551,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "concurrency: the thread-safety contract under load (shared grammars, compiles, batches), "
                         "every mask against a serial run, beside xgrammar; long: 100,000-token generations (JSON, "
                         "a JSON Schema, GBNF and Lark lists) token by token, p50 over the first and last 10%%, "
-                        "memory, rollback, beside xgrammar, with a plot of time per token against position")
+                        "memory, rollback, beside xgrammar, with a plot of time per token against position; memory: RSS "
+                        "and get_cache_size_bytes() of one kept compiler against the schemas compiled (--sample, "
+                        "default 300; default compiler and --cache-limit-mb), and bytes per live matcher "
+                        "(--matchers), beside xgrammar, with a plot")
     p.add_argument("--threads", type=int, default=8, help="concurrency: threads (default 8)")
     p.add_argument("--seconds", type=float, default=10.0, help="concurrency: seconds per pattern and engine "
                                                               "(default 10); long: an engine's time budget per "
                                                               "workload (default 300)")
+    p.add_argument("--cache-limit-mb", type=float, default=200.0, metavar="MB",
+                   help="memory: the cache_limit_bytes of the limited runs, in MB (default 200)")
+    p.add_argument("--matchers", type=int, default=2000, help="memory: live matchers of one schema (default 2000)")
     p.add_argument("--mask", action="store_true", help="token-classes: also per-token time with and without classes")
     p.add_argument("--vocab", default="llama3", help="quicktok name (default llama3)")
     p.add_argument("--data", default=os.path.join("..", "shared", "data"),

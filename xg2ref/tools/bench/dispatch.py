@@ -100,6 +100,13 @@ def run_bench(args) -> int:
 
         return bench_concurrency(args.data, vocab=args.vocab, threads=args.threads, seconds=args.seconds,
                                  limit=args.limit or 12)
+    if args.what == "memory":
+        from .memory import DEFAULT_PLOT as MEMORY_PLOT, bench_memory
+
+        return bench_memory(args.data, vocab=args.vocab, n=300 if args.sample in (None, "all") else args.sample,
+                            limit_mb=args.cache_limit_mb, matchers=args.matchers,
+                            plot_path=args.plot if args.plot != DYNAMIC_PLOT else MEMORY_PLOT,
+                            progress=not args.no_progress)
     if args.what == "long":
         from .long import DEFAULT_PLOT, bench_long
 

@@ -1,0 +1,116 @@
+"""The memory account of a compiler (xg2ref/memory.py): `get_cache_size_bytes()` is what the
+compiler keeps, checked against tracemalloc, and `cache_limit_bytes` bounds it by eviction, a
+grammar in use by a live matcher living on with its matcher."""
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import xg2ref as xgr
+
+TOKENS = [bytes([b]) for b in range(32, 127)] + [b'{"', b'":', b'",', b'"}', b"true", b"null", b"</s>"]
+STOP = [len(TOKENS) - 1]
+TYPES = [{"type": "string"}, {"type": "integer", "minimum": 0}, {"type": "boolean"},
+         {"type": "array", "items": {"type": "string"}, "maxItems": 3}, {"enum": ["red", "green", "blue"]},
+         {"type": "number"}, {"type": "string", "pattern": "^[a-z]{1,4}$"}]
+
+
+def schema(k: int) -> dict:
+    """The k-th of many distinct object schemas: names and member types from k's digits."""
+    props, required = {}, []
+    for j in range(2 + k % 4):
+        name = f"m{k}_{j}"
+        props[name] = TYPES[(k // (j + 1) + j) % len(TYPES)]
+        if (k + j) % 2:
+            required.append(name)
+    return {"type": "object", "properties": props, "required": required}
+
+
+def tokenizer() -> xgr.TokenizerInfo:
+    return xgr.TokenizerInfo(TOKENS, stop_token_ids=STOP)
+
+
+def use(compiled) -> xgr.GrammarMatcher:
+    """A matcher of `compiled` with its first mask filled, as a server's first request does."""
+    matcher = xgr.GrammarMatcher(compiled)
+    matcher.fill_next_token_bitmask(xgr.allocate_token_bitmask(1, len(TOKENS)))
+    return matcher
+
+
+@pytest.mark.jit_only
+def test_the_account_is_what_the_compiler_keeps():
+    schemas = [schema(k) for k in range(16)]
+    warm = xgr.GrammarCompiler(tokenizer(), background_builds=False)  # Numba's types, the front end's memos
+    for s in schemas:
+        use(warm.compile_json_schema(s))
+    del warm
+    gc.collect()
+    tracemalloc.start()
+    try:
+        info = tokenizer()
+        info.vocab_arrays()
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        compiler = xgr.GrammarCompiler(info, background_builds=False)
+        for s in schemas:
+            use(compiler.compile_json_schema(s))
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+        account = compiler.memory_account()
+        assert compiler.get_cache_size_bytes() == sum(account.values())
+        assert set(account) == {"vocabulary", "grammars", "pool", "shapes", "parts"}
+        assert abs(sum(account.values()) - kept) <= 0.1 * kept, (account, kept)
+        # deleting the compiler frees all of it but its vocabulary's tables, kept for the tokenizer
+        gc.collect()
+        with_it = tracemalloc.get_traced_memory()[0]
+        del compiler
+        gc.collect()
+        freed = with_it - tracemalloc.get_traced_memory()[0]
+        mine = sum(account.values()) - account["vocabulary"]
+        assert abs(freed - mine) <= 0.1 * mine, (account, freed)
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_limit_bounds_the_account_over_hundreds_of_schemas():
+    info = tokenizer()
+    unbounded = xgr.GrammarCompiler(info, background_builds=False)
+    for k in range(8):
+        unbounded.compile_json_schema(schema(k))
+    account = unbounded.memory_account()
+    limit = (sum(account.values()) - account["vocabulary"]) // 2  # about four of these grammars
+    compiler = xgr.GrammarCompiler(info, background_builds=False, cache_limit_bytes=limit)
+    first = compiler.compile_json_schema(schema(0))
+    held = use(first)  # a live matcher of a grammar the limit will evict
+    held.accept_string('{"m0_0": "ab')
+    for k in range(1, 240):
+        use(compiler.compile_json_schema(schema(k)))
+        if k % 20 == 0 or k < 12:
+            lines = compiler.memory_account()
+            assert sum(lines.values()) - lines["vocabulary"] <= limit, (k, lines, limit)
+            assert 1 <= len(compiler._cache) <= 8
+    assert compiler.pool.stats.entries < 2000 and len(compiler.pool.shapes) < 2000
+    # the evicted grammar lives on with its matcher, whose masks are those of a new compile
+    assert all(first is not c for c in compiler._cache.values())
+    fresh = xgr.GrammarMatcher(xgr.GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema(0)))
+    fresh.accept_string('{"m0_0": "ab')
+    for text in ['c"', ", ", '"m0_1": ']:
+        assert np.array_equal(held.compute_bool_mask(), fresh.compute_bool_mask())
+        assert held.accept_string(text) == fresh.accept_string(text)
+    # a compiled grammar asked for again after eviction is compiled again, with the same masks
+    again = use(compiler.compile_json_schema(schema(0)))
+    assert np.array_equal(again.compute_bool_mask(), xgr.GrammarMatcher(first).compute_bool_mask())
+
+
+def test_clear_cache_keeps_only_the_vocabulary_tables():
+    compiler = xgr.GrammarCompiler(tokenizer(), background_builds=False)
+    for k in range(3):
+        use(compiler.compile_json_schema(schema(k)))
+    assert compiler.memory_account()["grammars"] > 0
+    compiler.clear_cache()
+    lines = compiler.memory_account()
+    assert lines["grammars"] == 0
+    assert lines["pool"] + lines["shapes"] + lines["parts"] < 8192  # the empty caches themselves
+    assert compiler.get_cache_size_bytes() == sum(lines.values())
