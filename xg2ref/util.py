@@ -8,6 +8,7 @@ import itertools
 import os
 import sys
 import threading
+import weakref
 from typing import Optional
 
 # Expression trees may nest up to the parser's limit (1000 groups); recursive walks over
@@ -220,3 +221,23 @@ def memory_cap(n_procs: int) -> Optional[int]:
     except (AttributeError, ValueError, OSError):
         return None
     return int(MEMORY_SHARE * total / max(n_procs, 1))
+
+
+_PER_VOCABULARY_LOCK = threading.RLock()
+
+
+def per_vocabulary(table: dict, vocab, make):
+    """What `make()` builds for one vocabulary (a `VocabArrays`, read-only), made once and kept in
+    `table` while the vocabulary lives: keyed by its sorted offsets, held weakly, the entries of
+    vocabularies gone dropped when a new one comes. Every table of the kind (the classifier's
+    facts, the JSON-string slice, the free build buffers) is read through here."""
+    key = id(vocab.sorted_offsets)
+    held = table.get(key)
+    if held is None or held[0]() is not vocab.sorted_offsets:
+        with _PER_VOCABULARY_LOCK:
+            held = table.get(key)
+            if held is None or held[0]() is not vocab.sorted_offsets:
+                for k in [k for k, v in table.items() if v[0]() is None]:
+                    del table[k]
+                held = table[key] = (weakref.ref(vocab.sorted_offsets), make())
+    return held[1]

@@ -7,8 +7,6 @@ vocabulary trie (`vocab_facts`), the rules' occurrences for context expansion (X
 
 from __future__ import annotations
 
-import threading
-import weakref
 from contextlib import contextmanager
 from typing import NamedTuple, Optional
 
@@ -25,7 +23,7 @@ from ..kernels import slices as KS
 from ..kernels import trie_walk as TW
 from ..lookahead import LookaheadArrays, no_lookahead
 from ..tokenizer_info import VocabArrays
-from ..util import bound_kernel, fixed_layout
+from ..util import bound_kernel, fixed_layout, per_vocabulary
 from .slices import json_string_slice
 
 # States given a row of the pure-state DFA table while building entries (1 KiB each).
@@ -56,19 +54,14 @@ class VocabFacts(NamedTuple):
 
 def vocab_facts(vocab: VocabArrays) -> VocabFacts:
     """The `VocabFacts` of a vocabulary, computed once (its arrays are read-only)."""
-    key = id(vocab.sorted_offsets)
-    held = _TRIES.get(key)
-    if held is None or held[0]() is not vocab.sorted_offsets:
+    def make() -> VocabFacts:
         identity = np.arange(len(vocab.sorted_ids), dtype=np.int32)
         first = vocab.sorted_bytes[vocab.sorted_offsets[:-1][np.diff(vocab.sorted_offsets) > 0]]
-        facts = VocabFacts(identity, TW.trie_subtree_end(vocab.sorted_offsets, identity, vocab.sorted_lcp),
-                           int(np.diff(vocab.token_offsets).max(initial=0)),
-                           np.bincount(first, minlength=256).astype(np.float64))
-        held = (weakref.ref(vocab.sorted_offsets), facts)
-        for k in [k for k, v in _TRIES.items() if v[0]() is None]:
-            del _TRIES[k]
-        _TRIES[key] = held
-    return held[1]
+        return VocabFacts(identity, TW.trie_subtree_end(vocab.sorted_offsets, identity, vocab.sorted_lcp),
+                          int(np.diff(vocab.token_offsets).max(initial=0)),
+                          np.bincount(first, minlength=256).astype(np.float64))
+
+    return per_vocabulary(_TRIES, vocab, make)
 
 
 class BuildBuffers(NamedTuple):
@@ -103,7 +96,6 @@ def _new_buffers(n: int) -> BuildBuffers:
 
 _IDLE: list = []  # the stand-ins a classifier holds between leases (never written: no kernel runs then)
 _FREE: dict = {}  # id(sorted_offsets) -> (weak reference to it, the free BuildBuffers of that vocabulary)
-_FREE_LOCK = threading.Lock()
 
 
 def _idle_buffers() -> BuildBuffers:
@@ -114,23 +106,13 @@ def _idle_buffers() -> BuildBuffers:
 
 
 def _free_list(vocab: VocabArrays) -> list:
-    key = id(vocab.sorted_offsets)
-    held = _FREE.get(key)
-    if held is None or held[0]() is not vocab.sorted_offsets:
-        with _FREE_LOCK:
-            held = _FREE.get(key)
-            if held is None or held[0]() is not vocab.sorted_offsets:
-                for k in [k for k, v in _FREE.items() if v[0]() is None]:
-                    del _FREE[k]
-                held = _FREE[key] = (weakref.ref(vocab.sorted_offsets), [])
-    return held[1]
+    return per_vocabulary(_FREE, vocab, list)
 
 
 def shared_build_bytes() -> int:
     """Bytes of the build buffers idle in every vocabulary's free list (the memory account's
     line for them: made once per build running at once, kept for the process)."""
-    with _FREE_LOCK:
-        lists = [held[1] for held in _FREE.values()]
+    lists = [held[1] for held in list(_FREE.values())]  # (list(): a snapshot, whatever another thread adds)
     return sum(b.nbytes for free in lists for b in list(free))
 
 
@@ -186,7 +168,6 @@ class Classifier:
         self._pure = PW.PureTable(np.full(n_states, -1, dtype=np.int32), np.zeros((0, 256), dtype=np.int32))
         # the vocabulary-sized arrays (charts, outputs, the merged list, the pool's outbox) are
         # leased for the length of a build (`lease`): a kept grammar holds none of them
-        self._shared = shared
         self._depth = 0
         self._leased: Optional[BuildBuffers] = None
         self._owed: Optional[KX.PoolRecords] = None  # the outbox, compacted when a lease ends untaken
@@ -330,10 +311,6 @@ class Classifier:
         outs = self._outs
         EB.clear_outputs(outs)
         out = outs.out
-        if record and len(outs.rec_acc0) < m:
-            outs = self._outs = outs._replace(rec_acc0=np.zeros(m, dtype=np.int32), rec_ends=np.zeros(m, dtype=np.int32),
-                                              rec_pass=np.zeros(m, dtype=np.int32))
-            self.work = self.work._replace(outs=outs)
         marks = self._no_marks if marked is None else np.ascontiguousarray(marked, dtype=np.int32)
         track = record and count >= K.STRICT_BASE  # a counted repetition's zone stand-in
         self.loops = np.full(m if track else 1, -1, dtype=np.int32)

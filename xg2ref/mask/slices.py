@@ -9,7 +9,6 @@ about 96% of the tokens are in it, and a string state that contains it walks the
 
 from __future__ import annotations
 
-import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -17,6 +16,7 @@ import numpy as np
 from ..kernels import slices as KS
 from ..kernels import trie_walk as TW
 from ..tokenizer_info import VocabArrays
+from ..util import per_vocabulary
 
 # the DFA's states: at a character boundary, or inside a character with what its next byte may be
 _BOUNDARY, _CONT1, _CONT2, _CONT3, _E0, _ED, _F0, _F4 = range(8)
@@ -65,25 +65,22 @@ _SLICES: dict = {}  # id(sorted_offsets) -> (weak reference to it, VocabSlice)
 
 def json_string_slice(vocab: VocabArrays) -> VocabSlice:
     """The JSON-string slice of a vocabulary, computed once (its arrays are read-only)."""
-    key = id(vocab.sorted_offsets)
-    held = _SLICES.get(key)
-    if held is None or held[0]() is not vocab.sorted_offsets:
-        dfa = json_string_dfa()
-        inside = np.zeros(len(vocab.sorted_ids), dtype=np.bool_)
-        KS.slice_members(dfa, vocab.sorted_bytes, vocab.sorted_offsets, inside)
-        rest = np.flatnonzero(~inside).astype(np.int32)
-        # the bytes each rest token shares with the rest token before it
-        lcp_all = vocab.sorted_lcp.astype(np.int64)
-        lcp = np.zeros(len(rest), dtype=np.int32)
-        if len(rest) > 1:
-            lcp[1:] = _range_min(lcp_all, rest)
-        subtree_end = TW.trie_subtree_end(vocab.sorted_offsets, rest, lcp)
-        trie = TW.TrieArrays(vocab.sorted_bytes, vocab.sorted_offsets, rest, lcp, subtree_end)
-        held = (weakref.ref(vocab.sorted_offsets), VocabSlice(dfa, np.flatnonzero(inside).astype(np.int32), trie))
-        for k in [k for k, v in _SLICES.items() if v[0]() is None]:
-            del _SLICES[k]
-        _SLICES[key] = held
-    return held[1]
+    return per_vocabulary(_SLICES, vocab, lambda: _json_string_slice(vocab))
+
+
+def _json_string_slice(vocab: VocabArrays) -> VocabSlice:
+    dfa = json_string_dfa()
+    inside = np.zeros(len(vocab.sorted_ids), dtype=np.bool_)
+    KS.slice_members(dfa, vocab.sorted_bytes, vocab.sorted_offsets, inside)
+    rest = np.flatnonzero(~inside).astype(np.int32)
+    # the bytes each rest token shares with the rest token before it
+    lcp_all = vocab.sorted_lcp.astype(np.int64)
+    lcp = np.zeros(len(rest), dtype=np.int32)
+    if len(rest) > 1:
+        lcp[1:] = _range_min(lcp_all, rest)
+    subtree_end = TW.trie_subtree_end(vocab.sorted_offsets, rest, lcp)
+    trie = TW.TrieArrays(vocab.sorted_bytes, vocab.sorted_offsets, rest, lcp, subtree_end)
+    return VocabSlice(dfa, np.flatnonzero(inside).astype(np.int32), trie)
 
 
 def _range_min(lcp: np.ndarray, rest: np.ndarray) -> np.ndarray:
