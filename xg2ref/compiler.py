@@ -370,7 +370,6 @@ class GrammarCompiler:
             if self.pool is not None:
                 self.pool.clear()
                 self.parts.clear()
-            self._bound.walk()
 
     @property
     def cache_stats(self):

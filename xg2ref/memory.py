@@ -8,18 +8,18 @@ stopping at what is not the compiler's to free: types, modules and functions, th
 own objects, and the parts another account counts (`stop`). The walk is exact where the heap is:
 a test checks it against tracemalloc.
 
-What the compiler keeps, and who counts it:
+ACCOUNT. What the compiler keeps is counted in one walk, part by part, each object charged to
+the first part that reaches it:
 
-| part | counted by |
+| part | its roots |
 |---|---|
-| compiled grammars (FSMs, flat arrays, FOLLOW and lookahead tables, the mask cache with its entries and fill scratch) | a walk of each, memoised until its mask cache builds an entry |
-| the cross-grammar pool's entries | `CrossGrammarCache.size_bytes` (each entry's index sets) |
-| the shape cache's machines | a walk of each machine when it is stored |
-| linked parts (sub-grammars compiled once) | a walk of each part when it is stored |
-| vocabulary tables (string slices, tries, build buffers) | a walk of the tables kept for the compiler's vocabulary, with the build buffers lent to builds running now |
+| vocabulary | the tables kept for the compiler's vocabulary (string slices, tries, idle build buffers) and the build buffers lent to builds running now |
+| grammars | the compiled grammars cached (FSMs, flat arrays, FOLLOW and lookahead tables, the mask cache with its entries and fill scratch), not entering the pool or the parts |
+| pool | the cross-grammar pool's entries, not entering the shape cache |
+| shapes | the shape cache's machines |
+| parts | linked parts (sub-grammars compiled once) |
 
-A grammar's walk stops at the pool, the shape cache's machines and the linked parts, so that a
-machine or part several grammars share is counted once, by its cache.
+So a machine or part several grammars share is counted once.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Iterable
 import numpy as np
 
 from .mask.classifier import shared_build_bytes
+from .util import vocabulary_entry
 
 # objects no account follows: code, not data
 _NOT_DATA = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
@@ -40,19 +41,6 @@ _NOT_DATA = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionTy
 
 def _is_code(obj) -> bool:
     return isinstance(obj, _NOT_DATA) or type(obj).__module__.startswith("numba.")
-
-
-def reachable_ids(roots: Iterable, stop: set = frozenset()) -> set:
-    """The ids of every object reachable from `roots` (the walk of `held_bytes`, no sizes)."""
-    seen = set(stop)
-    stack = list(roots)
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen or _is_code(obj):
-            continue
-        seen.add(id(obj))
-        stack.extend(gc.get_referents(obj))
-    return seen - set(stop)
 
 
 # HELD: each object reachable from the roots once, at its own size; an array's buffer with the
@@ -79,13 +67,8 @@ def vocabulary_tables(vocab) -> list:
     and facts of the classifier, the JSON-string slice and the idle build buffers."""
     from .mask import classifier, slices
 
-    key = id(vocab.sorted_offsets)
-    out = []
-    for table in (classifier._TRIES, slices._SLICES, classifier._FREE):
-        held = table.get(key)
-        if held is not None and held[0]() is vocab.sorted_offsets:
-            out.append(held[1])
-    return out
+    held = (vocabulary_entry(table, vocab) for table in (classifier._TRIES, slices._SLICES, classifier._FREE))
+    return [value for value in held if value is not None]
 
 
 # ACCOUNT: one walk over everything the compiler keeps, in the order of the table above; each
@@ -196,6 +179,12 @@ class CacheBound:
             id(t) for t in vocabulary_tables(c.tokenizer_info.vocab_arrays())}
         self.added += held_bytes([compiled], stop)
 
+    def _kept(self) -> tuple:
+        """How many grammars, machines, pool entries and parts the compiler keeps."""
+        c = self.compiler
+        return (len(c._cache), len(c.pool.shapes) if c.pool is not None else 0,
+                c.pool.stats.entries if c.pool is not None else 0, len(c.parts) if c.parts is not None else 0)
+
     def enforce(self, limit: int) -> None:
         if limit < 0 or self.estimate() <= 0.9 * limit:
             return
@@ -203,8 +192,7 @@ class CacheBound:
         lines = self.walk()
         while sum(lines.values()) - lines["vocabulary"] > 0.8 * limit:
             aux = lines["pool"] + lines["shapes"] + lines["parts"]
-            sizes = (len(c._cache), len(c.pool.shapes) if c.pool is not None else 0,
-                     c.pool.stats.entries if c.pool is not None else 0, len(c.parts) if c.parts is not None else 0)
+            sizes = self._kept()
             if aux > 0 and (aux > limit // 3 or not c._cache):
                 if c.pool is not None:
                     c.pool.evict_to(c.pool.size_bytes() // 2)
@@ -216,7 +204,6 @@ class CacheBound:
                 excess = sum(lines.values()) - lines["vocabulary"] - 0.8 * limit
                 for _ in range(max(1, min(len(c._cache), int(excess / max(average, 1)) + 1))):
                     c._cache.popitem(last=False)
-            if sizes == (len(c._cache), len(c.pool.shapes) if c.pool is not None else 0,
-                         c.pool.stats.entries if c.pool is not None else 0, len(c.parts) if c.parts is not None else 0):
+            if sizes == self._kept():
                 return  # nothing left to let go
             lines = self.walk()

@@ -226,18 +226,24 @@ def memory_cap(n_procs: int) -> Optional[int]:
 _PER_VOCABULARY_LOCK = threading.RLock()
 
 
+def vocabulary_entry(table: dict, vocab):
+    """What `table` (a per-vocabulary table of `per_vocabulary`) holds for `vocab`, or None."""
+    held = table.get(id(vocab.sorted_offsets))
+    return held[1] if held is not None and held[0]() is vocab.sorted_offsets else None
+
+
 def per_vocabulary(table: dict, vocab, make):
     """What `make()` builds for one vocabulary (a `VocabArrays`, read-only), made once and kept in
     `table` while the vocabulary lives: keyed by its sorted offsets, held weakly, the entries of
     vocabularies gone dropped when a new one comes. Every table of the kind (the classifier's
     facts, the JSON-string slice, the free build buffers) is read through here."""
-    key = id(vocab.sorted_offsets)
-    held = table.get(key)
-    if held is None or held[0]() is not vocab.sorted_offsets:
+    value = vocabulary_entry(table, vocab)
+    if value is None:
         with _PER_VOCABULARY_LOCK:
-            held = table.get(key)
-            if held is None or held[0]() is not vocab.sorted_offsets:
+            value = vocabulary_entry(table, vocab)
+            if value is None:
                 for k in [k for k, v in table.items() if v[0]() is None]:
                     del table[k]
-                held = table[key] = (weakref.ref(vocab.sorted_offsets), make())
-    return held[1]
+                value = make()
+                table[id(vocab.sorted_offsets)] = (weakref.ref(vocab.sorted_offsets), value)
+    return value
