@@ -121,9 +121,9 @@ def test_counted_zones_after_compaction():
     assert (cache.classifier._pure_build.done != 0).any()  # ... through the pure-state table, filled again
 
 
-def test_outboxes_compacted_across_leases_are_taken_whole():
-    """Two builds' pool records, the first compacted when its lease ended, read back as one
-    outbox whose offsets point at the same lists."""
+def test_outboxes_copied_when_leases_end_hold_the_same_lists():
+    """Two builds' pool records, each copied out when its lease ended, read back part by part
+    in order, with offsets that point at the same lists; the leased outbox is emptied."""
     def records(events):
         rec = KX.PoolRecords(np.zeros((8, KX.EV_COLUMNS), dtype=np.int64), np.zeros(64, dtype=np.int32),
                              np.zeros(4, dtype=np.int64))
@@ -148,11 +148,12 @@ def test_outboxes_compacted_across_leases_are_taken_whole():
 
     first = [(3, ([1, 2], [5], [5])), (4, ([], [7, 8], [8]))]
     second = [(9, ([0, 1, 2], [], []))]
-    owed = C._compact(None, records(first))
-    rec2 = records(second)
-    both = C._compact(owed, rec2)
-    assert rec2.sizes[KX.R_EVENTS] == 0  # the leased outbox is emptied
-    assert lists(both) == [(c, [list(x) for x in ls]) for c, ls in first + second]
+    rec1, rec2 = records(first), records(second)
+    parts = [C._copied(rec1), C._copied(rec2)]
+    assert rec1.sizes[KX.R_EVENTS] == rec2.sizes[KX.R_EVENTS] == 0  # the leased outboxes are emptied
+    assert C._copied(rec1) is None  # (nothing left to copy)
+    assert [len(p.event) for p in parts] == [2, 1]  # (each of its own size)
+    assert lists(parts[0]) + lists(parts[1]) == [(c, [list(x) for x in ls]) for c, ls in first + second]
 
 
 def test_matchers_share_their_grammars_fill_scratch():

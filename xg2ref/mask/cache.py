@@ -166,6 +166,7 @@ class AdaptiveTokenMaskCache:
         self._kernels: dict = {}  # bound entries (util.bound_kernel), by kernel
         self._owing = False  # records of kernel builds wait in the pool's `owed` list
         self._complete = False  # every class built and what only building reads let go (COMPACT)
+        self._check_complete_at = n_classes  # entries stored before `_compact_if_complete` counts again
         # writers (builds, growth, publication) hold the lock; plain fills never take it
         # (mask/background.py: the contract with the background builder)
         self.lock = threading.RLock()
@@ -369,7 +370,11 @@ class AdaptiveTokenMaskCache:
         """COMPACT: once every class has its FREE entry, the entry arrays are cut to their filled
         part and what only building reads (the pure-state table, the pool lookups) let go; a
         counted zone built later fills the table again (called holding the lock)."""
-        if self._complete or self.schedule.unbuilt:
+        if self._complete or self._store.n_entries < self._check_complete_at:
+            return
+        unbuilt = self.schedule.unbuilt
+        if unbuilt:  # (each class still unbuilt adds an entry first: no count before then)
+            self._check_complete_at = self._store.n_entries + unbuilt
             return
         self._complete = True
         self._store.trim()
@@ -473,16 +478,19 @@ class AdaptiveTokenMaskCache:
         the others here. Returns the number of uncertain tokens checked against the full chart,
         whether every id is allowed, and the scratch.
         """
+        status, j, n_cand, full = self._fill_kernel(parser, words, not_regular, stop_ids, scratch)
+        return self.finish_fill(parser, words, not_regular, stop_ids, scratch, status, j, n_cand, full)
+
+    def _fill_kernel(self, parser, words, not_regular, stop_ids, scratch) -> tuple:
+        """The fill kernel's (status, j, n_cand, full) (kernels/mask_fill.py `fill_mask`)."""
         if H.ENABLED:  # (the parser holds every NamedTuple whose handle the kernel reads)
             memo = self.bind_fill(parser, words, not_regular, stop_ids, scratch)
-            status, j, n_cand, full = memo[7](*memo[8])
-        else:
-            if self._ahead is not None and self._ahead.pending:
-                background.note_activity()
-            args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
-                    stop_ids, words)
-            status, j, n_cand, full = self._kernel(MF.fill_mask, *args)(*args)
-        return self.finish_fill(parser, words, not_regular, stop_ids, scratch, status, j, n_cand, full)
+            return memo[7](*memo[8])
+        if self._ahead is not None and self._ahead.pending:
+            background.note_activity()
+        args = (parser.arrays, parser.chart, self._store.kernel_arrays, self.vocab, scratch, not_regular,
+                stop_ids, words)
+        return self._kernel(MF.fill_mask, *args)(*args)
 
     def fill_shared(self, parser, words: np.ndarray, not_regular: np.ndarray, stop_ids: np.ndarray) -> bool:
         """`fill` with a scratch of the grammar's taken for it and given back whatever the fill
@@ -523,6 +531,11 @@ class AdaptiveTokenMaskCache:
                     full) -> tuple[int, bool, MF.FillScratch]:
         """`fill` after its kernel returned (status, j, n_cand, full): the entries a NEED_ENTRY
         asks for are built, a NEED_* status grows the chart and the check goes on."""
+        if status == MF.NEED_ENTRY and scratch.sized[0] < self._store.n_entries:
+            # entries published since the scratch was fitted (the builder thread's, another
+            # matcher's): fitted, the plain fill may find all it needs, without a lock or a lease
+            scratch = self.scratch.fit(scratch)
+            status, j, n_cand, full = self._fill_kernel(parser, words, not_regular, stop_ids, scratch)
         if status == MF.NEED_ENTRY:  # JIT (§3.5): the building fill (its builder costs a step nothing otherwise)
             status, j, n_cand, full, scratch = self._fill_building(parser, words, not_regular, stop_ids, scratch)
         if status != K.OK:

@@ -116,21 +116,17 @@ def shared_build_bytes() -> int:
     return sum(b.nbytes for free in lists for b in list(free))
 
 
-def _compact(owed: Optional[KX.PoolRecords], records: KX.PoolRecords) -> Optional[KX.PoolRecords]:
-    """`owed` and the used part of `records` in one outbox of their own size (the data offsets
-    of the events of `records` moved past `owed`'s); `records` is emptied."""
+def _copied(records: KX.PoolRecords) -> Optional[KX.PoolRecords]:
+    """The used part of `records` in an outbox of its own size (None when it is empty);
+    `records` is emptied. (Each lease's part is kept apart: joining them would copy what earlier
+    leases left on every later one.)"""
     z = records.sizes
     n_ev, n_data = int(z[KX.R_EVENTS]), int(z[KX.R_DATA])
     if n_ev == 0:
-        return owed
+        return None
     event, data = records.event[:n_ev].copy(), records.data[:n_data].copy()
     z[KX.R_EVENTS] = z[KX.R_DATA] = 0
-    if owed is not None:
-        shift = int(owed.sizes[KX.R_DATA])
-        event[:, KX.EV_ACC0:KX.EV_END + 1] += shift
-        event = np.concatenate([owed.event[:owed.sizes[KX.R_EVENTS]], event])
-        data = np.concatenate([owed.data[:shift], data])
-    return KX.PoolRecords(event, data, np.array([len(event), len(data), 0, 0], dtype=np.int64))
+    return KX.PoolRecords(event, data, np.array([n_ev, n_data, 0, 0], dtype=np.int64))
 
 
 class Classifier:
@@ -170,7 +166,7 @@ class Classifier:
         # leased for the length of a build (`lease`): a kept grammar holds none of them
         self._depth = 0
         self._leased: Optional[BuildBuffers] = None
-        self._owed: Optional[KX.PoolRecords] = None  # the outbox, compacted when a lease ends untaken
+        self._owed: list = []  # the outbox's parts copied out when a lease ended untaken (`_copied`)
         scratch = KC.ClassifyScratch(np.zeros(longest + 2, dtype=np.int8),
                                      np.full(CX.CTX_CLIMBED + longest + 2, -1, dtype=np.int64),
                                      np.zeros(n_rules + 1, dtype=np.int64),
@@ -230,7 +226,9 @@ class Classifier:
 
     def _detach(self) -> None:
         work = self.work
-        self._owed = _compact(self._owed, work.records)
+        part = _copied(work.records)
+        if part is not None:
+            self._owed.append(part)
         b = BuildBuffers(self.chart, self.charts, work.outs, work.merged, work.records)
         idle = _idle_buffers()
         self._leased, self.chart, self.charts, self._outs = None, idle.chart, idle.charts, idle.outs
@@ -247,10 +245,9 @@ class Classifier:
         self.inputs = self.inputs._replace(pure=self._pure)
 
     def owed_records(self) -> list:
-        """The pool's outboxes not taken yet: the one compacted when a lease ended, then the
+        """The pool's outboxes not taken yet: the parts copied out when leases ended, then the
         leased one (`CrossGrammarCache.take` empties each)."""
-        out = [self._owed] if self._owed is not None else []
-        self._owed = None
+        out, self._owed = self._owed, []
         if self._leased is not None and self.work.records.sizes[KX.R_EVENTS]:
             out.append(self.work.records)
         return out
