@@ -64,6 +64,26 @@ def test_kept_grammars_hold_no_vocabulary_sized_build_arrays():
     assert all(len(b.outs.out) == n for b in free)
 
 
+def test_a_build_that_grew_its_outbox_past_the_bound_returns_a_small_one(monkeypatch):
+    """A lease's chart and outbox larger than KEEP_BYTES go when it ends (the free list is kept
+    for the process); the entries built meanwhile are those of a build that kept them."""
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    schema = SCHEMAS[0]
+    kept = xgr.GrammarCompiler(info, jit=False).compile_json_schema(schema)
+    monkeypatch.setattr(C, "KEEP_BYTES", 4096)
+    monkeypatch.setattr(C, "_FREE", {})  # (a free list of this build's sets only)
+    small = xgr.GrammarCompiler(info, jit=False).compile_json_schema(schema)
+    fresh = C._new_buffers(0).records
+    free = C._free_list(info.vocab_arrays())
+    assert free
+    for b in free:
+        assert sum(a.nbytes for a in b.records) <= max(4096, sum(a.nbytes for a in fresh))
+        assert len(b.chart.item_state) == len(C.K.new_chart().item_state)
+    for x, y in zip(kept.mask_cache.arrays, small.mask_cache.arrays):
+        assert np.array_equal(x, y)
+    _walk([xgr.GrammarMatcher(kept), xgr.GrammarMatcher(small)], set(info.stop_token_ids), seed=3, steps=20)
+
+
 def test_a_complete_cache_is_compacted():
     info = xgr.TokenizerInfo.from_quicktok("llama3")
     compiled = xgr.GrammarCompiler(info, jit=False, cache_enabled=False).compile_json_schema(SCHEMAS[0])

@@ -94,6 +94,24 @@ def _new_buffers(n: int) -> BuildBuffers:
                         np.zeros(n, dtype=np.int32), records)
 
 
+# A chart or outbox that one large build grew past this goes when its lease ends, not back to
+# the free list (made anew, small, for the next build): the free list is kept for the process,
+# and one batch of thousands of entries (`jit=False`) grows the outbox to gigabytes.
+KEEP_BYTES = 16 << 20
+
+
+def _kept(b: BuildBuffers) -> BuildBuffers:
+    """`b` with each chart and the outbox larger than KEEP_BYTES replaced by a new one."""
+    big = lambda part: sum(a.nbytes for a in part) > KEEP_BYTES  # noqa: E731
+    if big(b.chart):
+        b = b._replace(chart=K.new_chart())
+    if big(b.charts.union) or big(b.charts.every):
+        b = b._replace(charts=KC.ContextCharts(*(K.new_chart() if big(c) else c for c in b.charts)))
+    if big(b.records):
+        b = b._replace(records=_new_buffers(0).records)
+    return b
+
+
 _IDLE: list = []  # the stand-ins a classifier holds between leases (never written: no kernel runs then)
 _FREE: dict = {}  # id(sorted_offsets) -> (weak reference to it, the free BuildBuffers of that vocabulary)
 
@@ -233,7 +251,7 @@ class Classifier:
         idle = _idle_buffers()
         self._leased, self.chart, self.charts, self._outs = None, idle.chart, idle.charts, idle.outs
         self.work = work._replace(outs=idle.outs, merged=idle.merged, records=idle.records)
-        _free_list(self.vocab).append(b)
+        _free_list(self.vocab).append(_kept(b))
 
     def drop_pure_table(self) -> None:
         """Let the pure-state table go (COMPACT): its rows are filled again, a rule at a time, if
