@@ -7,7 +7,6 @@ vocabulary trie (`vocab_facts`), the rules' occurrences for context expansion (X
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -102,14 +101,21 @@ KEEP_BYTES = 16 << 20
 
 def _kept(b: BuildBuffers) -> BuildBuffers:
     """`b` with each chart and the outbox larger than KEEP_BYTES replaced by a new one."""
-    big = lambda part: sum(a.nbytes for a in part) > KEEP_BYTES  # noqa: E731
-    if big(b.chart):
+    if _chart_bytes(b.chart) > KEEP_BYTES:
         b = b._replace(chart=K.new_chart())
-    if big(b.charts.union) or big(b.charts.every):
-        b = b._replace(charts=KC.ContextCharts(*(K.new_chart() if big(c) else c for c in b.charts)))
-    if big(b.records):
+    union, every = b.charts
+    if _chart_bytes(union) > KEEP_BYTES or _chart_bytes(every) > KEEP_BYTES:
+        b = b._replace(charts=KC.ContextCharts(*(K.new_chart() if _chart_bytes(c) > KEEP_BYTES else c
+                                                  for c in b.charts)))
+    if b.records.event.nbytes + b.records.data.nbytes > KEEP_BYTES:
         b = b._replace(records=_new_buffers(0).records)
     return b
+
+
+def _chart_bytes(c) -> int:
+    """About the bytes of chart `c` (its arrays grow with three capacities; a lease ends
+    faster than a sum over every array)."""
+    return 32 * len(c.item_state) + 24 * len(c.tbl_key) + 20 * len(c.set_start)
 
 
 _IDLE: list = []  # the stand-ins a classifier holds between leases (never written: no kernel runs then)
@@ -194,6 +200,7 @@ class Classifier:
         self.chart, self.charts, self._outs = idle.chart, idle.charts, idle.outs
         self.work = EB.EntryWork(scratch, idle.outs, self._pure_build, np.zeros(EB.N_QUEUE, dtype=np.int64),
                                  idle.merged, idle.records, np.zeros(2 * KS.MAX_SLICE_PAIRS, dtype=np.int64))
+        self._idle_work = self.work  # (between leases; its other fields never change)
         trie = TW.TrieArrays(vocab.sorted_bytes, vocab.sorted_offsets, self.identity, vocab.sorted_lcp,
                              self.subtree_end)
         memo = CX.MEMO_SLOTS  # the answers of context expansion, asked once per grammar
@@ -209,20 +216,23 @@ class Classifier:
         self._no_marks = np.zeros(0, dtype=np.int32)
         self._kernel = None  # classify_tokens' entry for these argument types (util.bound_kernel)
 
-    @contextmanager
-    def lease(self):
+    def lease(self) -> "Classifier":
         """The vocabulary-sized arrays for a build, from the vocabulary's free list (a new set
-        when none is free), given back when the outermost lease ends. Builds of one grammar
-        hold its cache's lock, so one thread at a time leases through a classifier."""
+        when none is free), given back when the outermost lease ends (`with clf.lease():`).
+        Builds of one grammar hold its cache's lock, so one thread at a time leases through a
+        classifier."""
+        return self
+
+    def __enter__(self) -> "Classifier":
         if self._depth == 0:
             self._attach()
         self._depth += 1
-        try:
-            yield self
-        finally:
-            self._depth -= 1
-            if self._depth == 0:
-                self._detach()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._detach()
 
     def leased(self) -> Optional[BuildBuffers]:
         """The vocabulary's build buffers this classifier holds while a build runs, else None
@@ -247,11 +257,13 @@ class Classifier:
         part = _copied(work.records)
         if part is not None:
             self._owed.append(part)
-        b = BuildBuffers(self.chart, self.charts, work.outs, work.merged, work.records)
+        b = self._leased
+        if self.chart is not b.chart or self.charts is not b.charts or work.records is not b.records:
+            b = _kept(b._replace(chart=self.chart, charts=self.charts, records=work.records))  # (grown meanwhile)
         idle = _idle_buffers()
         self._leased, self.chart, self.charts, self._outs = None, idle.chart, idle.charts, idle.outs
-        self.work = work._replace(outs=idle.outs, merged=idle.merged, records=idle.records)
-        _free_list(self.vocab).append(_kept(b))
+        self.work = self._idle_work
+        _free_list(self.vocab).append(b)
 
     def drop_pure_table(self) -> None:
         """Let the pure-state table go (COMPACT): its rows are filled again, a rule at a time, if
