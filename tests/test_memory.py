@@ -42,41 +42,79 @@ def _walk(matchers, stop_ids, seed, steps=10):
         assert all(m.accept_token(t) for m in matchers)
 
 
-def test_kept_grammars_hold_no_vocabulary_sized_build_arrays():
+def _sets(vocab) -> int:
+    """Build sets of `vocab` now: free, or parked with a live grammar."""
+    held = [ref() for ref in list(C._parked_sets(vocab).values())]
+    return len(C._free_list(vocab)) + sum(1 for h in held if h is not None and h._parked)
+
+
+def test_grammars_built_one_after_another_share_the_build_arrays():
+    """PARKED (mask/classifier.py `lease`): builds of one grammar after another make no new set
+    of vocabulary-sized arrays; a grammar holds one only parked, between its builds, and the
+    others hold the idle stand-ins."""
     from xg2ref.mask.background import BUILDER
 
     info = xgr.TokenizerInfo.from_quicktok("llama3")
-    free = C._free_list(info.vocab_arrays())  # (the process's: earlier tests' builds may have left sets)
+    vocab = info.vocab_arrays()
     assert BUILDER.wait_idle(120)
-    before = len(free)
+    before = _sets(vocab)  # (the process's: earlier tests' builds may have left sets)
     compiler = xgr.GrammarCompiler(info, background_builds=False)
-    n = len(info.vocab_arrays().sorted_ids)
+    n = len(vocab.sorted_ids)
     bitmask = xgr.allocate_token_bitmask(1, info.vocab_size)
     for schema in SCHEMAS:
         matcher = xgr.GrammarMatcher(compiler.compile_json_schema(schema))
         matcher.fill_next_token_bitmask(bitmask)  # (builds the entries the first mask lacks: JIT)
+    holders = 0
     for compiled in compiler._cache.values():
         clf = compiled.mask_cache.classifier
-        assert clf._leased is None
-        assert len(clf.work.outs.out) == 1 and len(clf.work.merged) == 1 and len(clf.chart.item_state) == 1
+        if clf._leased is None:
+            assert len(clf.work.outs.out) == 1 and len(clf.work.merged) == 1 and len(clf.chart.item_state) == 1
+        else:
+            assert clf._parked and len(clf.work.outs.out) == n
+            holders += 1
     assert BUILDER.wait_idle(120)
-    assert len(free) == max(before, 1)  # one build at a time here: one set taken and given back
-    assert all(len(b.outs.out) == n for b in free)
+    assert _sets(vocab) == max(before, 1) and holders <= max(before, 1)  # one build at a time: no new set
+    assert all(len(b.outs.out) == n for b in C._free_list(vocab))
+
+
+def test_a_parked_set_taken_by_another_grammars_build_changes_no_mask(monkeypatch):
+    """With one set in the process, grammars building in turn take it from each other (`_unpark`);
+    their masks along a walk equal those of grammars that built alone."""
+    monkeypatch.setattr(C, "_FREE", {})
+    monkeypatch.setattr(C, "_PARKED", {})
+    info = xgr.TokenizerInfo.from_quicktok("llama3")
+    shared = xgr.GrammarCompiler(info, background_builds=False)
+    turns = [xgr.GrammarMatcher(shared.compile_json_schema(schema)) for schema in SCHEMAS]
+    alone = [xgr.GrammarMatcher(xgr.GrammarCompiler(info, background_builds=False).compile_json_schema(schema))
+             for schema in SCHEMAS]
+    rng = random.Random(5)
+    stop = set(info.stop_token_ids)
+    for _ in range(12):  # a step of each grammar in turn: each build takes the set the last one parked
+        for m, solo in zip(turns, alone):
+            mask = m.compute_bool_mask()
+            assert np.array_equal(mask, solo.compute_bool_mask())
+            allowed = [int(t) for t in np.flatnonzero(mask) if t not in stop]
+            if allowed and not m.is_terminated():
+                t = rng.choice(allowed)
+                assert m.accept_token(t) and solo.accept_token(t)
+    assert _sets(info.vocab_arrays()) == 1  # (the alone compilers' builds took the same one, in turn)
 
 
 def test_a_build_that_grew_its_outbox_past_the_bound_returns_a_small_one(monkeypatch):
-    """A lease's chart and outbox larger than KEEP_BYTES go when it ends (the free list is kept
-    for the process); the entries built meanwhile are those of a build that kept them."""
+    """A lease's chart and outbox larger than KEEP_BYTES go when it ends (the sets are kept for
+    the process, free or parked); the entries built meanwhile are those of a build that kept them."""
     info = xgr.TokenizerInfo.from_quicktok("llama3")
     schema = SCHEMAS[0]
     kept = xgr.GrammarCompiler(info, jit=False).compile_json_schema(schema)
     monkeypatch.setattr(C, "KEEP_BYTES", 4096)
-    monkeypatch.setattr(C, "_FREE", {})  # (a free list of this build's sets only)
-    small = xgr.GrammarCompiler(info, jit=False).compile_json_schema(schema)
+    monkeypatch.setattr(C, "_FREE", {})  # (the sets of this build only)
+    monkeypatch.setattr(C, "_PARKED", {})
     fresh = C._new_buffers(0).records
-    free = C._free_list(info.vocab_arrays())
-    assert free
-    for b in free:
+    small = xgr.GrammarCompiler(info, jit=False).compile_json_schema(schema)
+    held = list(C._free_list(info.vocab_arrays())) + [clf._leased for clf in (small.mask_cache.classifier,)
+                                                     if clf._leased is not None]
+    assert held
+    for b in held:
         assert sum(a.nbytes for a in b.records) <= max(4096, sum(a.nbytes for a in fresh))
         assert len(b.chart.item_state) == len(C.K.new_chart().item_state)
     for x, y in zip(kept.mask_cache.arrays, small.mask_cache.arrays):

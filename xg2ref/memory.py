@@ -140,11 +140,12 @@ class CacheBound:
         self._walked_at = None  # `_signature()` at the last walk
 
     def _signature(self) -> tuple:
-        """What changes when anything the account counts does (the grammars cached and their
-        arrays; the pool's entries; machines and parts kept; the vocabulary's build buffers)."""
+        """What changes when anything the account counts does (the grammars cached, whether each
+        holds a parked build set, and their arrays; the pool's entries; machines and parts kept; the vocabulary's build buffers)."""
         c = self.compiler
         pool = (id(c.pool), c.pool.size_bytes(), c.pool.stats.entries, len(c.pool.shapes)) if c.pool is not None else ()
-        return (tuple(id(g) for g in c._cache.values()), self._arrays(), pool,
+        return (tuple((id(g), g.mask_cache.classifier._leased is not None) for g in c._cache.values()),
+                self._arrays(), pool,
                 len(c.parts) if c.parts is not None else 0,
                 len(vocabulary_tables(c.tokenizer_info.vocab_arrays())), shared_build_bytes())
 

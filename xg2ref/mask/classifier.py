@@ -7,6 +7,8 @@ vocabulary trie (`vocab_facts`), the rules' occurrences for context expansion (X
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -120,6 +122,9 @@ def _chart_bytes(c) -> int:
 
 _IDLE: list = []  # the stand-ins a classifier holds between leases (never written: no kernel runs then)
 _FREE: dict = {}  # id(sorted_offsets) -> (weak reference to it, the free BuildBuffers of that vocabulary)
+_PARKED: dict = {}  # id(sorted_offsets) -> (weak reference to it, {token: weak reference to a parked Classifier})
+PARKED_SWEEP = 64  # parked references past which the dead ones are swept
+_LEASES = threading.Lock()  # free lists and parked sets change hands under it (a few list and dict steps)
 
 
 def _idle_buffers() -> BuildBuffers:
@@ -131,6 +136,32 @@ def _idle_buffers() -> BuildBuffers:
 
 def _free_list(vocab: VocabArrays) -> list:
     return per_vocabulary(_FREE, vocab, list)
+
+
+def _parked_sets(vocab: VocabArrays) -> dict:
+    return per_vocabulary(_PARKED, vocab, dict)
+
+
+def _take_set(vocab: VocabArrays) -> Optional[BuildBuffers]:
+    """A set for a build (holding _LEASES): a free one, else the one parked longest, else None
+    (the caller makes one, outside the lock)."""
+    free = _free_list(vocab)
+    if free:
+        return free.pop()
+    parked = _parked_sets(vocab)
+    while parked:
+        holder = parked.pop(next(iter(parked)))()
+        if holder is not None:
+            return holder._unpark()
+    return None
+
+
+def _give_back(free: list, slot: list) -> None:
+    """A parked set whose grammar is deleted goes to the free list (list.append: no lock, so it
+    may run in whatever thread the collector does)."""
+    if slot[0] is not None:
+        free.append(slot[0])
+        slot[0] = None
 
 
 def shared_build_bytes() -> int:
@@ -190,6 +221,10 @@ class Classifier:
         # leased for the length of a build (`lease`): a kept grammar holds none of them
         self._depth = 0
         self._leased: Optional[BuildBuffers] = None
+        self._parked = False  # `_leased` is kept between builds (PARKED, `lease`)
+        self._token = object()  # its key among the parked (a weak reference to it is the value)
+        self._slot: list = [None]  # [its parked set], for `_give_back` if it is deleted parked
+        self._finalizer = None
         self._owed: list = []  # the outbox's parts copied out when a lease ended untaken (`_copied`)
         scratch = KC.ClassifyScratch(np.zeros(longest + 2, dtype=np.int8),
                                      np.full(CX.CTX_CLIMBED + longest + 2, -1, dtype=np.int64),
@@ -217,10 +252,16 @@ class Classifier:
         self._kernel = None  # classify_tokens' entry for these argument types (util.bound_kernel)
 
     def lease(self) -> "Classifier":
-        """The vocabulary-sized arrays for a build, from the vocabulary's free list (a new set
-        when none is free), given back when the outermost lease ends (`with clf.lease():`).
-        Builds of one grammar hold its cache's lock, so one thread at a time leases through a
-        classifier."""
+        """The vocabulary-sized arrays for a build, given back when the outermost lease ends
+        (`with clf.lease():`). Builds of one grammar hold its cache's lock, so one thread at a
+        time leases through a classifier.
+
+        PARKED: a lease that ends leaves its set with the classifier, parked, and the next lease
+        of the same classifier takes it back at once (a decode builds entries on step after
+        step: each would otherwise trade buffers with the free list). A build of another grammar
+        takes a free set first, else the set parked longest (`_unpark`: its holder is between
+        builds, so nothing reads it), else a new one: a process still has one set per build
+        running at once, not one per grammar."""
         return self
 
     def __enter__(self) -> "Classifier":
@@ -235,35 +276,52 @@ class Classifier:
             self._detach()
 
     def leased(self) -> Optional[BuildBuffers]:
-        """The vocabulary's build buffers this classifier holds while a build runs, else None
-        (the memory account counts them with the vocabulary's tables, where they go back)."""
-        if self._leased is None:
-            return None
-        return BuildBuffers(self.chart, self.charts, self.work.outs, self.work.merged, self.work.records)
+        """The vocabulary's build buffers this classifier holds, in a build or parked, else None
+        (the memory account counts them with the vocabulary's tables)."""
+        b = self._leased
+        return None if b is None else b._replace(chart=self.chart, charts=self.charts, records=self.work.records)
 
     def _attach(self) -> None:
-        free = _free_list(self.vocab)
-        try:
-            b = free.pop()
-        except IndexError:
+        with _LEASES:
+            if self._parked:  # its own set, which no other build needed meanwhile
+                self._parked, self._slot[0] = False, None
+                del _parked_sets(self.vocab)[self._token]
+                return
+            b = _take_set(self.vocab)
+        if b is None:
             b = _new_buffers(len(self.vocab.sorted_ids))
         self._leased = b
         self.chart, self.charts, self._outs = b.chart, b.charts, b.outs
-        self.work = self.work._replace(outs=b.outs, merged=b.merged, records=b.records)
+        self.work = self._idle_work._replace(outs=b.outs, merged=b.merged, records=b.records)
         self.work.scratch.work[CX.CTX_RULE] = -1  # the union chart holds another grammar's question now
 
     def _detach(self) -> None:
         work = self.work
-        part = _copied(work.records)
+        part = _copied(work.records)  # (a parked set owes nothing: whoever takes it need not look)
         if part is not None:
             self._owed.append(part)
         b = self._leased
         if self.chart is not b.chart or self.charts is not b.charts or work.records is not b.records:
             b = _kept(b._replace(chart=self.chart, charts=self.charts, records=work.records))  # (grown meanwhile)
-        idle = _idle_buffers()
-        self._leased, self.chart, self.charts, self._outs = None, idle.chart, idle.charts, idle.outs
-        self.work = self._idle_work
-        _free_list(self.vocab).append(b)
+            self._leased, self.chart, self.charts = b, b.chart, b.charts
+            self.work = work._replace(records=b.records)
+        with _LEASES:
+            parked = _parked_sets(self.vocab)
+            if len(parked) >= PARKED_SWEEP:  # (grammars deleted while parked leave dead references)
+                for token in [t for t, ref in parked.items() if ref() is None]:
+                    del parked[token]
+            self._parked, self._slot[0] = True, b
+            parked[self._token] = weakref.ref(self)
+        if self._finalizer is None:  # (once: a grammar deleted while parked gives its set back)
+            self._finalizer = weakref.finalize(self, _give_back, _free_list(self.vocab), self._slot)
+            self._finalizer.atexit = False
+
+    def _unpark(self) -> BuildBuffers:
+        """Its parked set, for another build (holding _LEASES); it keeps the idle stand-ins."""
+        b, idle = self._leased, _idle_buffers()
+        self._parked, self._leased, self._slot[0] = False, None, None
+        self.chart, self.charts, self._outs, self.work = idle.chart, idle.charts, idle.outs, self._idle_work
+        return b
 
     def drop_pure_table(self) -> None:
         """Let the pure-state table go (COMPACT): its rows are filled again, a rule at a time, if
