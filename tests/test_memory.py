@@ -109,7 +109,7 @@ def test_a_build_that_grew_its_outbox_past_the_bound_returns_a_small_one(monkeyp
     monkeypatch.setattr(C, "KEEP_BYTES", 4096)
     monkeypatch.setattr(C, "_FREE", {})  # (the sets of this build only)
     monkeypatch.setattr(C, "_PARKED", {})
-    fresh = C._new_buffers(0).records
+    fresh = C._new_records()
     small = xgr.GrammarCompiler(info, jit=False).compile_json_schema(schema)
     held = list(C._free_list(info.vocab_arrays())) + [clf._leased for clf in (small.mask_cache.classifier,)
                                                      if clf._leased is not None]

@@ -141,7 +141,8 @@ class CacheBound:
 
     def _signature(self) -> tuple:
         """What changes when anything the account counts does (the grammars cached, whether each
-        holds a parked build set, and their arrays; the pool's entries; machines and parts kept; the vocabulary's build buffers)."""
+        holds a parked build set, and their arrays; the pool's entries; machines and parts kept;
+        the vocabulary's build buffers)."""
         c = self.compiler
         pool = (id(c.pool), c.pool.size_bytes(), c.pool.stats.entries, len(c.pool.shapes)) if c.pool is not None else ()
         return (tuple((id(g), g.mask_cache.classifier._leased is not None) for g in c._cache.values()),

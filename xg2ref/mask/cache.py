@@ -40,7 +40,8 @@ Python grows buffers and charts when a kernel asks.
 The cache is a composition, each part owning its state: `EntryStore` (entries.py: the flat
 arrays), `JitSchedule` (jit.py: what is built when), `CountedZones` (counted.py: the other zones
 of counted repetitions), `Classifier` (classifier.py: a build's tables, its vocabulary-sized
-buffers leased per build) and the builder thread's `AheadState` (background.py). Once every
+buffers leased per build, PARKED between its grammar's builds) and the builder thread's
+`AheadState` (background.py). Once every
 entry is built the cache is compacted (COMPACT, `_compact_if_complete`).
 """
 

@@ -84,15 +84,18 @@ class BuildBuffers(NamedTuple):
             + self.merged.nbytes
 
 
+def _new_records() -> KX.PoolRecords:
+    return KX.PoolRecords(np.zeros((4, KX.EV_COLUMNS), dtype=np.int64), np.zeros(256, dtype=np.int32),
+                          np.zeros(4, dtype=np.int64))
+
+
 def _new_buffers(n: int) -> BuildBuffers:
     outs = KC.ClassifyOutputs(np.zeros(n, dtype=np.int8), np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32),
                               np.zeros(KC.N_LISTS, dtype=np.int64), np.zeros(n, dtype=np.int32),
                               np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32), np.full(1, -1, dtype=np.int32),
                               np.zeros(1, dtype=np.int8))
-    records = KX.PoolRecords(np.zeros((4, KX.EV_COLUMNS), dtype=np.int64), np.zeros(256, dtype=np.int32),
-                             np.zeros(4, dtype=np.int64))
     return BuildBuffers(K.new_chart(), KC.ContextCharts(K.new_chart(), K.new_chart()), outs,
-                        np.zeros(n, dtype=np.int32), records)
+                        np.zeros(n, dtype=np.int32), _new_records())
 
 
 # A chart or outbox that one large build grew past this goes when its lease ends, not back to
@@ -110,7 +113,7 @@ def _kept(b: BuildBuffers) -> BuildBuffers:
         b = b._replace(charts=KC.ContextCharts(*(K.new_chart() if _chart_bytes(c) > KEEP_BYTES else c
                                                   for c in b.charts)))
     if b.records.event.nbytes + b.records.data.nbytes > KEEP_BYTES:
-        b = b._replace(records=_new_buffers(0).records)
+        b = b._replace(records=_new_records())
     return b
 
 
@@ -218,12 +221,11 @@ class Classifier:
                                         np.array([0, MAX_PURE_ROWS, 0 if ordered else 1], dtype=np.int64))
         self._pure = PW.PureTable(np.full(n_states, -1, dtype=np.int32), np.zeros((0, 256), dtype=np.int32))
         # the vocabulary-sized arrays (charts, outputs, the merged list, the pool's outbox) are
-        # leased for the length of a build (`lease`): a kept grammar holds none of them
+        # leased for a build and parked with it until another grammar's build takes them (`lease`)
         self._depth = 0
         self._leased: Optional[BuildBuffers] = None
-        self._parked = False  # `_leased` is kept between builds (PARKED, `lease`)
         self._token = object()  # its key among the parked (a weak reference to it is the value)
-        self._slot: list = [None]  # [its parked set], for `_give_back` if it is deleted parked
+        self._slot: list = [None]  # [its set while parked] (PARKED, `lease`), for `_give_back` if deleted then
         self._finalizer = None
         self._owed: list = []  # the outbox's parts copied out when a lease ended untaken (`_copied`)
         scratch = KC.ClassifyScratch(np.zeros(longest + 2, dtype=np.int8),
@@ -275,6 +277,11 @@ class Classifier:
         if self._depth == 0:
             self._detach()
 
+    @property
+    def _parked(self) -> bool:
+        """It keeps its set between builds (PARKED)."""
+        return self._slot[0] is not None
+
     def leased(self) -> Optional[BuildBuffers]:
         """The vocabulary's build buffers this classifier holds, in a build or parked, else None
         (the memory account counts them with the vocabulary's tables)."""
@@ -284,7 +291,7 @@ class Classifier:
     def _attach(self) -> None:
         with _LEASES:
             if self._parked:  # its own set, which no other build needed meanwhile
-                self._parked, self._slot[0] = False, None
+                self._slot[0] = None
                 del _parked_sets(self.vocab)[self._token]
                 return
             b = _take_set(self.vocab)
@@ -310,7 +317,7 @@ class Classifier:
             if len(parked) >= PARKED_SWEEP:  # (grammars deleted while parked leave dead references)
                 for token in [t for t, ref in parked.items() if ref() is None]:
                     del parked[token]
-            self._parked, self._slot[0] = True, b
+            self._slot[0] = b
             parked[self._token] = weakref.ref(self)
         if self._finalizer is None:  # (once: a grammar deleted while parked gives its set back)
             self._finalizer = weakref.finalize(self, _give_back, _free_list(self.vocab), self._slot)
@@ -319,7 +326,7 @@ class Classifier:
     def _unpark(self) -> BuildBuffers:
         """Its parked set, for another build (holding _LEASES); it keeps the idle stand-ins."""
         b, idle = self._leased, _idle_buffers()
-        self._parked, self._leased, self._slot[0] = False, None, None
+        self._leased, self._slot[0] = None, None
         self.chart, self.charts, self._outs, self.work = idle.chart, idle.charts, idle.outs, self._idle_work
         return b
 
