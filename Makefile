@@ -36,7 +36,7 @@ test: $(STAMP)
 	NUMBA_DISABLE_JIT=1 $(PYTEST) -p no:cacheprovider --durations=20 --ignore=tests/test_cluster.py
 	cache=$$(mktemp -d) && NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$$cache $(PYTEST) -p no:cacheprovider \
 		tests/test_repetition.py tests/test_mask_cache.py tests/test_properties.py tests/test_configurations.py \
-		tests/test_entry_build.py tests/test_slices.py tests/test_background.py tests/test_context_expansion.py \
+		tests/test_entry_build.py tests/test_slices.py tests/test_background.py tests/test_batch_matcher.py tests/test_context_expansion.py \
 		tests/test_pda.py tests/test_token_classes.py tests/test_wgrammar.py; \
 		status=$$?; rm -rf $$cache; exit $$status
 

@@ -117,8 +117,7 @@ def test_sizes_are_checked_before_any_matcher_moves(call, error, message):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_batch_fills_in_one_kernel_call_give_each_matchers_own_mask(threads):
-    """The batch's plain fills run as kernel calls over shares of the rows (mask/cache.py
-    `prepare_fills`, `fill_rows`, `finish_fills`):
+    """The batch's plain fills are claimed rows (xg2ref/batch_fill.py, kernels/claimed_rows.py):
     entries not built yet (a fresh compiler), a matcher given two rows, a bitmask wider than the
     vocabulary (its extra words cleared) and matchers at every step of their inputs all give the
     rows a matcher alone gives. (No builder thread: the fills build the entries.)"""
@@ -142,3 +141,105 @@ def test_batch_fills_in_one_kernel_call_give_each_matchers_own_mask(threads):
             m.fill_next_token_bitmask(want)
             assert np.array_equal(mask[row], want[0]), (step, row)
         assert (mask[len(listed)] == -1).all()
+
+
+@pytest.mark.jit_only
+def test_claimed_rows_wait_for_their_row_and_leave_a_closed_batch():
+    """The claim protocol of kernels/claimed_rows.py on rows skipped (handle 0): a claimer whose
+    row is not ready returns it, takes it back when called again, goes on from the front (or
+    the back); front and back claims together take each row once; a closed batch sends every
+    claimer away."""
+    from xg2ref.kernels import claimed_rows as CR
+
+    rows, out, ctl = np.zeros(4, dtype=np.int64), np.zeros((4, 4), dtype=np.int64), np.zeros(CR.CTL, dtype=np.int64)
+    assert CR.fill_claimed_rows(rows, out, ctl, -1, False) == 0  # row 0 claimed, not ready: returned
+    assert CR.fill_claimed_rows(rows, out, ctl, 0, False) == 0  # still not ready
+    CR.publish(rows, ctl, 0, 0)
+    CR.publish(rows, ctl, 1, 0)
+    assert CR.fill_claimed_rows(rows, out, ctl, 0, False) == 2  # rows 0 and 1 done; row 2 not ready
+    assert CR.fill_claimed_rows(rows, out, ctl, -1, True) == 3  # the back claims row 3 (not ready)
+    CR.publish(rows, ctl, 2, 0)
+    CR.publish(rows, ctl, 3, 0)
+    assert CR.fill_claimed_rows(rows, out, ctl, 2, False) == CR.DONE
+    assert CR.fill_claimed_rows(rows, out, ctl, 3, True) == CR.DONE
+    assert ctl[CR.TAKEN] == 6 and ctl[CR.FRONT] == 3 and ctl[CR.BACK] == 1  # (a claim past the end is counted)
+    rows, ctl = np.zeros(3, dtype=np.int64), np.zeros(CR.CTL, dtype=np.int64)
+    CR.publish(rows, ctl, 0, 0)
+    assert CR.fill_claimed_rows(rows, out, ctl, -1, False) == 1
+    CR.close(ctl)
+    assert CR.fill_claimed_rows(rows, out, ctl, 1, False) == CR.DONE
+    assert CR.fill_claimed_rows(rows, out, ctl, -1, True) == CR.DONE
+
+
+@pytest.mark.jit_only
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_row_whose_preparation_fails_leaves_the_others_filled(threads):
+    """A plain row that raises while it is made ready: the batch fills every other row, gives
+    every scratch back, then raises that error."""
+    compiled = COMPILED[0]
+    matchers = [xgr.GrammarMatcher(compiled) for _ in range(6)]
+    for k, m in enumerate(matchers):
+        m.accept_string('{"ab":1'[:k])
+    bitmask = xgr.allocate_token_bitmask(6, INFO.vocab_size)
+    xgr.BatchGrammarMatcher(threads).batch_fill_next_token_bitmask(matchers, bitmask)  # (scratches made)
+    free = len(compiled.mask_cache.scratch)
+
+    def broken(*args):
+        raise MemoryError("no room for row 3")
+
+    matchers[3]._row_view = broken
+    bitmask = np.full((6, (INFO.vocab_size + 31) // 32), -1, dtype=np.int32)
+    with pytest.raises(MemoryError, match="no room for row 3"):
+        xgr.BatchGrammarMatcher(threads).batch_fill_next_token_bitmask(matchers, bitmask)
+    for k, m in enumerate(matchers):
+        if k != 3:
+            want = xgr.allocate_token_bitmask(1, INFO.vocab_size)
+            m.fill_next_token_bitmask(want)
+            assert np.array_equal(bitmask[k], np.asarray(want)[0]), k
+    assert (bitmask[3] == -1).all()
+    assert len(compiled.mask_cache.scratch) == free
+
+
+def test_a_crew_runs_every_share_once_and_raises_the_first_error():
+    """util.Crew: each share runs once, on the caller or a helper, however often the crew is
+    used; the error of the lowest share is raised after every share has run."""
+    import threading
+
+    from xg2ref.util import Crew
+
+    crew = Crew(3, "test-crew")
+    for n in (0, 1, 2, 7, 40):
+        for _ in range(50):
+            seen, lock = [], threading.Lock()
+
+            def work(i):
+                with lock:
+                    seen.append(i)
+
+            crew.run(work, list(range(n)))
+            assert sorted(seen) == list(range(n))
+    ran = []
+
+    def failing(i):
+        ran.append(i)
+        if i in (3, 5):
+            raise KeyError(i)
+
+    with pytest.raises(KeyError) as err:
+        crew.run(failing, list(range(8)))
+    assert err.value.args == (3,) and sorted(ran) == list(range(8))
+
+
+def test_a_fill_takes_back_the_scratch_its_last_fill_used():
+    """mask/scratch.py SHARED SCRATCH: `take(prefer)` gives the preferred scratch while it is
+    free, else the last one given back, else a new one."""
+    scratches = COMPILED[1].mask_cache.scratch
+    a, b = scratches.take(), scratches.take()
+    scratches.give(a)
+    scratches.give(b)
+    assert scratches.take(prefer=a) is a
+    assert scratches.take(prefer=a) is b  # (a is taken: the last one given back)
+    c = scratches.take(prefer=a)
+    assert c is not a and c is not b
+    for s in (a, b, c):
+        scratches.give(s)

@@ -64,26 +64,22 @@ raises before writing any. Both classes live here, as in xgrammar's `matcher` mo
 
 from __future__ import annotations
 
-import os
-import threading
 import warnings
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from .batch_fill import CORES, fill_batch
 from .bitmask import bitmask_row_view, pack_bool_mask, unpack_bitmask
 from .compiler import CompiledGrammar
 from .earley import EarleyParser
 from .exceptions import BitmaskError, MatcherError
 from .intrinsics.token_sets import token_set_tables
-from .kernels import handles as H
 from .kernels import mask_fill as MF
 from .marker_close import Closes
-from .mask.cache import fill_rows, finish_fills, prepare_fills
-from .mask.scratch import give_back, with_scratch
 from .rule_options import RuleOptionTables, active_temperature, captures, float32_temperature
 from .tokenizer_info import sorted_regular_tokens, stop_token_list
-from .util import Crew, layout_key
+from .util import layout_key
 
 STOP_STEP = -1  # history marker: a stop token (no bytes)
 
@@ -512,31 +508,6 @@ def _same_size(matchers: list, values: list, name: str) -> None:
         raise BitmaskError(f"The size of matchers ({len(matchers)}) and {name} ({len(values)}) should be the same.")
 
 
-FILL_SHARES = 8  # a threaded batch fill is cut into this many shares per thread, taken as threads free up
-_POOLS: dict = {}  # threads -> the process's crew for batch fills of that width
-_POOLS_LOCK = threading.Lock()
-
-
-def _forget_pools() -> None:
-    """In a forked child: the crews' threads stayed in the parent, so make new ones."""
-    global _POOLS_LOCK
-    _POOLS.clear()
-    _POOLS_LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pools)
-
-
-def _fill_pool(threads: int) -> Crew:
-    """The crew batch fills of `threads` rows at once run on: the caller and threads - 1 helpers
-    (made once per width; daemons that live as long as the process)."""
-    with _POOLS_LOCK:
-        pool = _POOLS.get(threads)
-        if pool is None:
-            pool = _POOLS[threads] = Crew(threads - 1, "xg2ref-batch-fill")
-        return pool
-
-
 class BatchGrammarMatcher:
     """Fill, accept and roll back many matchers in one call (module docstring)."""
 
@@ -570,52 +541,17 @@ class BatchGrammarMatcher:
             if m._stop_accepted or m._terminate_without_stop_token and m.is_terminated():
                 raise BitmaskError(f"matchers[{k}] has terminated: it has no next-token mask (leave it out of the "
                                    "batch, or roll it back)")
-        if len({id(m) for m in matchers}) == len(matchers):  # one task per matcher: its rows in order
-            groups = [(m, [row]) for m, row in zip(matchers, rows)]
-        else:  # (a matcher listed twice is one thread's at a time)
+        # a matcher's first row with the rest of the batch (batch_fill.py), its other rows after
+        # (a matcher listed twice is one thread's at a time)
+        if len(set(map(id, matchers))) == len(matchers):
+            firsts, later = list(zip(matchers, rows)), []
+        else:
             by_id: dict = {}
             for m, row in zip(matchers, rows):
                 by_id.setdefault(id(m), (m, []))[1].append(row)
-            groups = list(by_id.values())
-
-        # the plain fills (a matcher's first row) are made ready here, then run as kernel calls over
-        # shares of the rows, without the GIL (mask/cache.py `prepare_fills`); the other matchers
-        # fill in shares of their own; a matcher's other rows after the rest (one thread per matcher)
-        jobs, owners, others, later = [], [], [], []
-        memory = (bitmask.data_ptr(), bitmask.shape) if hasattr(bitmask, "data_ptr") else None
-        for m, rows_of_m in groups:
-            view = m._row_view(bitmask, rows_of_m[0], memory) if m._plain and H.ENABLED else (None, None, False)
-            if view[1] is None:
-                others.append((m, rows_of_m))
-                continue
-            jobs.append((m._mask_cache, m._parser, view[1], m._not_regular, m._stop_array, None))
-            owners.append((m, view))
-            later += [(m, row) for row in rows_of_m[1:]]
-        jobs = with_scratch(jobs)
-        fills = prepare_fills(jobs)
-        threads = (os.cpu_count() or 1) if self.max_threads == "auto" else self.max_threads
-        parts = max(1, min(len(jobs), FILL_SHARES * threads))
-        cuts = [len(jobs) * k // parts for k in range(parts + 1)]
-        shares = [(cuts[k], cuts[k + 1]) for k in range(parts)] + others
-
-        def fill(share) -> None:
-            if isinstance(share[0], int):
-                fill_rows(fills, *share)
-            else:
-                for row in share[1]:
-                    share[0].fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
-
-        try:
-            if threads <= 1 or len(shares) <= 1:
-                for share in shares:
-                    fill(share)
-            else:
-                _fill_pool(min(threads, len(shares))).run(fill, shares)  # (every share runs, then an error is raised)
-        finally:  # (the plain rows are finished even when another share raised)
-            give_back(jobs, finish_fills(fills))
-            for m, (row, _, tail) in owners:
-                if tail:
-                    row[m._n_words:] = 0
+            firsts = [(m, rows_of_m[0]) for m, rows_of_m in by_id.values()]
+            later = [(m, row) for m, rows_of_m in by_id.values() for row in rows_of_m[1:]]
+        fill_batch(firsts, bitmask, CORES if self.max_threads == "auto" else self.max_threads, debug_print)
         for m, row in later:
             m.fill_next_token_bitmask(bitmask, row, debug_print=debug_print)
 

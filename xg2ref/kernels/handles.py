@@ -265,7 +265,7 @@ def fill_mask_h(hf, hc, hk, hv, hs, not_regular, stop_ids, words):
 
 def row_handle(args: tuple) -> np.ndarray:
     """int64[16]: `fill_mask_h`'s arguments (five handles, then not_regular, stop_ids, words) as
-    (address, length) pairs, for `fill_rows_h`. The caller keeps `args` alive meanwhile."""
+    (address, length) pairs, for `fill_row_h`. The caller keeps `args` alive meanwhile."""
     out = np.zeros(16, dtype=np.int64)
     for i, (a, dtype) in enumerate(zip(args, (np.int64,) * 7 + (np.int32,))):
         if not isinstance(a, np.ndarray) or a.dtype != dtype or a.ndim != 1 or not a.flags.c_contiguous:
@@ -276,14 +276,11 @@ def row_handle(args: tuple) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def fill_rows_h(rows, out):
-    """`fill_mask_h` for each row: rows[r] is the address of a `row_handle`; out[r] gets
-    (status, j, n_cand, full). The whole batch runs without the GIL."""
-    for r in range(rows.shape[0]):
-        h = carray(_address(rows[r]), (16,), np.int64)
-        status, j, n_cand, full = fill_mask_h(
-            carray(_address(h[0]), (h[1],), np.int64), carray(_address(h[2]), (h[3],), np.int64),
-            carray(_address(h[4]), (h[5],), np.int64), carray(_address(h[6]), (h[7],), np.int64),
-            carray(_address(h[8]), (h[9],), np.int64), carray(_address(h[10]), (h[11],), np.int64),
-            carray(_address(h[12]), (h[13],), np.int64), carray(_address(h[14]), (h[15],), np.int32))
-        out[r, 0], out[r, 1], out[r, 2], out[r, 3] = status, j, n_cand, full
+def fill_row_h(address):
+    """`fill_mask_h` of the `row_handle` at `address`: (status, j, n_cand, full)."""
+    h = carray(_address(address), (16,), np.int64)
+    return fill_mask_h(
+        carray(_address(h[0]), (h[1],), np.int64), carray(_address(h[2]), (h[3],), np.int64),
+        carray(_address(h[4]), (h[5],), np.int64), carray(_address(h[6]), (h[7],), np.int64),
+        carray(_address(h[8]), (h[9],), np.int64), carray(_address(h[10]), (h[11],), np.int64),
+        carray(_address(h[12]), (h[13],), np.int64), carray(_address(h[14]), (h[15],), np.int32))

@@ -496,12 +496,18 @@ class AdaptiveTokenMaskCache:
     def fill_shared(self, parser, words: np.ndarray, not_regular: np.ndarray, stop_ids: np.ndarray) -> bool:
         """`fill` with a scratch of the grammar's taken for it and given back whatever the fill
         raises (mask/scratch.py, SHARED SCRATCH). Returns whether every id is allowed."""
-        scratch = self.scratch.take()
+        scratch = self.take_scratch(parser)
         try:
             _, full, scratch = self.fill(parser, words, not_regular, stop_ids, scratch)
         finally:
             self.scratch.give(scratch)
         return full
+
+    def take_scratch(self, parser) -> MF.FillScratch:
+        """A scratch of this grammar's for a fill of `parser`: the one its bound fill names
+        where it is free (mask/scratch.py, SHARED SCRATCH)."""
+        memo = parser.fill_memo
+        return self.scratch.take(memo[3] if memo is not None and memo[0] is self else None)
 
     def bind_fill(self, parser, words, not_regular, stop_ids, scratch) -> tuple:
         """`fill`'s kernel entry and arguments (handles), kept on the parser while they stay the
@@ -522,7 +528,7 @@ class AdaptiveTokenMaskCache:
     @staticmethod
     def row_handle(memo: list) -> int:
         """The address of the row handle of a `bind_fill` memo (made once per memo), for
-        kernels/handles.py `fill_rows_h`; the memo keeps it and what it points to alive."""
+        kernels/handles.py `fill_row_h`; the memo keeps it and what it points to alive."""
         if memo[9] is None:
             row = H.row_handle(memo[8])
             memo[9] = (row, row.ctypes.data)
@@ -548,51 +554,6 @@ class AdaptiveTokenMaskCache:
             MF.finish_mask(parser.arrays, parser.chart, not_regular, stop_ids, words)
             full = MF.all_allowed(words, self.vocab_size)
         return n_cand, bool(full), scratch
-
-
-_FILL_ROWS: list = []  # fill_rows_h's compiled entry, bound on first use
-
-
-class ManyFills(NamedTuple):
-    """Fills of several parsers prepared for kernels/handles.py `fill_rows_h` (`prepare_fills`)."""
-
-    jobs: list  # (cache, parser, words, not_regular, stop_ids, scratch) per row
-    memos: list  # their `bind_fill` memos, held while a kernel reads the row handles
-    rows: np.ndarray  # int64: the addresses of the row handles
-    out: np.ndarray  # int64[rows, 4]: (status, j, n_cand, full) per row
-
-
-def prepare_fills(jobs: list) -> ManyFills:
-    """`MaskCache.fill` of each job, (cache, parser, words, not_regular, stop_ids, scratch), made
-    ready for `fill_rows` (the parsers must be distinct)."""
-    memos = [cache.bind_fill(parser, words, not_regular, stop_ids, scratch)
-             for cache, parser, words, not_regular, stop_ids, scratch in jobs]
-    rows = np.array([AdaptiveTokenMaskCache.row_handle(memo) for memo in memos], dtype=np.int64)
-    return ManyFills(jobs, memos, rows, np.zeros((len(jobs), 4), dtype=np.int64))
-
-
-def fill_rows(fills: ManyFills, lo: int, hi: int) -> None:
-    """The kernels of rows lo..hi-1, in one call without the GIL (threads may run disjoint
-    ranges of one `ManyFills` at once)."""
-    if not _FILL_ROWS:
-        _FILL_ROWS.append(bound_kernel(H.fill_rows_h, fills.rows, fills.out))
-    if hi > lo:
-        _FILL_ROWS[0](fills.rows[lo:hi], fills.out[lo:hi])
-
-
-def finish_fills(fills: ManyFills) -> list:
-    """After `fill_rows` of every row: `finish_fill` for a row whose kernel asked for more.
-    Returns each job's (full, scratch), as `fill` does."""
-    done = []
-    for (cache, parser, words, not_regular, stop_ids, scratch), (status, j, n_cand, full) in \
-            zip(fills.jobs, fills.out.tolist()):
-        if status == K.OK:
-            done.append((bool(full), scratch))
-        else:
-            _, full, scratch = cache.finish_fill(parser, words, not_regular, stop_ids, scratch, status, j, n_cand,
-                                                 full)
-            done.append((full, scratch))
-    return done
 
 
 def _no_hits(n_classes: int) -> KX.PoolHits:

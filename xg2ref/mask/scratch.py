@@ -4,16 +4,24 @@ words before they are OR-ed in, the uncertain candidates), shared by the matcher
 SHARED SCRATCH. A fill needs the scratch only while it runs, and a scratch holds nothing from
 one fill to the next that the next needs (the entry marks carry a generation counter, the
 candidates are written before they are read). So a matcher holds none: it takes one from its
-grammar's free list for a fill and gives it back (`FillScratches`). One thread's decoding loop
-takes back the scratch it gave (the list is last in, first out), so the kernel entry bound to it
-stays bound; fills running at once on several threads each take their own. A live matcher then
-costs its chart and history, not vocabulary-sized buffers (a scratch holds ceil(V / 32) words).
+grammar's free list for a fill and gives it back (`FillScratches`). A matcher asks for the
+scratch its last fill used (its parser's bound fill names it), and gets it while no other fill
+holds it, so the kernel entry bound to it stays bound: one thread's decoding loop, many threads
+each walking matchers of their own, and the rows of a batch filled by shares on several threads
+all find their scratch again; otherwise the last one given back (last in, first out). A live
+matcher then costs its chart and history, not vocabulary-sized buffers (a scratch holds
+ceil(V / 32) words).
 
-A batch (`BatchGrammarMatcher`) gives each row a scratch of its own: the kernel fills the rows of
-a share in one call, and a row it stops is resumed from its scratch afterwards (`with_scratch`).
+A batch (`BatchGrammarMatcher`, xg2ref/batch_fill.py) gives each row a scratch of its own for
+the batch: its rows are filled on several threads at once, and a row the kernel stops is
+resumed from its scratch afterwards; each grammar's free list keeps room for as many scratches
+as the batch has rows of it (`batch_rows`).
 """
 
 from __future__ import annotations
+
+from collections import Counter
+from typing import Optional
 
 import numpy as np
 
@@ -29,24 +37,29 @@ class FillScratches:
 
     def __init__(self, store, words: int):
         self._store, self._words = store, words
-        self._free: list = []
+        self._free: dict = {}  # id -> scratch, in the order given back
         self._keep = KEEP_SCRATCH
 
     def __len__(self) -> int:
         return len(self._free)
 
-    def take(self) -> MF.FillScratch:
-        """A scratch from the free list, else a new one (list.pop: atomic, no lock)."""
+    def take(self, prefer: Optional[MF.FillScratch] = None) -> MF.FillScratch:
+        """`prefer` (the scratch the caller's last fill used) when it is free, else the scratch
+        given back last, else a new one (dict.pop and dict.popitem: atomic, no lock)."""
+        if prefer is not None:
+            scratch = self._free.pop(id(prefer), None)
+            if scratch is not None:
+                return scratch
         try:
-            return self._free.pop()
-        except IndexError:
+            return self._free.popitem()[1]
+        except KeyError:
             return self.new()
 
     def give(self, scratch: MF.FillScratch) -> None:
         """Back to the free list after a fill; it keeps as many as ran at once, at most the
         larger of KEEP_SCRATCH and the largest batch of this grammar's rows (`batch_rows`)."""
         if len(self._free) < self._keep:
-            self._free.append(scratch)
+            self._free[id(scratch)] = scratch
 
     def batch_rows(self, n: int) -> None:
         """A batch fills n rows of this grammar at once, each with a scratch of its own."""
@@ -54,7 +67,7 @@ class FillScratches:
 
     def held(self) -> list:
         """The scratches in the free list now (for the memory account)."""
-        return list(self._free)
+        return list(self._free.values())
 
     def new(self) -> MF.FillScratch:
         """A scratch sized for the entries built so far."""
@@ -83,19 +96,9 @@ class FillScratches:
         return MF.FillScratch(marks, s.or_words, cand, tmp, np.array([n], dtype=np.int64))
 
 
-def with_scratch(jobs: list) -> list:
-    """A batch's fill jobs (cache, parser, words, not_regular, stop_ids, _), each with a scratch
-    of its own from its grammar: taken in row order and given back in reverse
-    (`give_back`), a row of the same batch next time gets the same scratch back."""
-    rows: dict = {}
-    for job in jobs:
-        rows[id(job[0])] = (job[0], rows.get(id(job[0]), (None, 0))[1] + 1)
-    for cache, n in rows.values():
-        cache.scratch.batch_rows(n)
-    return [job[:5] + (job[0].scratch.take(),) for job in jobs]
-
-
-def give_back(jobs: list, finished: list) -> None:
-    """The scratches of a batch's jobs, as `finish_fills` returned them, back to their grammars."""
-    for job, (_, scratch) in zip(reversed(jobs), reversed(finished)):
-        job[0].scratch.give(scratch)
+def batch_rows(caches: list) -> None:
+    """A batch fills a row of each of `caches` (one per row, a grammar's as often as it has rows)
+    at once: each grammar's free list keeps room for as many scratches."""
+    which = dict(zip(map(id, caches), caches))
+    for key, n in Counter(map(id, caches)).items():
+        which[key].scratch.batch_rows(n)
