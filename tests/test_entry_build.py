@@ -32,10 +32,27 @@ def _stored(store: EntryStore, e: int, sorted_ids: np.ndarray, vocab_size: int) 
     return kind, acc, unc
 
 
+def _contents(cls: dict) -> tuple:
+    """(accepted, uncertain) sorted indices of a classification {index: "a" | "u"}."""
+    acc = np.array(sorted(j for j, c in cls.items() if c == "a"), dtype=np.int32)
+    unc = np.array(sorted(j for j, c in cls.items() if c == "u"), dtype=np.int32)
+    return acc, unc
+
+
+def _store(store, acc, unc, sorted_ids, members) -> int:
+    while (e := EB.store_entry(store.kernel_arrays, acc, unc, sorted_ids, members, np.int64(members[0]))) < 0:
+        assert e == -EB.NEED_STORE
+        store.grow()
+    return e
+
+
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 300), st.lists(st.tuples(st.integers(0, 299), st.sampled_from("aur")), max_size=400),
+@given(st.integers(40, 300), st.lists(st.tuples(st.integers(0, 299), st.sampled_from("aur")), max_size=400),
        st.integers(0, 2 ** 31 - 1))
 def test_store_entry_keeps_the_smallest_form_and_reads_back(n, marks, seed):
+    """Forty entries of different contents (each a base classification with token k moved to
+    the next class), past every initial capacity: each in the smallest form, read back as
+    stored; then a content stored again points its states at the entry it has."""
     rng = np.random.default_rng(seed)
     vocab_size = n + int(rng.integers(0, 40))
     sorted_ids = rng.permutation(vocab_size)[:n].astype(np.int32)  # the regular ids, in "byte order"
@@ -43,32 +60,62 @@ def test_store_entry_keeps_the_smallest_form_and_reads_back(n, marks, seed):
     for j, c in marks:
         if j < n:
             cls[j] = c
-    acc = np.array(sorted(j for j, c in cls.items() if c == "a"), dtype=np.int32)
-    unc = np.array(sorted(j for j, c in cls.items() if c == "u"), dtype=np.int32)
     regular = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
     xgr.mask.pack_ids(sorted_ids, regular)
     store = EntryStore(4, regular, 8)
-    members = np.array([1, 3], dtype=np.int32)
-    stored = []
-    for k in range(40):  # past every initial capacity: the arrays grow on NEED_STORE
-        while (e := EB.store_entry(store.kernel_arrays, acc, unc, sorted_ids, members, np.int64(1))) < 0:
-            assert e == -EB.NEED_STORE
-            store.grow()
-        stored.append(e)
-    assert stored == list(range(40))
-    n_acc, n_unc = len(acc), len(unc)
-    n_rej = n - n_acc - n_unc
+    contents, stored, want_bytes = [], [], 0
     words = len(regular)
-    sizes = [n_acc, n_rej, words]
+    for k in range(40):  # past every initial capacity: the arrays grow on NEED_STORE
+        moved = dict(cls)
+        moved[k] = {"a": "u", "u": "r"}.get(cls.get(k, "r"), "a")
+        acc, unc = _contents(moved)
+        contents.append((acc, unc))
+        stored.append(_store(store, acc, unc, sorted_ids, np.array([1, 3], dtype=np.int32)))
+        sizes = [len(acc), n - len(acc) - len(unc), words]
+        kind = int(np.argmin(sizes))  # the first of the smallest (XGrammar §3.1)
+        want_bytes += 4 * (sizes[kind] if kind != KIND_BITSET else words) + 4 * len(unc) + EB.ENTRY_OVERHEAD
+        got_kind, got_acc, got_unc = _stored(store, k, sorted_ids, vocab_size)
+        assert got_kind == kind
+    assert stored == list(range(40))
     for e in (0, 17, 39):
-        kind, got_acc, got_unc = _stored(store, e, sorted_ids, vocab_size)
-        assert kind == int(np.argmin(sizes))  # the first of the smallest (XGrammar §3.1)
+        acc, unc = contents[e]
+        _, got_acc, got_unc = _stored(store, e, sorted_ids, vocab_size)
         assert got_acc == {int(sorted_ids[j]) for j in acc}
         assert got_unc == unc.tolist()
     assert store.arrays.state_entry[1] == store.arrays.state_entry[3] == 39  # published, the last one
     assert store.stats(0.0).entries == 40
-    assert store.sizes[EB.SIZE_BYTES] == 40 * (4 * (sizes[kind] if kind != KIND_BITSET else words) + 4 * n_unc
-                                               + EB.ENTRY_OVERHEAD)
+    assert store.sizes[EB.SIZE_BYTES] == want_bytes
+    # the content of entry 17 again, for state 2: no new entry, state 2 points at 17
+    assert _store(store, *contents[17], sorted_ids, np.array([2], dtype=np.int32)) == 17
+    assert store.arrays.state_entry[2] == 17 and store.n_entries == 40 and store.stores == 41
+    assert store.sizes[EB.SIZE_BYTES] == want_bytes
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 120), st.lists(st.lists(st.tuples(st.integers(0, 119), st.sampled_from("aur")), max_size=150),
+                                     min_size=1, max_size=12),
+       st.lists(st.integers(0, 11), min_size=1, max_size=80), st.integers(0, 2 ** 31 - 1))
+def test_entries_of_equal_content_are_stored_once(n, pool, picks, seed):
+    """kernels/entry_content.py: a sequence of stores drawn from a few contents (repeats
+    common, keys colliding when contents are alike) gives one entry per distinct content, and
+    every state reads back exactly the content stored for it."""
+    rng = np.random.default_rng(seed)
+    vocab_size = n + int(rng.integers(0, 40))
+    sorted_ids = rng.permutation(vocab_size)[:n].astype(np.int32)
+    regular = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
+    xgr.mask.pack_ids(sorted_ids, regular)
+    store = EntryStore(len(picks), regular, 8)
+    contents = [_contents({j: c for j, c in marks if j < n}) for marks in pool]
+    distinct: dict = {}
+    for state, pick in enumerate(picks):
+        acc, unc = contents[pick % len(contents)]
+        e = _store(store, acc, unc, sorted_ids, np.array([state], dtype=np.int32))
+        assert distinct.setdefault((acc.tobytes(), unc.tobytes()), e) == e
+    assert store.n_entries == len(distinct) and store.stores == len(picks)
+    for state, pick in enumerate(picks):
+        acc, unc = contents[pick % len(contents)]
+        _, got_acc, got_unc = _stored(store, int(store.arrays.state_entry[state]), sorted_ids, vocab_size)
+        assert got_acc == {int(sorted_ids[j]) for j in acc} and got_unc == unc.tolist()
 
 
 def _masks(compiler, schema: str, text: bytes) -> list:

@@ -169,13 +169,13 @@ def test_counted_zones_after_compaction():
         never = xgr.GrammarCompiler(info, jit=False, cache_enabled=False).compile_grammar(ebnf)
     finally:
         AdaptiveTokenMaskCache._compact_if_complete = real
-    built = cache.stats.entries
+    built = cache.stats.stores
     a, b = xgr.GrammarMatcher(compiled), xgr.GrammarMatcher(never)
     for text in ["<", "a", "(1)", "b" * 30, "((2))", "c" * 6, ">"]:
         assert np.array_equal(a.compute_bool_mask(), b.compute_bool_mask())
         assert a.accept_string(text) and b.accept_string(text)
     assert a.is_completed()
-    assert cache.stats.entries > built  # zones built after the compaction ...
+    assert cache.stats.stores > built  # zones built after the compaction ...
     assert (cache.classifier._pure_build.done != 0).any()  # ... through the pure-state table, filled again
 
 

@@ -64,10 +64,12 @@ def tokenizer_ids(info) -> set:
 
 def vocabulary_tables(vocab) -> list:
     """What the process keeps for one vocabulary, shared by every compiler over it: the tries
-    and facts of the classifier, the JSON-string slice and the idle build buffers."""
-    from .mask import classifier, slices
+    and facts of the classifier, the JSON-string slice, the idle build buffers and the bitset
+    of its regular tokens."""
+    from .mask import classifier, entries, slices
 
-    held = (vocabulary_entry(table, vocab) for table in (classifier._TRIES, slices._SLICES, classifier._FREE))
+    held = (vocabulary_entry(table, vocab) for table in (classifier._TRIES, slices._SLICES, classifier._FREE,
+                                                          entries._REGULAR))
     return [value for value in held if value is not None]
 
 

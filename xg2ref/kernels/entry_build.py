@@ -37,6 +37,7 @@ from .context_expansion import init_chart_at_state
 from .cross_grammar import (NEED_RECORD, POOL_NONE, POOL_PARTIAL, POOL_PERFECT, PoolHits, PoolRecords, merge_acc0,
                             record_build, records_lists)
 from .earley import META_N_SETS, OK
+from .entry_content import content_key, enter_key, find_same
 from .mask_fill import (KIND_ACCEPTED, KIND_BITSET, KIND_REJECTED, MISSING_ENTRIES, NEED_ENTRY, SIZE_ENTRIES,
                         UNBUILT, check_and_finish, gather_cached_mask, item_entry)
 from .pure_walk import fill_pure_next, mark_pure_states
@@ -60,7 +61,8 @@ SIZE_NEED_ENTRIES = 11
 SIZE_NEED_LIST = 12
 SIZE_NEED_WORDS = 13
 SIZE_NEED_UNC = 14
-N_SIZES = 15
+SIZE_SHARED = 15     # stores that found their content stored already (kernels/entry_content.py)
+N_SIZES = 16
 ENTRY_OVERHEAD = 64  # bytes an entry costs beyond its arrays (SIZE_BYTES)
 
 # slots of EntryWork.queue: the batch in progress
@@ -180,8 +182,16 @@ def store_entry(cache, acc, unc, sorted_ids, members, state):
     """STORE and PUBLISH: append the entry of accepted `acc` and uncertain `unc` (sorted
     indices, ascending) to `cache` (a MaskCacheArrays at capacity) in the smallest form, built
     for `state`, and point `members` at it. Returns the entry's number, or -NEED_STORE (nothing written:
-    cache.sizes[SIZE_NEED_*] hold the sizes needed)."""
+    cache.sizes[SIZE_NEED_*] hold the sizes needed). An entry of the same content stored
+    already is pointed at instead (kernels/entry_content.py, SHARED)."""
     sizes = cache.sizes
+    key = content_key(acc, unc)
+    same = find_same(cache, key, acc, unc, sorted_ids)
+    if same >= 0:
+        sizes[SIZE_SHARED] += 1
+        for s in members:
+            cache.state_entry[s] = same
+        return same
     n_sorted = sorted_ids.shape[0]
     n_acc = acc.shape[0]
     n_unc = unc.shape[0]
@@ -197,7 +207,7 @@ def store_entry(cache, acc, unc, sorted_ids, members, state):
         listed = 0
     e = sizes[SIZE_ENTRIES]
     n_words = words if kind == KIND_BITSET else 0
-    need_entries = e + 1 > cache.entry_kind.shape[0]
+    need_entries = e + 1 > cache.entry_kind.shape[0] or 2 * (e + 1) > cache.content_key.shape[0]
     need_list = sizes[SIZE_LIST] + listed > cache.list_ids.shape[0]
     need_words = sizes[SIZE_WORDS] + n_words > cache.bitset_words.shape[0]
     need_unc = sizes[SIZE_UNC] + n_unc > cache.unc_sorted.shape[0]
@@ -251,6 +261,7 @@ def store_entry(cache, acc, unc, sorted_ids, members, state):
     sizes[SIZE_TOKENS + 2] += n_unc
     sizes[SIZE_KINDS + kind] += 1
     sizes[SIZE_BYTES] += 4 * (listed + n_unc + n_words) + ENTRY_OVERHEAD
+    enter_key(cache.content_key, cache.content_entry, key, e)
     sizes[SIZE_ENTRIES] = e + 1
     for s in members:  # PUBLISH, after the arrays
         cache.state_entry[s] = e

@@ -81,6 +81,8 @@ class CacheView(NamedTuple):
     ex_entry: np.ndarray
     count_slack: np.ndarray
     sizes: np.ndarray
+    content_key: np.ndarray
+    content_entry: np.ndarray
 
 
 # handles are used where kernels are compiled (under NUMBA_DISABLE_JIT there is nothing to unbox)
@@ -217,6 +219,8 @@ def unpack_cache(h):
         ex_entry=carray(_address(h[39]), (h[40],), np.int32),
         count_slack=carray(_address(h[42]), (h[43],), np.int64),
         sizes=carray(_address(h[45]), (h[46],), np.int64),
+        content_key=carray(_address(h[48]), (h[49],), np.int64),
+        content_entry=carray(_address(h[51]), (h[52],), np.int32),
     )
 
 

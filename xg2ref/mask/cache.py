@@ -68,7 +68,7 @@ from ..util import bound_kernel, fixed_layout
 from . import background
 from .classifier import Classifier, vocab_facts
 from .counted import CountedZones
-from .entries import UNBUILT, EntryStore, MaskCacheArrays, pack_ids
+from .entries import UNBUILT, EntryStore, MaskCacheArrays, regular_words
 from .jit import JitSchedule
 from .scratch import FillScratches
 from .state_classes import shareable_rules, state_classes
@@ -138,9 +138,7 @@ class AdaptiveTokenMaskCache:
         order = np.argsort(member_class, kind="stable")
         self._members_flat = scannable[order]  # the states of class c: _members(c), CSR over this
         self._members_ptr = np.concatenate([[0], np.cumsum(np.bincount(member_class, minlength=n_classes))])
-        regular_words = np.zeros(self._words, dtype=np.int32)
-        pack_ids(vocab.sorted_ids, regular_words)
-        self._store = EntryStore(len(fsm.state_rule), regular_words, longest)
+        self._store = EntryStore(len(fsm.state_rule), regular_words(vocab, self._words), longest)
         self._state_entry = self._store.state_entry  # (fixed size: the store never replaces it)
         self.scratch = FillScratches(self._store, self._words)  # the fills' scratch, shared by the matchers
         self._state_entry[scannable] = UNBUILT
@@ -371,11 +369,11 @@ class AdaptiveTokenMaskCache:
         """COMPACT: once every class has its FREE entry, the entry arrays are cut to their filled
         part and what only building reads (the pure-state table, the pool lookups) let go; a
         counted zone built later fills the table again (called holding the lock)."""
-        if self._complete or self._store.n_entries < self._check_complete_at:
+        if self._complete or self._store.stores < self._check_complete_at:
             return
         unbuilt = self.schedule.unbuilt
-        if unbuilt:  # (each class still unbuilt adds an entry first: no count before then)
-            self._check_complete_at = self._store.n_entries + unbuilt
+        if unbuilt:  # (each class still unbuilt is stored first: no count before then)
+            self._check_complete_at = self._store.stores + unbuilt
             return
         self._complete = True
         self._store.trim()

@@ -16,8 +16,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..kernels import entry_build as EB
+from ..kernels import entry_content as EC
 from ..kernels import mask_fill as MF
-from ..util import fixed_layout
+from ..util import fixed_layout, per_vocabulary
 
 KIND_ACCEPTED, KIND_REJECTED, KIND_BITSET = MF.KIND_ACCEPTED, MF.KIND_REJECTED, MF.KIND_BITSET
 UNBUILT = MF.UNBUILT  # state_entry of a state whose entry is not built yet (JIT)
@@ -44,6 +45,8 @@ class MaskCacheArrays(NamedTuple):
     ex_key, ex_entry             sorted (state << 32 | count) -> entry, for counts near a bound
     count_slack : int64[1]       the longest token's bytes (how near a bound is "near")
     sizes : int64[N_SIZES]       how much of each array is filled, tallies (kernels/entry_build.py)
+    content_key, content_entry   the entries by content (kernels/entry_content.py): an entry
+                                 whose content is stored already is not stored again
 
     The kernels see the arrays at capacity (entries past sizes[SIZE_ENTRIES] are not there yet);
     `EntryStore.arrays` is the filled part.
@@ -65,6 +68,8 @@ class MaskCacheArrays(NamedTuple):
     ex_entry: np.ndarray
     count_slack: np.ndarray
     sizes: np.ndarray
+    content_key: np.ndarray
+    content_entry: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -78,10 +83,17 @@ class CacheStats:
     kinds: tuple  # number of entries stored as each KIND_*
     build_seconds: float
     memory_bytes: int
+    shared: int = 0  # classes (or zones) built whose content an entry had already: not stored again
+
+    @property
+    def stores(self) -> int:
+        """Classes and counted zones built: the entries, and those that share one."""
+        return self.entries + self.shared
 
     def summary(self) -> str:
         kinds = ", ".join(f"{n} {name}" for n, name in zip(self.kinds, KIND_NAMES))
-        return (f"{self.entries} entries ({kinds}); tokens: {self.accepted:,} accepted, "
+        return (f"{self.entries} entries ({kinds}; {self.shared} more built with the content of one); "
+                f"tokens: {self.accepted:,} accepted, "
                 f"{self.rejected:,} rejected, {self.uncertain:,} uncertain; "
                 f"{self.memory_bytes / 1024:.1f} KiB, built in {self.build_seconds:.3f} s")
 
@@ -92,6 +104,22 @@ def pack_ids(ids: np.ndarray, words: np.ndarray) -> None:
     bits[ids] = True
     words |= np.packbits(bits, bitorder="little").view(np.int32)
 
+
+
+_REGULAR: dict = {}  # per vocabulary: {words: the bitset of its regular tokens} (`regular_words`)
+
+
+def regular_words(vocab, words: int) -> np.ndarray:
+    """int32[words]: the bitset of the vocabulary's regular tokens (`vocab.sorted_ids`), made
+    once per vocabulary and width and shared by the entries of every grammar over it (no
+    kernel writes it). The memory account counts it with the vocabulary's tables."""
+    held = per_vocabulary(_REGULAR, vocab, dict)
+    out = held.get(words)
+    if out is None:
+        out = np.zeros(words, dtype=np.int32)
+        pack_ids(vocab.sorted_ids, out)
+        out = held.setdefault(words, out)
+    return out
 
 
 class EntryStore:
@@ -115,13 +143,15 @@ class EntryStore:
         self.list_indptr, self.unc_indptr = np.zeros(17, np.int64), np.zeros(17, np.int64)
         self.list_ids, self.bitset_words, self.unc_sorted = np.zeros(64, np.int32), np.zeros(0, np.int32), \
             np.zeros(64, np.int32)
+        self.content_key = np.zeros(EC.table_size(16), np.int64)
+        self.content_entry = np.zeros(EC.table_size(16), np.int32)
         self._publish()
 
     def _publish(self) -> None:
         self.kernel_arrays = MaskCacheArrays(
             self.state_entry, self.entry_state, self.entry_kind, self.list_indptr, self.list_ids, self.bitset_offset,
             self.bitset_words, self.unc_indptr, self.unc_sorted, self.regular_words, self.counts, self.noexit_entry,
-            self.ex_key, self.ex_entry, self.count_slack, self.sizes)
+            self.ex_key, self.ex_entry, self.count_slack, self.sizes, self.content_key, self.content_entry)
 
     def grow(self) -> None:
         """Room for what the last NEED_STORE asked (sizes[SIZE_NEED_*]), each array that lacks
@@ -142,6 +172,10 @@ class EntryStore:
         self.list_ids = grown(self.list_ids, z[EB.SIZE_NEED_LIST])
         self.bitset_words = grown(self.bitset_words, z[EB.SIZE_NEED_WORDS])
         self.unc_sorted = grown(self.unc_sorted, z[EB.SIZE_NEED_UNC])
+        if 2 * n > len(self.content_key):
+            keys, entries = np.zeros(EC.table_size(n), np.int64), np.zeros(EC.table_size(n), np.int32)
+            EC.rehash(self.content_key, self.content_entry, keys, entries)
+            self.content_key, self.content_entry = keys, entries
         # a new version with sizes of its own: the old arrays keep the count they were grown at,
         # so a reader still holding them never takes an entry stored after (mask_fill.py)
         self.sizes = self.sizes.copy()
@@ -162,8 +196,9 @@ class EntryStore:
 
     @property
     def capacity_bytes(self) -> int:
-        """Bytes of every array at capacity (what the store holds)."""
-        return int(sum(a.nbytes for a in self.kernel_arrays))
+        """Bytes of every array at capacity (what the store holds), the vocabulary's bitset of
+        regular tokens aside (`regular_words`: shared)."""
+        return int(sum(a.nbytes for a in self.kernel_arrays)) - self.regular_words.nbytes
 
     def set_exact(self, ex_key: np.ndarray, ex_entry: np.ndarray) -> None:
         """The sorted (state << 32 | count) -> entry table of counts near a bound."""
@@ -173,6 +208,12 @@ class EntryStore:
     @property
     def n_entries(self) -> int:
         return int(self.sizes[EB.SIZE_ENTRIES])
+
+    @property
+    def stores(self) -> int:
+        """Entries stored, and stores that pointed at an entry of the same content: one per
+        class (or counted zone) built."""
+        return int(self.sizes[EB.SIZE_ENTRIES] + self.sizes[EB.SIZE_SHARED])
 
     @property
     def arrays(self) -> MaskCacheArrays:
@@ -188,12 +229,13 @@ class EntryStore:
         z = self.sizes
         return CacheStats(self.n_entries, int(z[EB.SIZE_TOKENS]), int(z[EB.SIZE_TOKENS + 1]),
                           int(z[EB.SIZE_TOKENS + 2]), tuple(int(k) for k in z[EB.SIZE_KINDS:EB.SIZE_KINDS + 3]),
-                          build_seconds, self.memory_size_bytes)
+                          build_seconds, self.memory_size_bytes, int(z[EB.SIZE_SHARED]))
 
     @property
     def memory_size_bytes(self) -> int:
-        """Bytes of the filled arrays (every array of `MaskCacheArrays`)."""
-        return int(sum(a.nbytes for a in self.arrays))
+        """Bytes of the filled arrays (every array of `MaskCacheArrays` but the vocabulary's
+        bitset of regular tokens, which every grammar over it shares)."""
+        return int(sum(a.nbytes for a in self.arrays)) - self.regular_words.nbytes
 
 
 fixed_layout(MaskCacheArrays)
