@@ -19,7 +19,7 @@ compared in full (`same_content`), so a collision costs a comparison, never a wr
 the builder reads the table (under the cache's lock); fills never do.
 
 Over 40 JSONSchemaBench schemas built in full on Llama-3, 7,075 entries of one schema are 626
-contents; the entries of the largest schemas take a fifth to a third of the bytes.
+contents; the five largest grammars keep 7% to 28% of the bytes they held.
 """
 
 from __future__ import annotations
