@@ -4,6 +4,7 @@ grammar in use by a live matcher living on with its matcher."""
 
 import gc
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -114,3 +115,73 @@ def test_clear_cache_keeps_only_the_vocabulary_tables():
     assert lines["grammars"] == 0
     assert lines["pool"] + lines["shapes"] + lines["parts"] < 8192  # the empty caches themselves
     assert compiler.get_cache_size_bytes() == sum(lines.values())
+
+
+@pytest.mark.parametrize("limit_grammars", [None, 3])
+def test_the_tally_the_limit_keeps_follows_the_account(limit_grammars):
+    """TALLY (memory.py): what compiles are bounded by, counted as parts enter and leave, is
+    within 10% of the walked account, with and without evictions."""
+    info = tokenizer()
+    options = {}
+    if limit_grammars is not None:
+        probe = xgr.GrammarCompiler(info, background_builds=False)
+        use(probe.compile_json_schema(schema(0)))
+        lines = probe.memory_account()
+        options["cache_limit_bytes"] = limit_grammars * (sum(lines.values()) - lines["vocabulary"])
+    compiler = xgr.GrammarCompiler(info, background_builds=False, **options)
+    for k in range(30):
+        matcher = use(compiler.compile_json_schema(schema(k)))
+        matcher.accept_string('{"m%d_0": ' % k)
+        matcher.fill_next_token_bitmask(xgr.allocate_token_bitmask(1, len(TOKENS)))
+        if k % 6 == 5:
+            walked = compiler._bound.walk()
+            tally = compiler._bound.tally()
+            mine = sum(walked.values()) - walked["vocabulary"]
+            assert abs(sum(tally.values()) - mine) <= 0.1 * mine, (k, tally, walked)
+    if limit_grammars is not None:
+        assert len(compiler._cache) < 30  # (the limit evicted)
+
+
+def test_compiles_under_a_limit_do_not_walk_everything(monkeypatch):
+    """A compile under `cache_limit_bytes` costs a tally of what is new (TALLY), not a walk of
+    everything the compiler keeps; `memory_account` walks."""
+    from xg2ref import memory
+
+    walks = []
+    account = memory.compiler_account
+    monkeypatch.setattr(memory, "compiler_account", lambda compiler: walks.append(1) or account(compiler))
+    compiler = xgr.GrammarCompiler(tokenizer(), background_builds=False, cache_limit_bytes=2 << 20)
+    for k in range(40):
+        use(compiler.compile_json_schema(schema(k)))
+    assert not walks
+    lines = compiler.memory_account()
+    assert walks and sum(lines.values()) - lines["vocabulary"] <= 2 << 20
+
+
+def test_a_grammar_keeps_no_other_grammar_alive_through_the_pool():
+    """Pool entries a grammar looked up for entries it has not built yet, and the structure
+    checks it made against other grammars' rules, do not keep them alive: once the compiler lets
+    a grammar and the pool's entries go, its machines are freed while the other grammar lives."""
+    def one_string(name):
+        return {"type": "object", "properties": {name: {"type": "string"}}, "required": [name]}
+
+    compiler = xgr.GrammarCompiler(tokenizer(), background_builds=False)
+    first = compiler.compile_json_schema(one_string("a"))
+    matcher = xgr.GrammarMatcher(first)
+    for text in '{"a": "xyz"}':
+        matcher.fill_next_token_bitmask(xgr.allocate_token_bitmask(1, len(TOKENS)))
+        assert matcher.accept_string(text)
+    second = compiler.compile_json_schema(one_string("b"))  # (its string's states: pool hits)
+    use(second)
+    assert any(found is not None for *_, found, _ in second.mask_cache._pool._resolved.values())
+    entries = [weakref.ref(e) for e in compiler.pool._entries.values()]
+    machines = weakref.ref(first.fsms)
+    del first, matcher
+    compiler.clear_cache()
+    gc.collect()
+    assert machines() is None and all(e() is None for e in entries)
+    again = use(second)
+    fresh = use(xgr.GrammarCompiler(tokenizer(), cache_enabled=False).compile_json_schema(one_string("b")))
+    for text in '{"b": "xyz"}':
+        assert np.array_equal(again.compute_bool_mask(), fresh.compute_bool_mask())
+        assert again.accept_string(text) and fresh.accept_string(text)

@@ -356,6 +356,7 @@ class GrammarCompiler:
             lines = self._bound.walk()
             if 0 <= self.cache_limit_bytes < sum(lines.values()) - lines["vocabulary"]:
                 self._bound.enforce(self.cache_limit_bytes)  # (entries built since the last compile)
+                self._bound.enforce(self.cache_limit_bytes, walked=True)
                 lines = self._bound.walk()
             return lines
 

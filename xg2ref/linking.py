@@ -139,6 +139,10 @@ class PartCache:
     def __len__(self) -> int:
         return len(self._parts)
 
+    def keyed(self) -> dict:
+        """Source key -> part, a copy (for the compiler's memory tally)."""
+        return dict(self._parts)
+
     def evict_to(self, n: int) -> None:
         """Keep the `n` most recently used parts."""
         while len(self._parts) > max(n, 0):

@@ -41,7 +41,8 @@ shared, never wrongly shared.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -54,6 +55,7 @@ K_REF = 0x5F0E_1D2C_3B4A_6978  # marks a non-byte edge (Algorithm 1's constant k
 SELF = 0x243F_6A88_85A3_08D3  # a rule edge to the rule itself
 CYCLE = 0x1319_8A2E_0370_7344  # a rule edge to the next member of a simple cycle
 
+_SERIALS = itertools.count()  # (a memo of a check against a rule names its hashes by serial, not holding them)
 KIND_LEAF, KIND_ACYCLIC, KIND_SELF, KIND_CYCLE, KIND_UNHASHED = "leaf", "acyclic", "self", "cycle", "unhashed"
 
 
@@ -83,6 +85,7 @@ class RuleHashes:
     canonical: tuple
     kinds: tuple
     scc: tuple
+    serial: int = field(default_factory=lambda: next(_SERIALS), compare=False, repr=False)  # unique to this object
 
     def edge_labels(self, g: GrammarFSMs, r: int) -> dict:
         """The label each rule edge of r was hashed with: SELF, CYCLE (another member of r's

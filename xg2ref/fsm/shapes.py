@@ -87,6 +87,11 @@ class ShapeCache:
         while len(self._fsms) > self.max_shapes:
             self._fsms.popitem(last=False)
 
+    def keyed(self) -> dict:
+        """id -> what `get` gives, for every shape kept (for the compiler's memory tally: a
+        shape's key is a deep tuple, slow to hash again)."""
+        return {id(value): value for value in list(self._fsms.values())}
+
     def evict_to(self, n: int) -> None:
         """Keep the `n` most recently used machines."""
         while len(self._fsms) > max(n, 0):

@@ -37,7 +37,9 @@ their index arrays); `clear` empties the pool.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Optional
@@ -199,6 +201,13 @@ class CrossGrammarCache:
         self._clear()
 
     @_under_pool_lock
+    def keyed(self) -> tuple[dict, int, int]:
+        """(first key -> entry, a copy; the entries' bytes as `size_bytes` counts them; the
+        bytes of the pool's own tables), for the compiler's memory tally (memory.py)."""
+        return (dict(self._entries), self._bytes,
+                sys.getsizeof(self._entries) + sys.getsizeof(self._alias) + sys.getsizeof(self._known_rules))
+
+    @_under_pool_lock
     def _clear(self) -> None:
         self._entries.clear()
         self._alias.clear()
@@ -314,9 +323,10 @@ class PoolView:
         self.n_sorted = n_sorted
         self.offsets = fsms.state_offsets()
         self.state_rule = np.repeat(np.arange(len(fsms.fsms)), np.diff(self.offsets))
-        self._verified: dict = {}  # (rule, id of the witness's grammar, witness rule) -> bool
+        self._verified: dict = {}  # (rule, serial of the witness's hashes, witness rule) -> bool
         self._la_keys: dict = {}
-        self._resolved: dict = {}  # class -> (key, rule, lookahead key, entry found or None): `resolve`
+        self._resolved: dict = {}  # class -> (key, rule, lookahead key, weak reference to the entry found or None,
+        # its candidates): `resolve` (weak: a grammar still building keeps no entry the pool let go)
 
     def key(self, state: int, count: int = 0) -> Optional[tuple]:
         """(hash of the state's rule, its canonical number, seed count), None when the rule has
@@ -337,12 +347,12 @@ class PoolView:
 
     def _same(self, rule: int, entry: PoolEntry) -> bool:
         g, h, r = entry.witness
-        memo = (rule, id(g), r)
+        memo = (rule, h.serial, r)
         known = self._verified.get(memo)
-        if known is None:  # (the witness is kept beside the answer, so its id stays its own)
-            known = self._verified[memo] = (g, (g is self.fsms and r == rule)
+        if known is None:  # (by serial: the memo does not keep the witness's grammar alive)
+            known = self._verified[memo] = ((g is self.fsms and r == rule)
                                             or same_structure(self.fsms, self.hashes, rule, g, h, r))
-        return known[1]
+        return known
 
     @_under_pool_lock
     def build(self, state: int, members: np.ndarray, classifier, count: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -427,18 +437,19 @@ class PoolView:
             key = self.key(s, count)
             if key is None:
                 mode[c] = KX.POOL_UNHASHED
-                self._resolved[c] = (None, None, None, None)
+                self._resolved[c] = (None, None, None, None, 0)
                 continue
             rule = int(self.state_rule[s])
             la = self.lookahead_key(rule)
             entry, collided = self._lookup(key, rule)
-            self._resolved[c] = (key, rule, la, entry)
             if entry is None:
+                self._resolved[c] = (key, rule, la, None, n)
                 mode[c] = KX.POOL_COLLISION if collided else KX.POOL_MISS
                 continue
             passes = entry.passes.get(la)
             mode[c] = KX.POOL_PERFECT if passes is not None else KX.POOL_PARTIAL
             cands = passes if passes is not None else entry.ends
+            self._resolved[c] = (key, rule, la, weakref.ref(entry), len(cands))
             marked.append(cands.indices())
             marked_len[c] = len(cands)
             data = entry.acc0.raw
@@ -460,7 +471,7 @@ class PoolView:
         ev, data, n = records.event[:z[KX.R_EVENTS]], records.data, self.n_sorted
         for row in ev.tolist():
             c, mode = row[KX.EV_CLASS], row[KX.EV_MODE]
-            key, rule, la, entry = self._resolved.pop(c)  # (a class is built once: its lookup is done)
+            key, rule, la, found, candidates = self._resolved.pop(c)  # (a class is built once: its lookup is done)
             s = int(class_rep[c])
             if mode == KX.POOL_UNHASHED:
                 self._tell(s, 0, "unhashed", n, row[KX.EV_ACCEPTED], row[KX.EV_UNCERTAIN])
@@ -469,12 +480,8 @@ class PoolView:
             if mode in (KX.POOL_MISS, KX.POOL_COLLISION):
                 self._add_miss(key, rule, la, members_of(c), count, n, data[row[KX.EV_ACC0]:row[KX.EV_ENDS]],
                                data[row[KX.EV_ENDS]:row[KX.EV_PASS]], data[row[KX.EV_PASS]:row[KX.EV_END]])
-                candidates = n
-            elif mode == KX.POOL_PARTIAL:
+            elif mode == KX.POOL_PARTIAL and (entry := found()) is not None:  # (else the pool let it go)
                 self._add_passes(entry, la, data[row[KX.EV_PASS]:row[KX.EV_END]])
-                candidates = len(entry.ends)
-            else:
-                candidates = len(entry.passes[la])
             self._count_and_tell(s, count, mode, candidates, row[KX.EV_ACCEPTED], row[KX.EV_UNCERTAIN])
         z[KX.R_EVENTS] = z[KX.R_DATA] = 0
 
