@@ -120,9 +120,9 @@ class _Claimed:
         self.out = np.zeros((n, 4), dtype=np.int64)
         self.out[:, 0] = CR.NOT_FILLED
         self.ctl = np.zeros(CR.CTL, dtype=np.int64)
-        self.jobs: list = [None] * n  # (cache, parser, words, not_regular, stop_ids, scratch) per row made ready
-        self.views: list = [None] * n
-        self.memos: list = [None] * n  # kept while the kernels read the handles
+        # per row made ready: (job, view, memo), job = (cache, parser, words, not_regular, stop_ids,
+        # scratch), the memo kept while the kernels read the row's handle
+        self.made: list = [None] * n
         self.errors: list = []
         self.skipped: list = []  # the pairs whose row the kernel may not write (OTHERS)
         if not _KERNELS:
@@ -144,7 +144,7 @@ class _Claimed:
         publish, ready = _KERNELS[0], 0
         try:
             for r, (m, row) in enumerate(self.pairs):
-                address = 0
+                address, job = 0, None
                 try:
                     view = m._row_view(self.bitmask, row, self.memory)
                     if view[1] is None:
@@ -152,15 +152,14 @@ class _Claimed:
                     else:
                         cache, parser = m._mask_cache, m._parser
                         job = (cache, parser, view[1], m._not_regular, m._stop_array, cache.take_scratch(parser))
-                        self.jobs[r], self.views[r] = job, view
-                        memo = self.memos[r] = cache.bind_fill(*job[1:])
+                        memo = cache.bind_fill(*job[1:])
                         address = cache.row_handle(memo)
+                        self.made[r] = (job, view, memo)
                 except Exception as err:  # (raised once the batch is done; the row is not filled)
                     self.errors.append(err)
-                    if self.jobs[r] is not None:
-                        self.jobs[r][0].scratch.give(self.jobs[r][5])
-                    self.jobs[r] = self.views[r] = None
-                    address = 0
+                    if job is not None:
+                        job[0].scratch.give(job[5])
+                    self.made[r], address = None, 0
                 publish(self.rows, self.ctl, r, address)
                 ready = r + 1
         finally:
@@ -174,18 +173,20 @@ class _Claimed:
         row of another layout): OTHERS."""
         errors += self.errors
         status = self.out[:, 0]
+        scratches = [None if made is None else made[0][5] for made in self.made]
         for r in np.flatnonzero((status != MF.OK) & (status != CR.NOT_FILLED)).tolist():
-            cache, parser, words, not_regular, stop_ids, scratch = self.jobs[r]
+            cache, parser, words, not_regular, stop_ids, scratch = self.made[r][0]
             try:
                 _, j, n_cand, full = self.out[r].tolist()
-                self.jobs[r] = self.jobs[r][:5] + (cache.finish_fill(parser, words, not_regular, stop_ids, scratch,
-                                                                     int(status[r]), j, n_cand, full)[2],)
+                scratches[r] = cache.finish_fill(parser, words, not_regular, stop_ids, scratch, int(status[r]), j,
+                                                 n_cand, full)[2]
             except Exception as err:
                 errors.append(err)
-        for job in self.jobs:
-            if job is not None:
-                job[0].scratch.give(job[5])
-        for r, view in enumerate(self.views):
-            if view is not None and view[2]:
+        for r, made in enumerate(self.made):
+            if made is None:
+                continue
+            (cache, *_), view, _ = made
+            cache.scratch.give(scratches[r])
+            if view[2]:
                 view[0][self.pairs[r][0]._n_words:] = 0
         return self.skipped

@@ -46,27 +46,24 @@ NOT_FILLED = -100  # out[r, 0] of a row not filled (skipped, or its batch closed
 SPINS = 1 << 14  # turns a claimer waits for its row before returning it (0.1-1 ms)
 
 
-@intrinsic
-def _fetch_add(typingctx, ctl, index, value):
-    """ctl[index] += value atomically (sequentially consistent); returns the value before."""
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
-        return builder.atomic_rmw("add", ptr, args[2], "seq_cst")
-    return types.int64(ctl, index, value), codegen
+def _atomic(op: str, doc: str):
+    """An intrinsic `f(ctl, index, value)` doing LLVM's atomic `op` on ctl[index] with value,
+    sequentially consistent (what a thread wrote before is seen by a thread that reads what it
+    wrote); it returns the value before."""
+    def typed(typingctx, ctl, index, value):
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+            return builder.atomic_rmw(op, ptr, args[2], "seq_cst")
+        return types.int64(ctl, index, value), codegen
+
+    typed.__doc__ = doc
+    return intrinsic(typed)
 
 
-@intrinsic
-def _exchange(typingctx, ctl, index, value):
-    """ctl[index] = value atomically (sequentially consistent: what was written before is seen
-    by a thread that reads the new value); returns the value before."""
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
-        return builder.atomic_rmw("xchg", ptr, args[2], "seq_cst")
-    return types.int64(ctl, index, value), codegen
+_fetch_add = _atomic("add", "ctl[index] += value atomically; returns the value before.")
+_exchange = _atomic("xchg", "ctl[index] = value atomically; returns the value before.")
 
 
 @njit(cache=True)  # (keeps the GIL: released, a claimer waiting for it would take it at every row)
