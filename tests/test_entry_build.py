@@ -2,6 +2,7 @@
 XGrammar §3.1, arrays grown on demand, batches resumed after every kind of stop, and the fill
 kernel building the entries it misses itself."""
 
+import gc
 import json
 
 import numpy as np
@@ -173,7 +174,10 @@ def test_batches_resume_after_every_kind_of_stop(small_info, monkeypatch):
     free = C._free_list(small_info.vocab_arrays())
     kept = list(free)
     try:
+        compiled = matcher = None
         for jit in (False, True):
+            compiled = matcher = parked = held = buffers = None  # (the last round's grammar gives its set back
+            gc.collect()  # now, not in the middle of this round's build)
             free.clear()
             monkeypatch.setattr(C, "_PARKED", {})  # (no set of an earlier build to take)
             compiler = xgr.GrammarCompiler(small_info, jit=jit, cache_enabled=False, background_builds=False)

@@ -103,7 +103,7 @@ def test_entries_with_the_slice_equal_the_walk_over_every_token():
             e = int(a.state_entry[s])
             with clf.lease():
                 clf.classify(s)  # (fills the rows of s's rule in the pure-state table, let go once all was built)
-                used += KS.slice_contained(clf.inputs.slice.dfa, clf.pure_row, clf.pure_next, s, pairs)
+                used += KS.slice_contained(clf.inputs.slice.dfa, clf.inputs.pure, s, pairs)
                 want_acc = {int(ids[j]) for j in clf.accepted()}
                 want_unc = set(clf.uncertain().tolist())
             listed = set(a.list_ids[a.list_indptr[e]:a.list_indptr[e + 1]].tolist())

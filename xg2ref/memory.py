@@ -276,6 +276,8 @@ class CacheBound:
     def tally(self) -> dict:
         """The bytes of each part by TALLY: grammars, pool, shapes, parts."""
         c = self.compiler
+        if c.pool is not None:
+            c.pool.settle()  # (records a build owes the pool leave its grammar for the pool)
         stop = self._stop()
         cached = {id(g): g for g in c._cache.values()}
         for i in self._grammars.keys() - cached.keys():
@@ -288,7 +290,6 @@ class CacheBound:
             self._parts.update(c.parts.keyed(), lambda part: held_bytes([part], stop))
             lines["parts"] = self._parts.total
         if c.pool is not None:
-            c.pool.settle()
             self._tally_shapes(stop)
             lines["shapes"] = self._shapes.total
             lines["pool"] = self._tally_pool(stop, {id(g.fsms) for g in c._cache.values()})

@@ -363,7 +363,6 @@ def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, 
     subtree_end = trie.subtree_end
     follow1 = context.follow1
     pure_row = pure.pure_row
-    pure_next = pure.pure_next
     comp = scratch.comp
     loop = scratch.loop
     path = scratch.path
@@ -436,7 +435,7 @@ def classify_tokens(fsm, chart, charts, trie, context, pure, la, scratch, outs, 
             # final state on the way |- the context decides, as after the parse below
             # TRIE-SHARE: the bytes this token shares with the last one walked are not read again
             start = lcp if lcp < path_valid else path_valid
-            walked, q = dfa_walk(pure_row, pure_next, path, start, token_bytes, begin, length)
+            walked, q = dfa_walk(pure, path, start, token_bytes, begin, length)
             path_valid = walked
             if walked < length and q < 0:
                 reuse_sets(chart, n0, lcp)

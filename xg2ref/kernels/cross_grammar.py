@@ -61,17 +61,19 @@ class PoolHits(NamedTuple):
     """Each class's resolved pool lookup (C classes).
 
     mode : int8[C]             POOL_*
-    marked_ptr : int64[C + 1]  a hit's candidates: marked[marked_ptr[c]:marked_ptr[c + 1]]
+    marked_start, marked_end : int64[C]  a hit's candidates: marked[marked_start[c]:marked_end[c]]
+                               (classes that hit one entry under one lookahead share a span)
     marked : int32[...]        (sorted indices, ascending)
     acc0_kind : int8[C]        ACC0_LIST / ACC0_BITS
     acc0_start, acc0_end : int64[C]  a hit's acc0: acc0_list or acc0_bits (its kind's) over
-                               [acc0_start[c], acc0_end[c])
+                               [acc0_start[c], acc0_end[c]) (one span per entry)
     acc0_list : int32[...]
     acc0_bits : uint8[...]
     """
 
     mode: np.ndarray
-    marked_ptr: np.ndarray
+    marked_start: np.ndarray
+    marked_end: np.ndarray
     marked: np.ndarray
     acc0_kind: np.ndarray
     acc0_start: np.ndarray

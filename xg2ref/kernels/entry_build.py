@@ -170,7 +170,7 @@ def ensure_pure(fsm, pure, build, rule):
         done[rule] = PURE_MARKED
     if build.rows[PURE_ROWS] > pure.pure_next.shape[0]:
         return NEED_PURE
-    fill_pure_next(fsm, lo, hi, pure.pure_row, pure.pure_next)
+    fill_pure_next(fsm, lo, hi, pure)
     if build.rows[PURE_ALL] == 1:
         done[:] = PURE_FILLED
     done[rule] = PURE_FILLED
@@ -320,12 +320,12 @@ def build_entries(fsm, chart, charts, inputs, work, cache, classes, jobs):
                 return status, CHART_MAIN
             clear_outputs(outs)
             # SLICE (kernels/slices.py): a state that reads the whole slice walks only the rest
-            q[Q_SLICE] = 1 if not hit and slice_contained(inputs.slice.dfa, inputs.pure.pure_row,
-                                                          inputs.pure.pure_next, state, work.pairs) else 0
+            q[Q_SLICE] = 1 if not hit and slice_contained(inputs.slice.dfa, inputs.pure, state,
+                                                          work.pairs) else 0
             q[Q_TOKEN] = 0
             q[Q_PHASE] = PHASE_CLASSIFY
         if q[Q_PHASE] == PHASE_CLASSIFY:
-            marked = hits.marked[hits.marked_ptr[c]:hits.marked_ptr[c + 1]] if hit else hits.marked[:0]
+            marked = hits.marked[hits.marked_start[c]:hits.marked_end[c]] if hit else hits.marked[:0]
             task = ClassifyTask(state, q[Q_TOKEN], hit, records_lists(mode), False, marked)
             trie = inputs.slice.rest if q[Q_SLICE] == 1 else inputs.trie
             status, j, which = classify_tokens(fsm, chart, charts, trie, inputs.context, inputs.pure,

@@ -28,11 +28,27 @@ class PureTable(NamedTuple):
     """The pure-state table (`mark_pure_states`, `fill_pure_next`).
 
     pure_row : int32[S]         row of a pure state, -1 for the others
-    pure_next : int32[rows, 256]  the state a byte leads to from a pure state, -1 for none
+    pure_next : int32[rows, B]  the state a byte of each class leads to from a pure state, -1
+                                for none
+    byte_class : int32[256]     the class of each byte (`byte_classes`), B classes
     """
 
     pure_row: np.ndarray
     pure_next: np.ndarray
+    byte_class: np.ndarray
+
+
+# BYTE CLASSES: bytes that every byte edge of the grammar either reads or not, together, lead to
+# the same state from any state; the table keeps one column per class (a JSON grammar has a few
+# dozen), not one per byte.
+def byte_classes(byte_lo: np.ndarray, byte_hi: np.ndarray) -> np.ndarray:
+    """int32[256]: the class of each byte, the classes cut at every edge's first byte and after
+    its last (numbered from 0, in byte order)."""
+    cuts = np.zeros(257, dtype=bool)
+    cuts[0] = True
+    cuts[np.asarray(byte_lo, dtype=np.int64)] = True
+    cuts[np.asarray(byte_hi, dtype=np.int64) + 1] = True
+    return (np.cumsum(cuts[:256]) - 1).astype(np.int32)
 
 
 @njit(cache=True, _nrt=False)
@@ -67,32 +83,33 @@ def mark_pure_states(fsm, lo, hi, rows, max_rows, pure_row):
 
 
 @njit(cache=True, _nrt=False)
-def fill_pure_next(fsm, lo, hi, pure_row, pure_next):
-    """pure_next[pure_row[q], b] = the state byte b leads to from pure state q in [lo, hi), -1
-    for none."""
+def fill_pure_next(fsm, lo, hi, pure):
+    """pure_next[pure_row[q], byte_class[b]] = the state byte b leads to from pure state q in
+    [lo, hi), -1 for none."""
     for q in range(lo, hi):
-        r = pure_row[q]
+        r = pure.pure_row[q]
         if r < 0:
             continue
-        pure_next[r, :] = -1
+        pure.pure_next[r, :] = -1
         for e in range(fsm.byte_indptr[q], fsm.byte_indptr[q + 1]):
-            for b in range(fsm.byte_lo[e], fsm.byte_hi[e] + 1):
-                pure_next[r, b] = fsm.byte_dst[e]
+            for c in range(pure.byte_class[fsm.byte_lo[e]], pure.byte_class[fsm.byte_hi[e]] + 1):
+                pure.pure_next[r, c] = fsm.byte_dst[e]
 
 
 @njit(cache=True, _nrt=False)
-def dfa_walk(pure_row, pure_next, path, start, token_bytes, begin, length):
+def dfa_walk(pure, path, start, token_bytes, begin, length):
     """Read a token through pure states only, from path[start]: the state after its first
     `start` bytes (path[0] is the state the walk begins in; the caller's sorted neighbours
     share those bytes, TRIE-SHARE). Returns (d, q): d bytes were read and q is the state
     reached (q == -1: byte d has no edge; d < length and q >= 0: q is not pure, the general
     parse must decide). Afterwards path[k] holds the state after k bytes for every k <= d."""
+    pure_row, pure_next, byte_class = pure.pure_row, pure.pure_next, pure.byte_class
     q = path[start]
     for d in range(start, length):
         r = pure_row[q]
         if r < 0:
             return d, q
-        nxt = pure_next[r, token_bytes[begin + d]]
+        nxt = pure_next[r, byte_class[token_bytes[begin + d]]]
         if nxt < 0:
             return d, nxt
         q = nxt

@@ -43,7 +43,7 @@ def slice_members(next_state, token_bytes, token_offsets, inside):
 
 
 @njit(cache=True, _nrt=False)
-def slice_contained(next_state, pure_row, pure_next, state, pairs):
+def slice_contained(next_state, pure, state, pairs):
     """CONTAINED (module docstring) for the slice's DFA `next_state` and FSM state `state`, by
     a search over the reachable pairs (`pairs`: int64[2 * MAX_SLICE_PAIRS] scratch). False as
     well when the pairs exceed MAX_SLICE_PAIRS."""
@@ -55,14 +55,14 @@ def slice_contained(next_state, pure_row, pure_next, state, pairs):
         r = pairs[2 * head]
         q = pairs[2 * head + 1]
         head += 1
-        row = pure_row[q]
+        row = pure.pure_row[q]
         for b in range(256):
             r2 = next_state[r, b]
             if r2 < 0:
                 continue
             if row < 0:
                 return False
-            q2 = pure_next[row, b]
+            q2 = pure.pure_next[row, pure.byte_class[b]]
             if q2 < 0:
                 return False
             known = False

@@ -557,6 +557,7 @@ class AdaptiveTokenMaskCache:
 def _no_hits(n_classes: int) -> KX.PoolHits:
     """Every class built without a cross-grammar cache."""
     none = np.zeros(n_classes, dtype=np.int8)
-    return KX.PoolHits(none, np.zeros(n_classes + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), none,
+    return KX.PoolHits(none, np.zeros(n_classes, dtype=np.int64), np.zeros(n_classes, dtype=np.int64),
+                       np.zeros(0, dtype=np.int32), none,
                        np.zeros(n_classes, dtype=np.int64), np.zeros(n_classes, dtype=np.int64),
                        np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint8))

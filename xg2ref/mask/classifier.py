@@ -219,7 +219,9 @@ class Classifier:
         hi = np.searchsorted(fsm.state_rule, rules, "right") if ordered else np.full(n_rules, n_states, np.int64)
         self._pure_build = EB.PureBuild(lo.astype(np.int64), hi.astype(np.int64), np.zeros(n_rules, np.int8),
                                         np.array([0, MAX_PURE_ROWS, 0 if ordered else 1], dtype=np.int64))
-        self._pure = PW.PureTable(np.full(n_states, -1, dtype=np.int32), np.zeros((0, 256), dtype=np.int32))
+        byte_class = PW.byte_classes(fsm.byte_lo, fsm.byte_hi)
+        self._pure = PW.PureTable(np.full(n_states, -1, dtype=np.int32),
+                                  np.zeros((0, int(byte_class[-1]) + 1), dtype=np.int32), byte_class)
         # the vocabulary-sized arrays (charts, outputs, the merged list, the pool's outbox) are
         # leased for a build and parked with it until another grammar's build takes them (`lease`)
         self._depth = 0
@@ -336,7 +338,7 @@ class Classifier:
         self._pure_build.done[:] = EB.PURE_NONE
         self._pure_build.rows[EB.PURE_ROWS] = 0
         self._pure.pure_row[:] = -1
-        self._pure = self._pure._replace(pure_next=np.zeros((0, 256), dtype=np.int32))
+        self._pure = self._pure._replace(pure_next=np.zeros((0, self._pure.pure_next.shape[1]), dtype=np.int32))
         self.inputs = self.inputs._replace(pure=self._pure)
 
     def owed_records(self) -> list:
@@ -374,7 +376,7 @@ class Classifier:
         elif status == EB.NEED_PURE:
             rows = int(self._pure_build.rows[EB.PURE_ROWS])
             old = self._pure.pure_next
-            grown = np.zeros((max(rows, 2 * len(old)), 256), dtype=np.int32)
+            grown = np.zeros((max(rows, 2 * len(old)), old.shape[1]), dtype=np.int32)
             grown[:len(old)] = old
             self._pure = self._pure._replace(pure_next=grown)
             self.inputs = self.inputs._replace(pure=self._pure)

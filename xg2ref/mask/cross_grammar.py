@@ -428,9 +428,9 @@ class PoolView:
         mode = np.zeros(n, dtype=np.int8)
         marked, acc0_kind = [np.zeros(0, np.int32)], np.zeros(n, dtype=np.int8)
         lists, bits = [np.zeros(0, np.int32)], [np.zeros(0, np.uint8)]
-        marked_len = np.zeros(n, dtype=np.int64)
-        acc0_start, acc0_end = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        used = {KX.ACC0_LIST: 0, KX.ACC0_BITS: 0}
+        spans = np.zeros((4, n), dtype=np.int64)  # marked start, end; acc0 start, end
+        used = {"marked": 0, KX.ACC0_LIST: 0, KX.ACC0_BITS: 0}
+        placed: dict = {}  # what is written already: (id of an entry, lookahead or None) -> span
         self._resolved = {}
         for c in np.flatnonzero(in_kernel).tolist():
             s, count = int(class_rep[c]), int(class_seed[c])
@@ -450,18 +450,21 @@ class PoolView:
             mode[c] = KX.POOL_PERFECT if passes is not None else KX.POOL_PARTIAL
             cands = passes if passes is not None else entry.ends
             self._resolved[c] = (key, rule, la, weakref.ref(entry), len(cands))
-            marked.append(cands.indices())
-            marked_len[c] = len(cands)
+            where = (id(entry), la if passes is not None else None)
+            if where not in placed:
+                marked.append(cands.indices())
+                used["marked"] += len(cands)
+                placed[where] = (used["marked"] - len(cands), used["marked"])
+            spans[0, c], spans[1, c] = placed[where]
             data = entry.acc0.raw
             kind = acc0_kind[c] = KX.ACC0_BITS if data.dtype == np.uint8 else KX.ACC0_LIST
-            (bits if kind == KX.ACC0_BITS else lists).append(data)
-            acc0_start[c] = used[kind]
-            used[kind] += len(data)
-            acc0_end[c] = used[kind]
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(marked_len, out=ptr[1:])
-        return KX.PoolHits(mode, ptr, np.concatenate(marked).astype(np.int32), acc0_kind, acc0_start, acc0_end,
-                           np.concatenate(lists).astype(np.int32), np.concatenate(bits).astype(np.uint8))
+            if id(entry) not in placed:
+                (bits if kind == KX.ACC0_BITS else lists).append(data)
+                used[kind] += len(data)
+                placed[id(entry)] = (used[kind] - len(data), used[kind])
+            spans[2, c], spans[3, c] = placed[id(entry)]
+        return KX.PoolHits(mode, spans[0], spans[1], np.concatenate(marked).astype(np.int32), acc0_kind, spans[2],
+                           spans[3], np.concatenate(lists).astype(np.int32), np.concatenate(bits).astype(np.uint8))
 
     @_under_pool_lock
     def take(self, records: KX.PoolRecords, class_rep: np.ndarray, members_of) -> None:
