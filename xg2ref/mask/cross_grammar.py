@@ -325,8 +325,11 @@ class PoolView:
         self.state_rule = np.repeat(np.arange(len(fsms.fsms)), np.diff(self.offsets))
         self._verified: dict = {}  # (rule, serial of the witness's hashes, witness rule) -> bool
         self._la_keys: dict = {}
-        self._resolved: dict = {}  # class -> (key, rule, lookahead key, weak reference to the entry found or None,
-        # its candidates): `resolve` (weak: a grammar still building keeps no entry the pool let go)
+        # `resolve`: a hit's class -> (weak reference to the entry found, its candidates), until
+        # the class is built (weak: a grammar still building keeps no entry the pool let go);
+        # the seed count of every class
+        self._resolved: dict = {}
+        self._seeds = np.zeros(0, dtype=np.int64)
 
     def key(self, state: int, count: int = 0) -> Optional[tuple]:
         """(hash of the state's rule, its canonical number, seed count), None when the rule has
@@ -431,25 +434,23 @@ class PoolView:
         spans = np.zeros((4, n), dtype=np.int64)  # marked start, end; acc0 start, end
         used = {"marked": 0, KX.ACC0_LIST: 0, KX.ACC0_BITS: 0}
         placed: dict = {}  # what is written already: (id of an entry, lookahead or None) -> span
-        self._resolved = {}
+        self._resolved, self._seeds = {}, class_seed
         for c in np.flatnonzero(in_kernel).tolist():
             s, count = int(class_rep[c]), int(class_seed[c])
             key = self.key(s, count)
             if key is None:
                 mode[c] = KX.POOL_UNHASHED
-                self._resolved[c] = (None, None, None, None, 0)
                 continue
             rule = int(self.state_rule[s])
             la = self.lookahead_key(rule)
             entry, collided = self._lookup(key, rule)
             if entry is None:
-                self._resolved[c] = (key, rule, la, None, n)
                 mode[c] = KX.POOL_COLLISION if collided else KX.POOL_MISS
                 continue
             passes = entry.passes.get(la)
             mode[c] = KX.POOL_PERFECT if passes is not None else KX.POOL_PARTIAL
             cands = passes if passes is not None else entry.ends
-            self._resolved[c] = (key, rule, la, weakref.ref(entry), len(cands))
+            self._resolved[c] = (weakref.ref(entry), len(cands))
             where = (id(entry), la if passes is not None else None)
             if where not in placed:
                 marked.append(cands.indices())
@@ -474,17 +475,20 @@ class PoolView:
         ev, data, n = records.event[:z[KX.R_EVENTS]], records.data, self.n_sorted
         for row in ev.tolist():
             c, mode = row[KX.EV_CLASS], row[KX.EV_MODE]
-            key, rule, la, found, candidates = self._resolved.pop(c)  # (a class is built once: its lookup is done)
             s = int(class_rep[c])
             if mode == KX.POOL_UNHASHED:
                 self._tell(s, 0, "unhashed", n, row[KX.EV_ACCEPTED], row[KX.EV_UNCERTAIN])
                 continue
-            count = key[2]
-            if mode in (KX.POOL_MISS, KX.POOL_COLLISION):
-                self._add_miss(key, rule, la, members_of(c), count, n, data[row[KX.EV_ACC0]:row[KX.EV_ENDS]],
-                               data[row[KX.EV_ENDS]:row[KX.EV_PASS]], data[row[KX.EV_PASS]:row[KX.EV_END]])
-            elif mode == KX.POOL_PARTIAL and (entry := found()) is not None:  # (else the pool let it go)
-                self._add_passes(entry, la, data[row[KX.EV_PASS]:row[KX.EV_END]])
+            count, rule = int(self._seeds[c]), int(self.state_rule[s])
+            if mode in (KX.POOL_MISS, KX.POOL_COLLISION):  # (the key `resolve` looked up, made again)
+                self._add_miss(self.key(s, count), rule, self.lookahead_key(rule), members_of(c), count, n,
+                               data[row[KX.EV_ACC0]:row[KX.EV_ENDS]], data[row[KX.EV_ENDS]:row[KX.EV_PASS]],
+                               data[row[KX.EV_PASS]:row[KX.EV_END]])
+                candidates = n
+            else:
+                found, candidates = self._resolved.pop(c)  # (a class is built once: its lookup is done)
+                if mode == KX.POOL_PARTIAL and (entry := found()) is not None:  # (else the pool let it go)
+                    self._add_passes(entry, self.lookahead_key(rule), data[row[KX.EV_PASS]:row[KX.EV_END]])
             self._count_and_tell(s, count, mode, candidates, row[KX.EV_ACCEPTED], row[KX.EV_UNCERTAIN])
         z[KX.R_EVENTS] = z[KX.R_DATA] = 0
 
