@@ -111,7 +111,10 @@ def _walk(roots, seen: set, fence: set) -> int:
     while stack:
         obj = stack.pop()
         i = id(obj)
-        if i in seen or i in fence or code.get(type(obj)) or _is_code(obj):
+        if i in seen or i in fence:
+            continue
+        skip = code.get(type(obj))
+        if skip or (skip is None and _is_code(obj)):
             continue
         seen.add(i)
         total += size(obj)
